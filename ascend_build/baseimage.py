@@ -1,0 +1,45 @@
+"""Base images for sites that cannot pull from a registry: a Debian root file system
+made by debootstrap from a Debian mirror, turned into an image for one platform.
+`docker import` would record the host's architecture, so the image is built
+FROM scratch with the platform given explicitly."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import engine as eng
+from .errors import UserError
+from .matrix import PLATFORM_ARCH
+
+DEBIAN_ARCH = {"linux/arm64": "arm64", "linux/amd64": "amd64"}
+
+
+def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
+                mirror: str = "http://deb.debian.org/debian", dry: bool = False) -> None:
+    if platform not in PLATFORM_ARCH:
+        raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+    if not shutil.which("debootstrap") and not dry:
+        raise UserError("debootstrap is not installed (Debian: apt-get install debootstrap)")
+    with tempfile.TemporaryDirectory(prefix="ascend-base-") as tmp:
+        root, ctx = Path(tmp) / "root", Path(tmp) / "ctx"
+        boot = ["debootstrap", "--variant=minbase", f"--arch={DEBIAN_ARCH[platform]}", suite, str(root), mirror]
+        ctx.mkdir()
+        (ctx / "Dockerfile").write_text(
+            f"# Debian {suite} root file system from debootstrap ({mirror})\n"
+            "FROM scratch\nADD rootfs.tar /\nCMD [\"bash\"]\n")
+        req = eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform=platform, tags=[tag])
+        cmd, env = engine.build_command(req)
+        if dry:
+            print(eng.show(boot))
+            print(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
+            print(eng.show(cmd, env))
+            return
+        if subprocess.run(boot, stdout=subprocess.DEVNULL).returncode != 0:
+            raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
+                            f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
+        subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+        if eng.run(cmd, env) != 0:
+            raise UserError(f"building the base image {tag} failed")

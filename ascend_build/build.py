@@ -1,0 +1,263 @@
+"""`invoke build`: resolve a cell, find its packages, stage a build context, build a
+candidate (untagged), run the image tests on it, and only then tag it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import engine as eng
+from .errors import PackageError, UserError
+from .matrix import Cell, Matrix
+from .packages import Located as PkgLocated, PackageStore, sha256_of, warn_unpinned
+from .render import ROOT, runtime_dockerfile
+
+LABEL_PREFIX = "io.ascend-build"
+
+
+@dataclass
+class BuildOptions:
+    stack: str | None = None
+    os: str | None = None
+    python: str | None = None
+    chip: str | None = None
+    platform: str | None = None
+    repository: str = "ascend-runtime"
+    packages: list[Path] = field(default_factory=lambda: [Path("packages")])
+    cache: Path | None = None
+    offline: bool = False
+    require_pins: bool = False
+    base_images: dict[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
+    pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
+    ca_bundle: Path | None = None          # secret only
+    wheelhouse: Path | None = None
+    torch_npu_wheel: Path | None = None    # a source-built wheel (the builder's seam)
+    apex_wheel: Path | None = None
+    dry: bool = False
+    work: Path = Path(".build")
+
+
+@dataclass
+class BuildResult:
+    cell: Cell
+    image_id: str | None
+    tags: list[str]
+    log: Path | None
+    content_tag: str
+
+
+def parse_base_images(items: list[str]) -> dict[str, str]:
+    mapping = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--base-image takes FROM=TO (e.g. ubuntu:22.04=mirror.local/ubuntu:22.04), got {item!r}")
+        src, dst = item.split("=", 1)
+        mapping[src.strip()] = dst.strip()
+    return mapping
+
+
+def base_image(cell: Cell, mapping: dict[str, str]) -> str:
+    short = {"aarch64": "arm64", "x86_64": "amd64"}[cell.arch]
+    return mapping.get(cell.os.image, cell.os.image).replace("{arch}", short)
+
+
+def arch_suffix(cell: Cell) -> str:
+    return {"aarch64": "arm64", "x86_64": "amd64"}[cell.arch]
+
+
+def _wheel_names(folder: Path | None) -> list[Path]:
+    return sorted(folder.glob("*.whl")) if folder and folder.is_dir() else []
+
+
+def _check_torch_npu_source(cell: Cell, opts: BuildOptions) -> None:
+    if cell.stack.torch_npu_on_pypi or opts.torch_npu_wheel:
+        return
+    prefix = f"torch_npu-{cell.stack.torch_npu}-"
+    if any(w.name.startswith(prefix) for w in _wheel_names(opts.wheelhouse)):
+        return
+    raise PackageError(f"torch_npu {cell.stack.torch_npu} has no wheel on PyPI (stacks.{cell.stack.name}."
+                       f"torch_npu_on_pypi is false); put {prefix}cp{cell.python.replace('.', '')}-*.whl in a "
+                       f"folder and pass --wheelhouse DIR, or pass --torch-npu-wheel FILE")
+
+
+def _stage(cell: Cell, opts: BuildOptions, toolkit: Path, kernels: Path, ctx: Path) -> None:
+    """The build context: installers in cann/{toolkit,kernels}, wheels in wheels/.
+    Hard links when possible: staging a multi-GB installer should not copy it."""
+    if ctx.exists():
+        shutil.rmtree(ctx)
+    for sub, src in (("cann/toolkit", toolkit), ("cann/kernels", kernels)):
+        (ctx / sub).mkdir(parents=True)
+        _link_or_copy(src, ctx / sub / src.name)
+    (ctx / "wheels").mkdir()
+    for wheel in _wheel_names(opts.wheelhouse) + [w for w in (opts.torch_npu_wheel, opts.apex_wheel) if w]:
+        _link_or_copy(wheel, ctx / "wheels" / wheel.name)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def content_tag(dockerfile_text: str, build_args: dict[str, str], hashes: dict[str, str]) -> str:
+    """An immutable tag from what goes into the image: the rendered Dockerfile, every
+    build arg, and the sha256 of every staged file."""
+    digest = hashlib.sha256()
+    digest.update(dockerfile_text.encode())
+    digest.update(json.dumps(build_args, sort_keys=True).encode())
+    digest.update(json.dumps(hashes, sort_keys=True).encode())
+    return "sha-" + digest.hexdigest()[:16]
+
+
+def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", client: str | None = None,
+          run_tests=None) -> BuildResult:
+    cell = matrix.cell(opts.stack, opts.os, opts.python, opts.chip, opts.platform)
+    rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
+    dockerfile = ROOT / rendered.path
+    if not dockerfile.exists() or dockerfile.read_text() != rendered.text:
+        raise UserError(f"{rendered.path} is missing or stale against matrix.yaml; run `invoke render` first")
+
+    # Everything that can be refused is refused before the first docker command.
+    _check_torch_npu_source(cell, opts)
+    if opts.require_pins and cell.python_source and not cell.python_source.sha256:
+        raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."
+                           f"\"{cell.python}\".sha256) and --require-pins is set")
+    for f in (opts.ca_bundle, opts.torch_npu_wheel, opts.apex_wheel):
+        if f and not Path(f).is_file():
+            raise UserError(f"{f}: no such file")
+    if opts.wheelhouse and not opts.wheelhouse.is_dir():
+        raise UserError(f"--wheelhouse {opts.wheelhouse}: no such folder")
+    store = PackageStore(opts.packages, opts.cache or _default_cache(), download=not opts.offline)
+    located, errors = [], []
+    for f in (cell.toolkit, cell.kernels):
+        try:
+            located.append(_locate(store, f, opts))
+        except PackageError as exc:
+            errors.append(str(exc))
+    if errors:   # report every missing or bad package at once, not one per run
+        raise PackageError("\n\n".join(errors))
+    toolkit, kernels = located
+    warn_unpinned(cell.unpinned())
+
+    build_args = {"BASE_IMAGE": base_image(cell, opts.base_images),
+                  "PYTHON_FROM": "source" if cell.python_source else "distro",
+                  "ASCEND_CHIP": cell.chip}
+    if cell.python_source:
+        build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
+                          PYTHON_URLS=" ".join(cell.python_source.urls))
+    if opts.torch_npu_wheel:
+        build_args["TORCH_NPU_REQUIREMENT"] = f"/tmp/wheels/{opts.torch_npu_wheel.name}"
+    if opts.apex_wheel:
+        build_args["APEX_WHEEL"] = opts.apex_wheel.name
+    hashes = {toolkit.path.name: toolkit.sha256, kernels.path.name: kernels.sha256}
+    for wheel in _wheel_names(opts.wheelhouse) + [w for w in (opts.torch_npu_wheel, opts.apex_wheel) if w]:
+        hashes[wheel.name] = sha256_of(wheel)
+    ctag = content_tag(rendered.text, build_args, hashes)
+    suffix = arch_suffix(cell)
+    tags = [f"{opts.repository}:{cell.name}-{suffix}", f"{opts.repository}:{ctag}-{suffix}"]
+    if cell.alias:
+        tags.append(f"{opts.repository}:{cell.alias}-{suffix}")
+    labels = {
+        f"{LABEL_PREFIX}.python": cell.python,
+        f"{LABEL_PREFIX}.chip": cell.chip,
+        f"{LABEL_PREFIX}.platform": cell.platform,
+        f"{LABEL_PREFIX}.content-tag": ctag,
+        f"{LABEL_PREFIX}.apex": opts.apex_wheel.name if opts.apex_wheel else "absent",
+        f"{LABEL_PREFIX}.cann-packages": f"{toolkit.path.name} {kernels.path.name}",
+        "org.opencontainers.image.version": cell.name,
+        "org.opencontainers.image.base.name": build_args["BASE_IMAGE"],
+    }
+
+    work = opts.work / f"{cell.name}-{suffix}"
+    ctx, log, iidfile = work / "context", work / "build.log", work / "image-id"
+    secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
+    try:
+        secrets = _secrets(opts, secrets_dir)
+        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
+                               build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile)
+        if opts.dry:
+            engine = _engine_for_dry(engine_kind, client)
+            cmd, env = engine.build_command(req)
+            print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
+            print(eng.show(cmd, env))
+            print(f"# then: pytest tests/image --image <built id>; on success:")
+            for tag in tags:
+                print(eng.show(engine.command("tag", "<built id>", tag)))
+            return BuildResult(cell, None, tags, None, ctag)
+        engine = eng.detect(engine_kind, client)
+        _stage(cell, opts, toolkit.path, kernels.path, ctx)
+        iidfile.unlink(missing_ok=True)
+        cmd, env = engine.build_command(req)
+        print(f"building {cell.name} ({cell.platform}); log: {log}", flush=True)
+        code = eng.run(cmd, env, log)
+        if code != 0:
+            raise UserError(f"build of {cell.name} ({cell.platform}) failed (exit {code}); nothing was tagged. "
+                            f"Log: {log}")
+        image_id = iidfile.read_text().strip()
+        tester = run_tests or run_image_tests
+        if tester(image_id, matrix.path, engine) != 0:
+            raise UserError(f"image tests failed for {image_id} ({cell.name}); nothing was tagged. "
+                            f"Rerun them with `invoke test --image {image_id}`")
+        for tag in tags:
+            if eng.run(engine.command("tag", image_id, tag)) != 0:
+                raise UserError(f"could not tag {image_id} as {tag}")
+        print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
+        return BuildResult(cell, image_id, tags, log, ctag)
+    finally:
+        shutil.rmtree(secrets_dir, ignore_errors=True)
+        if ctx.exists() and not opts.dry:
+            shutil.rmtree(ctx, ignore_errors=True)
+
+
+def _locate(store: PackageStore, f, opts: BuildOptions) -> PkgLocated:
+    try:
+        return store.locate(f, opts.require_pins)
+    except PackageError as exc:
+        if not opts.dry:
+            raise
+        # A dry run still shows the commands; the real run would stop here.
+        print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
+        return PkgLocated(f, Path("<missing>") / f.file, "<unknown>", False)
+
+
+def _default_cache() -> Path:
+    from .packages import default_cache
+    return default_cache()
+
+
+def _engine_for_dry(kind: str, client: str | None) -> eng.Engine:
+    try:
+        return eng.detect(kind, client, need_server=False)
+    except UserError as exc:
+        print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
+        return eng.Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
+
+
+def _secrets(opts: BuildOptions, folder: Path) -> dict[str, Path]:
+    """Files handed to BuildKit as secrets: mounted for one RUN, never in a layer,
+    build arg, label or the history."""
+    secrets: dict[str, Path] = {}
+    if opts.ca_bundle:
+        secrets["ca-bundle"] = Path(opts.ca_bundle).resolve()
+    if opts.pip_index_url:
+        conf = folder / "pip.conf"
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"[global]\nindex-url = {opts.pip_index_url}\n")
+        secrets["pip-conf"] = conf
+    return secrets
+
+
+def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None) -> int:
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "image"), "-p", "no:cacheprovider",
+           "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client, "-v",
+           *(extra or [])]
+    print("$ " + eng.show(cmd), flush=True)
+    return subprocess.run(cmd, cwd=ROOT).returncode

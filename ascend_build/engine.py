@@ -1,0 +1,171 @@
+"""One small abstraction over the container engines: docker (with buildx, or a classic
+client whose built-in BuildKit is enabled by DOCKER_BUILDKIT=1) and podman. Never the
+legacy builder: it has no RUN --mount and no secrets, which the images depend on."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EngineError
+
+
+@dataclass
+class BuildRequest:
+    dockerfile: Path
+    context: Path
+    platform: str
+    build_args: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, Path] = field(default_factory=dict)   # id -> file: mounted, never stored
+    labels: dict[str, str] = field(default_factory=dict)
+    iidfile: Path | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Engine:
+    kind: str            # docker | podman
+    client: str          # the executable
+    mode: str            # buildx | classic-buildkit | podman
+    version: str
+
+    @property
+    def testinfra_backend(self) -> str:
+        return "podman" if self.kind == "podman" else "docker"
+
+    def build_command(self, req: BuildRequest) -> tuple[list[str], dict[str, str]]:
+        env: dict[str, str] = {}
+        if self.mode == "buildx":
+            cmd = [self.client, "buildx", "build", "--load", "--progress=plain"]
+        elif self.mode == "classic-buildkit":
+            cmd = [self.client, "build", "--progress=plain"]
+            env["DOCKER_BUILDKIT"] = "1"
+        else:
+            cmd = [self.client, "build", "--format", "docker"]
+        cmd += ["--platform", req.platform, "-f", str(req.dockerfile)]
+        for key, value in sorted(req.build_args.items()):
+            cmd += ["--build-arg", f"{key}={value}"]
+        for key, value in sorted(req.labels.items()):
+            cmd += ["--label", f"{key}={value}"]
+        for sid, path in sorted(req.secrets.items()):
+            cmd += ["--secret", f"id={sid},src={path}"]
+        if req.iidfile:
+            cmd += ["--iidfile", str(req.iidfile)]
+        for tag in req.tags:
+            cmd += ["-t", tag]
+        cmd.append(str(req.context))
+        return cmd, env
+
+    def command(self, *args: str) -> list[str]:
+        return [self.client, *args]
+
+
+def show(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    return (prefix + " " if prefix else "") + " ".join(shlex.quote(c) for c in cmd)
+
+
+def _output(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **(env or {})})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(cmd, 127, "", str(exc))
+
+
+def _candidates(name: str) -> list[str]:
+    """Every `name` executable on PATH, first first, without duplicates."""
+    seen, found = set(), []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                found.append(path)
+    return found
+
+
+def detect(kind: str = "docker", client: str | None = None, need_server: bool = True) -> Engine:
+    """Pick a client that builds with BuildKit. `client` pins one executable; otherwise
+    every matching executable on PATH is tried in order."""
+    if kind not in ("docker", "podman"):
+        raise EngineError(f"unknown engine {kind!r}; choose docker or podman")
+    if client:
+        resolved = shutil.which(client)
+        if not resolved:
+            raise EngineError(f"container client {client!r} not found")
+        candidates = [resolved]
+    else:
+        candidates = _candidates(kind)
+    if not candidates:
+        raise EngineError(f"no `{kind}` client on PATH; install one (Debian: apt-get install docker.io) "
+                          f"or pass --docker PATH")
+    reasons = []
+    for cand in candidates:
+        engine, why = _probe(kind, cand)
+        if engine is None:
+            reasons.append(f"{cand}: {why}")
+            continue
+        if need_server:
+            info = _output([cand, "info", "--format", "{{.ServerVersion}}"])
+            if info.returncode != 0 or not info.stdout.strip():
+                raise EngineError(f"{cand} cannot reach its engine: {(info.stderr or info.stdout).strip()[:300]}\n"
+                                  f"Start it (e.g. `dockerd &`, or scripts/bootstrap.sh) and try again.")
+        return engine
+    raise EngineError("no BuildKit-capable container client found (the legacy builder is never used):\n  "
+                      + "\n  ".join(reasons)
+                      + "\nInstall the buildx plugin, or point --docker at a client that has BuildKit built in "
+                        "(docker 18.09-22.x with DOCKER_BUILDKIT=1).")
+
+
+def _probe(kind: str, client: str) -> tuple[Engine | None, str]:
+    if kind == "podman":
+        out = _output([client, "version", "--format", "{{.Client.Version}}"])
+        if out.returncode != 0:
+            return None, out.stderr.strip()[:200]
+        return Engine("podman", client, "podman", out.stdout.strip()), ""
+    version = _output([client, "version", "--format", "{{.Client.Version}}"])
+    ver = version.stdout.strip()
+    if not ver:
+        # Client answers even when the server is down, but older ones exit non-zero.
+        ver = _output([client, "--version"]).stdout.split("version")[-1].split(",")[0].strip()
+    if not ver:
+        return None, "does not answer `version`"
+    if _output([client, "buildx", "version"]).returncode == 0:
+        return Engine("docker", client, "buildx", ver), ""
+    try:
+        major = int(ver.split(".")[0])
+    except ValueError:
+        return None, f"unreadable version {ver!r}"
+    if major < 23:
+        # Clients before 23.0 carry BuildKit themselves; from 23.0 `build` needs buildx.
+        return Engine("docker", client, "classic-buildkit", ver), ""
+    return None, f"version {ver} has no buildx plugin, and without it `build` would use the legacy builder"
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> int:
+    """Run a command, streaming its output (and into `log` when given)."""
+    full_env = {**os.environ, **(env or {})}
+    if log is None:
+        return subprocess.run(cmd, env=full_env).returncode
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        fh.write("$ " + show(cmd, env) + "\n")
+        fh.flush()
+        proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                bufsize=1)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                fh.write(line)
+                sys.stdout.write(line)
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+            raise
+        return proc.wait()

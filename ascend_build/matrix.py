@@ -1,0 +1,424 @@
+"""The matrix model: matrix.yaml parsed, checked for impossible combinations, and
+resolved into build cells. Nothing here touches docker or the network."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from . import schema as s
+from .errors import MatrixError, UserError
+from .yamlsource import Located, load
+
+ARCHES = ("aarch64", "x86_64")
+PLATFORM_ARCH = {"linux/arm64": "aarch64", "linux/amd64": "x86_64"}
+VERSION = r"[0-9][0-9A-Za-z.+-]*"
+MINOR = r"[23]\.[0-9]+"
+SHA256 = r"[0-9a-f]{64}"
+
+
+# ---------------------------------------------------------------------------- model
+
+@dataclass(frozen=True)
+class OSBase:
+    name: str
+    image: str
+    family: str        # apt or dnf: which package manager the template speaks
+    python: str        # the distro's python3 minor version
+
+
+@dataclass(frozen=True)
+class PythonSource:
+    minor: str
+    version: str
+    urls: tuple[str, ...]
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class CannFile:
+    kind: str          # toolkit or kernels
+    file: str
+    url: str           # full download URL
+    sha256: str | None
+    key: tuple[Any, ...]   # where it sits in matrix.yaml, for `invoke pin`
+
+
+@dataclass(frozen=True)
+class CannRelease:
+    version: str
+    url: str
+    driver: str
+    numpy: str | None
+    toolkit: dict[str, CannFile]
+    kernels: dict[str, dict[str, CannFile]]   # chip -> arch -> file
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    torch: str
+    torch_npu: str
+    torch_npu_branch: str
+    cann: str
+    python_min: str
+    python_max: str
+    python_default: str
+    gcc: int
+    pins: dict[str, str]
+    torch_index: dict[str, str]
+    torch_npu_on_pypi: bool
+
+    def pythons(self) -> list[str]:
+        lo, hi = _minor(self.python_min), _minor(self.python_max)
+        return [f"3.{m}" for m in range(lo, hi + 1)]
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    stack: str
+    os: tuple[str, ...]
+    platforms: tuple[str, ...]
+    python: str | None
+    chip: str | None
+    alias: str | None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One image to build: every choice made, every file named."""
+    stack: Stack
+    os: OSBase
+    python: str
+    python_source: PythonSource | None   # None: the distro's python3
+    chip: str
+    platform: str
+    cann: CannRelease
+    toolkit: CannFile
+    kernels: CannFile
+    pins: tuple[str, ...]                # pip requirement strings
+    alias: str | None = None
+
+    @property
+    def arch(self) -> str:
+        return PLATFORM_ARCH[self.platform]
+
+    @property
+    def dockerfile(self) -> Path:
+        return Path("images") / "runtime" / self.stack.name / self.os.name / "Dockerfile"
+
+    @property
+    def name(self) -> str:
+        """The readable tag: what is inside, lowercase."""
+        return (f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}"
+                f"-torch{self.stack.torch}").lower()
+
+    @property
+    def torch_index(self) -> str | None:
+        return self.stack.torch_index.get(self.arch)
+
+    def unpinned(self) -> list[str]:
+        names = [f.file for f in (self.toolkit, self.kernels) if not f.sha256]
+        if self.python_source and not self.python_source.sha256:
+            names.append(f"CPython {self.python_source.version} source tarball")
+        return names
+
+
+@dataclass
+class Matrix:
+    path: Path
+    source: Located
+    defaults: dict[str, str]
+    os: dict[str, OSBase]
+    pythons: dict[str, PythonSource]
+    cann: dict[str, CannRelease]
+    stacks: dict[str, Stack]
+    images: list[ImageSpec]
+    cann_python_deps: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------ resolution
+    def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
+             chip: str | None = None, platform: str | None = None, alias: str | None = None) -> Cell:
+        stack = stack or self.defaults["torch"]
+        if stack not in self.stacks:
+            raise UserError(f"unknown torch stack {stack!r}; {self.path} defines: {', '.join(self.stacks)}")
+        st = self.stacks[stack]
+        os = os or self.defaults["os"]
+        if os not in self.os:
+            raise UserError(f"unknown os {os!r}; {self.path} defines: {', '.join(self.os)}")
+        base = self.os[os]
+        python = python or st.python_default
+        if python not in st.pythons():
+            raise UserError(f"python {python} is outside torch stack {stack}'s range "
+                            f"{st.python_min}-{st.python_max} (stacks.{stack}.python); choose one of: "
+                            f"{', '.join(st.pythons())}")
+        source = None
+        if python != base.python:
+            if python not in self.pythons:
+                raise UserError(f"python {python} is not {os}'s python3 ({base.python}) and pythons.{python!r} "
+                                f"in {self.path} has no source tarball; add one, or choose python {base.python}")
+            source = self.pythons[python]
+        platform = platform or self.defaults["platform"]
+        if platform not in PLATFORM_ARCH:
+            raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+        arch = PLATFORM_ARCH[platform]
+        cann = self.cann[st.cann]
+        chip = chip or self.defaults["chip"]
+        if chip not in cann.kernels:
+            raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
+                            f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}")
+        pins = [f"{name}{spec}" for name, spec in sorted(st.pins.items())]
+        return Cell(stack=st, os=base, python=python, python_source=source, chip=chip,
+                    platform=platform, cann=cann, toolkit=cann.toolkit[arch],
+                    kernels=cann.kernels[chip][arch], pins=tuple(pins), alias=alias)
+
+    def image_cells(self) -> list[Cell]:
+        """Every cell the `images:` list asks for (the CI matrix)."""
+        cells = []
+        for spec in self.images:
+            for os in spec.os:
+                for platform in spec.platforms:
+                    alias = spec.alias if os == self.defaults["os"] else None
+                    cells.append(self.cell(spec.stack, os, spec.python, spec.chip, platform, alias))
+        return cells
+
+
+# ---------------------------------------------------------------------------- schema
+
+def _file_entry() -> s.Check:
+    return s.record({"file": s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name"),
+                     "sha256": s.optional(s.string(SHA256, "64 lowercase hex digits, or null"))})
+
+
+def _per_arch(item: s.Check) -> s.Check:
+    return s.record({arch: item for arch in ARCHES})
+
+
+_SCHEMA = s.record({
+    "schema": s.integer(1, 1),
+    "defaults": s.record({"torch": s.string(), "os": s.string(), "chip": s.string(),
+                          "platform": s.one_of(*PLATFORM_ARCH)}),
+    "os": s.map_of(s.string(r"[a-z0-9.]+", "lowercase name like ubuntu22.04"), s.record({
+        "image": s.string(r"\S+", "an image reference"),
+        "family": s.one_of("apt", "dnf"),
+        "python": s.string(MINOR, "a python minor version like \"3.10\""),
+    })),
+    "pythons": s.map_of(s.string(MINOR, "a python minor version like \"3.10\""), s.record({
+        "version": s.string(r"3\.[0-9]+\.[0-9]+", "a full CPython version like 3.9.2"),
+        "urls": s.list_of(s.string(r"(https?|file)://\S+", "a URL")),
+        "sha256": s.optional(s.string(SHA256, "64 lowercase hex digits, or null")),
+    })),
+    "cann": s.map_of(s.string(VERSION, "a CANN version like 8.0.RC3"), s.record({
+        "url": s.string(r"https?://\S+/", "a base URL ending in /"),
+        "driver": s.string(),
+        "toolkit": _per_arch(_file_entry()),
+        "kernels": s.map_of(s.string(r"[0-9a-z]+", "a chip like 910b"), _per_arch(_file_entry())),
+    }, {"numpy": s.optional(s.string())})),
+    "torch_npu_releases": s.map_of(s.string(VERSION, "a torch_npu version"), s.record({
+        "branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"),
+        "cann": s.list_of(s.string()),
+    })),
+    "cann_python_deps": s.list_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name")),
+    "stacks": s.map_of(s.string(VERSION, "a torch version like \"2.1.0\""), s.record({
+        "torch": s.string(VERSION),
+        "torch_npu": s.string(VERSION),
+        "cann": s.string(),
+        "python": s.record({"min": s.string(MINOR, "like \"3.8\""), "max": s.string(MINOR, "like \"3.11\""),
+                            "default": s.string(MINOR, "like \"3.9\"")}),
+        "gcc": s.integer(4, 20),
+        "pins": s.map_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name"), s.string(), non_empty=False),
+    }, {
+        "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://\S+", "an index URL"), non_empty=False),
+        "torch_npu_on_pypi": s.boolean,
+    })),
+    "images": s.list_of(s.record({
+        "stack": s.string(),
+        "os": s.list_of(s.string()),
+        "platforms": s.list_of(s.one_of(*PLATFORM_ARCH)),
+    }, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag")})),
+})
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+# ------------------------------------------------------------ naming eras (stack ref §2)
+
+def expected_toolkit(version: str, arch: str) -> str:
+    return f"Ascend-cann-toolkit_{version}_linux-{arch}.run"
+
+
+def expected_kernels(version: str, chip: str, arch: str) -> str:
+    era = _cann_era(version)
+    if era == "noarch":
+        return f"Ascend-cann-kernels-{chip}_{version}_linux.run"
+    if era == "ops":
+        return f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
+    return f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
+
+
+def _cann_era(version: str) -> str:
+    m = re.match(r"(\d+)\.(\d+)\.(RC)?(\d+)", version, re.I)
+    if not m:
+        return "arch"
+    major, minor, rc, patch = int(m[1]), int(m[2]), bool(m[3]), int(m[4])
+    if (major, minor) < (8, 0) or ((major, minor) == (8, 0) and rc and patch <= 2):
+        return "noarch"        # up to 8.0.RC2: kernels file without arch
+    if (major, minor) >= (8, 5):
+        return "ops"           # 8.5.0 and later: Ascend-cann-<chip>-ops
+    return "arch"
+
+
+# ---------------------------------------------------------------------------- loading
+
+def load_matrix(path: str | Path = "matrix.yaml") -> Matrix:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read the matrix file {path}: {exc.strerror}") from None
+    source = load(text, str(path))
+    checker = s.Checker(source)
+    _SCHEMA(checker, source.data, ())
+    if checker.problems:
+        raise MatrixError(checker.problems)
+    matrix = _build(path, source)
+    _check_semantics(matrix, checker)
+    if checker.problems:
+        raise MatrixError(checker.problems)
+    return matrix
+
+
+def _build(path: Path, src: Located) -> Matrix:
+    d = src.data
+    oses = {k: OSBase(k, v["image"], v["family"], v["python"]) for k, v in d["os"].items()}
+    pythons = {k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256"))
+               for k, v in d["pythons"].items()}
+    cann = {}
+    for ver, c in d["cann"].items():
+        def entry(kind: str, e: dict, key: tuple) -> CannFile:
+            return CannFile(kind, e["file"], c["url"] + e["file"], e.get("sha256"), key)
+        toolkit = {a: entry("toolkit", c["toolkit"][a], ("cann", ver, "toolkit", a)) for a in ARCHES}
+        kernels = {chip: {a: entry("kernels", per[a], ("cann", ver, "kernels", chip, a)) for a in ARCHES}
+                   for chip, per in c["kernels"].items()}
+        cann[ver] = CannRelease(ver, c["url"], c["driver"], c.get("numpy"), toolkit, kernels)
+    releases = d["torch_npu_releases"]
+    stacks = {}
+    for name, st in d["stacks"].items():
+        rel = releases.get(st["torch_npu"], {})
+        stacks[name] = Stack(
+            name=name, torch=st["torch"], torch_npu=st["torch_npu"], torch_npu_branch=rel.get("branch", ""),
+            cann=st["cann"], python_min=st["python"]["min"], python_max=st["python"]["max"],
+            python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
+            torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True))
+    images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
+                        i.get("alias")) for i in d["images"]]
+    return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,
+                  list(d["cann_python_deps"]))
+
+
+def _check_semantics(m: Matrix, c: s.Checker) -> None:
+    releases = m.source.data["torch_npu_releases"]
+    for ver, rel in m.cann.items():
+        for arch in ARCHES:
+            want = expected_toolkit(ver, arch)
+            if rel.toolkit[arch].file != want:
+                c.fail(("cann", ver, "toolkit", arch, "file"),
+                       f"got {rel.toolkit[arch].file!r}; CANN {ver} names its toolkit {want!r}")
+        for chip, per in rel.kernels.items():
+            for arch in ARCHES:
+                want = expected_kernels(ver, chip, arch)
+                if per[arch].file != want:
+                    c.fail(("cann", ver, "kernels", chip, arch, "file"),
+                           f"got {per[arch].file!r}; CANN {ver} names its {chip} kernels {want!r}")
+        if rel.numpy:
+            try:
+                SpecifierSet(rel.numpy)
+            except InvalidSpecifier:
+                c.fail(("cann", ver, "numpy"), f"got {rel.numpy!r}; expected a pip specifier like \"<2\"")
+    for name, rel in releases.items():
+        for i, cv in enumerate(rel["cann"]):
+            if cv not in m.cann and not re.fullmatch(VERSION, cv):
+                c.fail(("torch_npu_releases", name, "cann", i), f"got {cv!r}; expected a CANN version")
+
+    for name, st in m.stacks.items():
+        path = ("stacks", name)
+        if st.cann not in m.cann:
+            c.fail(path + ("cann",), f"got {st.cann!r}; CANN releases defined under cann: {', '.join(m.cann)}")
+        if st.torch_npu not in releases:
+            c.fail(path + ("torch_npu",), f"got {st.torch_npu!r}, which torch_npu_releases does not list; "
+                   f"known releases for torch {st.torch}: "
+                   f"{', '.join(r for r in releases if r.startswith(st.torch)) or 'none'}")
+        else:
+            allowed = releases[st.torch_npu]["cann"]
+            if st.cann not in allowed:
+                fits = [r for r, v in releases.items() if st.cann in v["cann"] and r.startswith(st.torch)]
+                c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
+                       f"not {st.cann}; use cann: {allowed[0]}"
+                       + (f", or torch_npu: {fits[0]} for CANN {st.cann}" if fits else ""))
+        if not st.torch_npu.startswith(st.torch):
+            c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} does not belong to torch {st.torch}; "
+                   f"expected a version starting with {st.torch}")
+        lo, hi, default = _minor(st.python_min), _minor(st.python_max), _minor(st.python_default)
+        if lo > hi:
+            c.fail(path + ("python", "min"), f"min {st.python_min} is above max {st.python_max}")
+        elif not lo <= default <= hi:
+            c.fail(path + ("python", "default"), f"got {st.python_default!r}; expected a version from "
+                   f"{st.python_min} to {st.python_max}")
+        for pkg, spec in st.pins.items():
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                c.fail(path + ("pins", pkg), f"got {spec!r}; expected a pip specifier like \"==3.20.3\" or \"<2\"")
+        cann = m.cann.get(st.cann)
+        if cann and cann.numpy:
+            numpy = st.pins.get("numpy")
+            if numpy is None:
+                c.fail(path + ("pins",), f"CANN {st.cann} needs numpy{cann.numpy}; add numpy: \"{cann.numpy}\" to the pins")
+            elif _allows_outside(numpy, cann.numpy):
+                c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "
+                       f"breaks with; it needs numpy{cann.numpy}")
+
+    defaults = m.defaults
+    for key, table in (("torch", m.stacks), ("os", m.os)):
+        if defaults[key] not in table:
+            c.fail(("defaults", key), f"got {defaults[key]!r}; defined: {', '.join(table)}")
+    if defaults["torch"] in m.stacks and m.stacks[defaults["torch"]].cann in m.cann:
+        chips = m.cann[m.stacks[defaults["torch"]].cann].kernels
+        if defaults["chip"] not in chips:
+            c.fail(("defaults", "chip"), f"got {defaults['chip']!r}; the default stack's CANN has kernels for: "
+                   f"{', '.join(chips)}")
+
+    for i, img in enumerate(m.images):
+        path = ("images", i)
+        st = m.stacks.get(img.stack)
+        if st is None:
+            c.fail(path + ("stack",), f"got {img.stack!r}; stacks defined: {', '.join(m.stacks)}")
+            continue
+        for j, os in enumerate(img.os):
+            if os not in m.os:
+                c.fail(path + ("os", j), f"got {os!r}; os defined: {', '.join(m.os)}")
+                continue
+            python = img.python or st.python_default
+            if python not in st.pythons():
+                c.fail(path + ("python",), f"got {python!r}; stack {img.stack} supports "
+                       f"{st.python_min} to {st.python_max}")
+            elif python != m.os[os].python and python not in m.pythons:
+                c.fail(path + ("python",), f"python {python} is not {os}'s python3 ({m.os[os].python}) and "
+                       f"pythons has no source tarball for it; add pythons.\"{python}\"")
+        cann = m.cann.get(st.cann)
+        chip = img.chip or defaults["chip"]
+        if cann and chip not in cann.kernels:
+            c.fail(path + ("chip",), f"got {chip!r}; CANN {cann.version} has kernels for: {', '.join(cann.kernels)}")
+
+
+def _allows_outside(spec: str, required: str) -> bool:
+    """True when `spec` admits a numpy release that `required` refuses (probe releases)."""
+    probes = ["1.19.5", "1.21.6", "1.23.5", "1.24.4", "1.26.4", "2.0.0", "2.1.3", "2.2.6", "3.0.0"]
+    allowed, needed = SpecifierSet(spec), SpecifierSet(required)
+    return any(Version(p) in allowed and Version(p) not in needed for p in probes)

@@ -1,0 +1,160 @@
+"""CANN packages: find them in a package directory or the cache, else download them
+from the matrix URL; check sha256; write pins back into matrix.yaml."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import PackageError
+from .matrix import CannFile, Matrix
+
+CHUNK = 1 << 20
+
+
+def default_cache() -> Path:
+    base = os.environ.get("ASCEND_BUILD_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ascend-build")
+    return Path(base)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Located:
+    file: CannFile
+    path: Path
+    sha256: str
+    pinned: bool
+
+
+Fetch = Callable[[str, Path], None]
+
+
+def _urllib_fetch(url: str, dest: Path) -> None:
+    with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
+        shutil.copyfileobj(response, out, CHUNK)
+
+
+class PackageStore:
+    """Looks packages up in `dirs` (user-supplied, read-only), then in `cache`
+    (downloads land there, atomically)."""
+
+    def __init__(self, dirs: Iterable[Path], cache: Path, download: bool = True, fetch: Fetch = _urllib_fetch):
+        self.dirs = [Path(d) for d in dirs]
+        self.cache = Path(cache)
+        self.download = download
+        self.fetch = fetch
+
+    def locate(self, f: CannFile, require_pin: bool = False) -> Located:
+        if require_pin and not f.sha256:
+            raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({'.'.join(f.key)}) and --require-pins "
+                               f"is set; pin it with `invoke pin --file PATH-TO-{f.file}`")
+        for folder in self.dirs + [self.cache / "cann"]:
+            candidate = folder / f.file
+            if candidate.is_file():
+                return self._verified(f, candidate)
+        if not self.download:
+            raise self._missing(f, "downloads are off (--offline)")
+        return self._download(f)
+
+    def _verified(self, f: CannFile, path: Path) -> Located:
+        if path.stat().st_size == 0:
+            raise PackageError(f"{path} is empty: a truncated download? Delete it and fetch {f.url} again")
+        actual = sha256_of(path)
+        if f.sha256 and actual != f.sha256:
+            raise PackageError(f"{path}: sha256 mismatch for {f.file}\n  expected {f.sha256} (matrix.yaml "
+                               f"{'.'.join(f.key)})\n  actual   {actual}\nThe file is corrupt or not the "
+                               f"release the matrix pins; replace it, or re-pin deliberately with `invoke pin`.")
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"#!":
+                raise PackageError(f"{path} does not start with a shell header: not a CANN .run installer")
+        return Located(f, path, actual, bool(f.sha256))
+
+    def _download(self, f: CannFile) -> Located:
+        target = self.cache / "cann" / f.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Download next to the target and rename: a concurrent or killed download
+        # never leaves a partial file under the real name.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{f.file}.", suffix=".part", dir=target.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            try:
+                self.fetch(f.url, tmp)
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                raise self._missing(f, f"download from {f.url} failed: {getattr(exc, 'reason', exc)}") from None
+            actual = sha256_of(tmp)
+            if f.sha256 and actual != f.sha256:
+                raise PackageError(f"downloaded {f.url}: sha256 mismatch\n  expected {f.sha256}\n  actual   {actual}\n"
+                                   f"Nothing was kept. A proxy may have altered it, or the release was re-published.")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return Located(f, target, actual, bool(f.sha256))
+
+    def _missing(self, f: CannFile, why: str) -> PackageError:
+        places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
+        return PackageError(
+            f"CANN {f.kind} package not found: {f.file}\n"
+            f"  looked in: {places}\n"
+            f"  {why}\n"
+            f"Get it from {f.url} (or the Ascend download site), put it in one of those folders "
+            f"(or pass --packages DIR), then pin it: invoke pin --file DIR/{f.file}")
+
+
+def warn_unpinned(names: list[str], out=sys.stderr) -> None:
+    for name in names:
+        print(f"WARNING: {name} is not pinned by sha256 in matrix.yaml: its bytes are not verified. "
+              f"Run `invoke pin` (or build with --require-pins to refuse this).", file=out)
+
+
+# ---------------------------------------------------------------------------- pinning
+
+def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
+    """Hash local files and write their sha256 into matrix.yaml in place, keeping the
+    rest of the file (comments, order) byte for byte. Returns (file name, sha256)."""
+    by_name: dict[str, list[CannFile]] = {}
+    for rel in matrix.cann.values():
+        for f in list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]:
+            by_name.setdefault(f.file, []).append(f)
+    lines = matrix.path.read_text().splitlines(keepends=True)
+    done = []
+    for path in files:
+        if path.name not in by_name:
+            raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
+                               f"{next(iter(by_name))}")
+        digest = sha256_of(path)
+        for f in by_name[path.name]:
+            line_no = matrix.source.line(f.key + ("file",))
+            if line_no is None:
+                raise PackageError(f"cannot find {'.'.join(f.key)} in {matrix.path}")
+            lines[line_no - 1] = _set_sha(lines[line_no - 1], f.file, digest)
+        done.append((path.name, digest))
+    tmp = matrix.path.with_suffix(".yaml.tmp")
+    tmp.write_text("".join(lines))
+    tmp.replace(matrix.path)
+    return done
+
+
+def _set_sha(line: str, file: str, digest: str) -> str:
+    # Entries are written inline: {file: NAME, sha256: null|HEX}
+    new, count = re.subn(r"(sha256:\s*)(null|~|[0-9a-f]{64})", rf"\g<1>{digest}", line)
+    if count != 1 or file not in line:
+        raise PackageError(f"expected an inline entry '{{file: {file}, sha256: ...}}' on this line of the "
+                           f"matrix: {line.strip()!r}")
+    return new

@@ -1,0 +1,140 @@
+"""Rendering: matrix.yaml + templates/ -> images/. Pure: no network, same bytes every
+time, so `render --check` can fail CI when images/ is stale."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from .matrix import Matrix, Stack, OSBase, expected_kernels, expected_toolkit
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+
+# Package-manager commands per OS family: the only place apt and dnf differ.
+_OS_PACKAGES = {
+    "apt": "RUN apt-get update \\\n"
+           " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+           "      {packages} \\\n"
+           " && rm -rf /var/lib/apt/lists/*",
+    "dnf": "RUN dnf install -y \\\n"
+           "      {packages} \\\n"
+           " && dnf clean all && rm -rf /var/cache/dnf",
+}
+_PACKAGES = {
+    "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
+           "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
+    "dnf": "bash ca-certificates curl xz tar gzip gcc gcc-c++ make cmake unzip pciutils net-tools which "
+           "procps-ng zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel readline-devel",
+}
+_PYTHON_PACKAGES = {"apt": "python3 python3-dev python3-venv python3-pip",
+                    "dnf": "python3 python3-devel python3-pip"}
+
+
+def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
+    lines, line = [], ""
+    for word in words.split():
+        if line and len(indent) + len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return f" \\\n{indent}".join(lines)
+
+
+def os_packages(family: str) -> str:
+    return _OS_PACKAGES[family].format(packages=_wrap(_PACKAGES[family]))
+
+
+def python_distro(os: OSBase) -> str:
+    install = _OS_PACKAGES[os.family].format(packages=_PYTHON_PACKAGES[os.family])
+    # Refuse a base whose python3 is not the version the matrix says it is.
+    return (f"{install} \\\n"
+            f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\" \\\n"
+            f" && python3 -m venv /opt/venv")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    path: Path          # relative to the repo root
+    text: str
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
+    cann = matrix.cann[stack.cann]
+    source = matrix.pythons.get(stack.python_default)
+    text = _env().get_template("runtime.Dockerfile.j2").render(
+        stack=stack, os=os, cann=cann,
+        default_python_from="distro" if os.python == stack.python_default else "source",
+        source_python={"version": source.version if source else "",
+                       "sha256": (source.sha256 or "") if source else "",
+                       "urls": " ".join(source.urls) if source else ""},
+        os_packages=os_packages(os.family), python_distro=python_distro(os),
+        cann_deps=_wrap(" ".join(_quoted(matrix.cann_python_deps + _cann_pins(matrix, stack))), "        "),
+        toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
+        kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
+        default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
+        chip_family="NPU", torch_index=stack.torch_index,
+        pins=" ".join(_quoted(f"{k}{v}" for k, v in sorted(stack.pins.items()))),
+    )
+    return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
+
+
+def _cann_pins(matrix: Matrix, stack: Stack) -> list[str]:
+    # numpy goes in with CANN's deps already bounded, so the torch layer does not swap it.
+    cann = matrix.cann[stack.cann]
+    return [f"numpy{cann.numpy}"] if cann.numpy else ["numpy"]
+
+
+def _quoted(requirements) -> list[str]:
+    return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
+
+
+def render_all(matrix: Matrix) -> list[Rendered]:
+    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
+
+
+@dataclass(frozen=True)
+class RenderReport:
+    written: list[Path]
+    stale: list[Path]       # differ from what rendering gives
+    extra: list[Path]       # in images/ but rendered from nothing
+
+
+def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
+    outputs = render_all(matrix)
+    wanted = {r.path for r in outputs}
+    stale, written = [], []
+    for r in outputs:
+        target = root / r.path
+        current = target.read_text() if target.exists() else None
+        if current == r.text:
+            continue
+        stale.append(r.path)
+        if not check:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(r.text)
+            tmp.replace(target)
+            written.append(r.path)
+    images = root / "images"
+    extra = sorted(p.relative_to(root) for p in images.rglob("Dockerfile") if p.relative_to(root) not in wanted) \
+        if images.exists() else []
+    if not check:
+        for p in extra:
+            (root / p).unlink()
+            _prune_empty((root / p).parent, images)
+    return RenderReport(written, stale, extra)
+
+
+def _prune_empty(folder: Path, stop: Path) -> None:
+    while folder != stop and folder.exists() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

@@ -1,0 +1,43 @@
+"""Human-readable views of the matrix: the table `invoke matrix` prints."""
+from __future__ import annotations
+
+from .matrix import Cell, Matrix
+
+
+def cell_row(cell: Cell) -> dict[str, str]:
+    py = f"{cell.python} ({'source ' + cell.python_source.version if cell.python_source else 'distro'})"
+    pins = "yes" if not cell.unpinned() else "NO: " + ", ".join(
+        "toolkit" if n == cell.toolkit.file else "kernels" if n == cell.kernels.file else "python" for n in cell.unpinned())
+    return {
+        "image": cell.name + (f" (alias {cell.alias})" if cell.alias else ""),
+        "platform": cell.platform,
+        "python": py,
+        "torch / torch_npu": f"{cell.stack.torch} / {cell.stack.torch_npu}"
+                             + ("" if cell.stack.torch_npu_on_pypi else " (wheelhouse)"),
+        "CANN (driver)": f"{cell.cann.version} ({cell.cann.driver})",
+        "sha256 pinned": pins,
+        "apex": "absent (no Ascend apex wheel)",
+    }
+
+
+def table(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return "(no images)"
+    cols = list(rows[0])
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
+    line = lambda values: "  ".join(v.ljust(widths[c]) for c, v in zip(cols, values)).rstrip()
+    out = [line(cols), line(["-" * widths[c] for c in cols])]
+    out += [line([r[c] for c in cols]) for r in rows]
+    return "\n".join(out)
+
+
+def matrix_table(matrix: Matrix) -> str:
+    cells = matrix.image_cells()
+    files = {}
+    for c in cells:
+        files.setdefault(c.toolkit.file, c.toolkit.url)
+        files.setdefault(c.kernels.file, c.kernels.url)
+    text = table([cell_row(c) for c in cells])
+    text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
+    text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
+    return text

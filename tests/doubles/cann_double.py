@@ -1,0 +1,186 @@
+"""TEST DOUBLE of Ascend CANN .run installers. Not CANN: nothing here is Huawei code.
+
+Builds makeself-style archives (a bash header + a gzip tar payload) that take the real
+installer's flags (--install --quiet --install-for-all --install-path= --full --devel
+--check), refuse unknown flags, a wrong-arch host and a kernels install before the
+toolkit, verify their payload on --check, and lay out the real tree: set_env.sh,
+latest -> <version>, <arch>-linux/ascend_toolkit_install.info, opp_kernel/version.info,
+/etc/Ascend records, and stub shared libraries with the real sonames (compiled for the
+target arch) so that linker-path checks in the image tests mean something.
+
+Used only by tests/; the build system never sees this module.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+# Libraries torch_npu's extensions link against (readelf -d on the 2.1.0.post8 wheel).
+TOOLKIT_SONAMES = ["libhccl.so", "libascendcl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so",
+                   "libacl_tdt_channel.so", "libfmk_parser.so", "libascend_protobuf.so"]
+CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}
+
+SET_ENV = """\
+# set_env.sh written by the CANN TEST DOUBLE installer (mirrors the real exports)
+export ASCEND_TOOLKIT_HOME=@PATH@/ascend-toolkit/latest
+export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/lib64:${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel:${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch):$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/tools/aml/lib64:${ASCEND_TOOLKIT_HOME}/tools/aml/lib64/plugin:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:$LD_LIBRARY_PATH
+export PYTHONPATH=${ASCEND_TOOLKIT_HOME}/python/site-packages:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe:$PYTHONPATH
+export PATH=${ASCEND_TOOLKIT_HOME}/bin:${ASCEND_TOOLKIT_HOME}/compiler/ccec_compiler/bin:${ASCEND_TOOLKIT_HOME}/tools/ccec_compiler/bin:$PATH
+export ASCEND_AICPU_PATH=${ASCEND_TOOLKIT_HOME}
+export ASCEND_OPP_PATH=${ASCEND_TOOLKIT_HOME}/opp
+export TOOLCHAIN_HOME=${ASCEND_TOOLKIT_HOME}/toolkit
+export ASCEND_HOME_PATH=${ASCEND_TOOLKIT_HOME}
+"""
+
+HEADER = r"""#!/bin/bash
+# CANN TEST DOUBLE installer (tests/doubles/cann_double.py). Not CANN.
+DOUBLE_KIND=@KIND@
+DOUBLE_VERSION=@VERSION@
+DOUBLE_ARCH=@ARCH@
+DOUBLE_CHIP=@CHIP@
+PAYLOAD_SHA256=@SHA@
+HEADER_LINES=@LINES@
+set -eu
+install=0; check=0; quiet=0; path=/usr/local/Ascend
+for arg in "$@"; do
+    case "$arg" in
+        --install) install=1 ;;
+        --check) check=1 ;;
+        --quiet) quiet=1 ;;
+        --install-for-all) ;;
+        --install-path=*) path="${arg#--install-path=}" ;;
+        --full) [ "$DOUBLE_KIND" = toolkit ] || { echo "[ERROR] --full is a toolkit option" >&2; exit 1; } ;;
+        --devel) [ "$DOUBLE_KIND" = kernels ] || { echo "[ERROR] --devel is a kernels option" >&2; exit 1; } ;;
+        --version) echo "$DOUBLE_VERSION"; exit 0 ;;
+        *) echo "[ERROR] unsupported option: $arg" >&2; exit 1 ;;
+    esac
+done
+say() { [ "$quiet" = 1 ] || echo "$@"; }
+payload() { tail -n +$((HEADER_LINES + 1)) "$0"; }
+verify() {
+    actual=$(payload | sha256sum | cut -d' ' -f1)
+    if [ "$actual" != "$PAYLOAD_SHA256" ]; then
+        echo "[ERROR] Verifying archive integrity... the package is corrupted (expected $PAYLOAD_SHA256, got $actual)" >&2
+        exit 1
+    fi
+}
+if [ "$install" = 0 ] && [ "$check" = 0 ]; then
+    echo "[ERROR] nothing to do: give --install or --check" >&2; exit 1
+fi
+verify
+if [ "$check" = 1 ]; then echo "Verifying archive integrity...  100%   SHA256 checksums are OK. All good."; fi
+[ "$install" = 1 ] || exit 0
+if [ "$(uname -m)" != "$DOUBLE_ARCH" ]; then
+    echo "[ERROR] this package is for $DOUBLE_ARCH, the host is $(uname -m)" >&2; exit 1
+fi
+home="$path/ascend-toolkit"
+info="$home/$DOUBLE_VERSION/$DOUBLE_ARCH-linux/ascend_toolkit_install.info"
+if [ "$DOUBLE_KIND" = kernels ]; then
+    if [ ! -f "$info" ] || ! grep -q "^version=$DOUBLE_VERSION\$" "$info"; then
+        echo "[ERROR] the toolkit $DOUBLE_VERSION must be installed in $path before its kernels" >&2; exit 1
+    fi
+    if [ -z "${ASCEND_TOOLKIT_HOME:-}" ]; then
+        echo "[ERROR] source $home/set_env.sh before installing the kernels" >&2; exit 1
+    fi
+fi
+mkdir -p "$path" /etc/Ascend
+payload | tar -xzf - -C "$path" --no-same-owner
+if [ "$DOUBLE_KIND" = toolkit ]; then
+    ln -sfn "$DOUBLE_VERSION" "$home/latest"
+    mkdir -p "$(dirname "$info")"
+    printf 'package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C19SPC001B001\narch=%s\nos=linux\npath=%s\n' \
+        "$DOUBLE_VERSION" "$DOUBLE_ARCH" "$home/$DOUBLE_VERSION/$DOUBLE_ARCH-linux" > "$info"
+    sed "s#@PATH@#$path#" "$home/$DOUBLE_VERSION/.set_env.sh.in" > "$home/set_env.sh"
+    rm "$home/$DOUBLE_VERSION/.set_env.sh.in"
+    printf 'Install_Path=%s\n' "$path" > /etc/Ascend/ascend_cann_install.info
+else
+    mkdir -p "$home/$DOUBLE_VERSION/opp_kernel"
+    printf 'Version=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_CHIP" > "$home/$DOUBLE_VERSION/opp_kernel/version.info"
+fi
+say "[INFO] $DOUBLE_KIND $DOUBLE_VERSION installed in $path (CANN TEST DOUBLE)"
+exit 0
+"""
+
+
+def _stub_libs(arch: str, out: Path) -> list[Path]:
+    """Compile one tiny shared library per soname, for the target arch."""
+    cc = CROSS_CC[arch] if shutil.which(CROSS_CC[arch]) else ("gcc" if os.uname().machine == arch else None)
+    if cc is None:
+        raise RuntimeError(f"no C compiler for {arch}: install {CROSS_CC[arch]} (Debian: gcc-{arch.replace('_', '-')}-linux-gnu)")
+    src = out / "stub.c"
+    src.write_text("int cann_test_double_stub(void) { return 0; }\n")
+    libs = []
+    for soname in TOOLKIT_SONAMES:
+        lib = out / soname
+        subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(lib), str(src)], check=True)
+        libs.append(lib)
+    return libs
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, 0
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _add_dir(tar: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+    tar.addfile(info)
+
+
+def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, workdir: Path) -> bytes:
+    buf = io.BytesIO()
+    root = f"ascend-toolkit/{version}"
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+        if kind == "toolkit":
+            for d in ("lib64/plugin/opskernel", "lib64/plugin/nnengine", "bin", "compiler/ccec_compiler/bin",
+                      "toolkit", "tools/aml/lib64/plugin", f"opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{arch}",
+                      f"{arch}-linux"):
+                _add_dir(tar, f"{root}/{d}")
+            for lib in _stub_libs(arch, workdir):
+                _add(tar, f"{root}/lib64/{lib.name}", lib.read_bytes(), 0o755)
+            for pkg in ("tbe", "tbe/common", "te"):
+                _add(tar, f"{root}/python/site-packages/{pkg}/__init__.py",
+                     b"# CANN TEST DOUBLE: stand-in for CANN's Python package\n")
+            _add(tar, f"{root}/bin/ascend-double-info", f"#!/bin/sh\necho 'CANN TEST DOUBLE {version}'\n".encode(), 0o755)
+            _add(tar, f"{root}/.set_env.sh.in", SET_ENV.encode(), 0o755)
+        else:
+            _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}")
+            _add(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}/double.json",
+                 f'{{"chip": "{chip}", "double": true}}\n'.encode())
+        if pad_bytes:
+            # Incompressible filler, so image sizes behave like a real multi-GB CANN.
+            _add(tar, f"{root}/share/{kind}-double-filler.bin", os.urandom(pad_bytes))
+    return buf.getvalue()
+
+
+def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910b", pad_bytes: int = 0,
+             name: str | None = None) -> Path:
+    """Write one double installer into out_dir, named as the real file would be
+    (or `name`), and return its path."""
+    if kind not in ("toolkit", "kernels"):
+        raise ValueError(kind)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        payload = _payload(kind, version, arch, chip, pad_bytes, Path(tmp))
+    sha = hashlib.sha256(payload).hexdigest()
+    header = HEADER
+    for key, value in (("@KIND@", kind), ("@VERSION@", version), ("@ARCH@", arch), ("@CHIP@", chip), ("@SHA@", sha)):
+        header = header.replace(key, value)
+    header = header.replace("@LINES@", str(header.count("\n")))
+    if name is None:
+        from ascend_build.matrix import expected_kernels, expected_toolkit
+        name = expected_toolkit(version, arch) if kind == "toolkit" else expected_kernels(version, chip, arch)
+    path = out_dir / name
+    path.write_bytes(header.encode() + payload)
+    path.chmod(0o755)
+    return path

@@ -1,0 +1,134 @@
+"""The image suite: run by `invoke build` on every candidate before it is tagged, and
+by `invoke test --image REF`. Expectations come from matrix.yaml via the `cell` fixture."""
+from __future__ import annotations
+
+import glob
+import json
+import shlex
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ascend_build.build import LABEL_PREFIX
+from ascend_build.checks import env_gaps, missing_libraries
+
+SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def pyjson(host, code: str):
+    out = host.run(f"python -c {shlex.quote(code)}")
+    assert out.rc == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_set_env_exists_and_sources_cleanly(host):
+    assert host.file(SET_ENV).is_file
+    result = host.run(f"bash -c 'source {SET_ENV} && echo sourced'")
+    assert result.rc == 0 and result.stdout.strip() == "sourced", result.stderr
+    assert result.stderr == ""
+
+
+def test_image_env_carries_everything_set_env_exports(host, image_env):
+    # Source set_env.sh in an empty environment and compare with the image's ENV.
+    out = host.run(f"env -i PATH=/usr/bin:/bin bash -c 'source {SET_ENV} >/dev/null && env -0'")
+    assert out.rc == 0, out.stderr
+    exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
+    assert env_gaps(exported, image_env) == []
+
+
+def test_toolkit_home_is_the_installed_release(host, cell, image_env):
+    home = image_env["ASCEND_TOOLKIT_HOME"]
+    info = host.file(f"{home}/{cell.arch}-linux/ascend_toolkit_install.info")
+    assert info.is_file
+    fields = dict(line.split("=", 1) for line in info.content_string.splitlines() if "=" in line)
+    assert fields["version"] == cell.cann.version
+    assert fields["arch"] == cell.arch
+    assert host.file(f"{home}/opp_kernel/version.info").is_file, "kernels package not installed"
+
+
+def test_plain_docker_run_has_the_environment(docker_run, cell):
+    # No login shell and no profile: only image ENV can make these work.
+    code = ("import json, os, sys, tbe.common; "
+            "print(json.dumps([sys.executable, os.environ['ASCEND_OPP_PATH'], os.path.isdir(os.environ['ASCEND_OPP_PATH'])]))")
+    result = docker_run("python", "-c", code)
+    assert result.returncode == 0, result.stderr
+    executable, opp, opp_exists = json.loads(result.stdout.strip().splitlines()[-1])
+    assert executable == "/opt/venv/bin/python"
+    assert opp_exists, f"ASCEND_OPP_PATH {opp} is not a directory"
+
+
+def test_python_version(host, cell):
+    assert pyjson(host, "import json, sys; print(json.dumps('%d.%d' % sys.version_info[:2]))") == cell.python
+
+
+def _installed(host) -> dict[str, str]:
+    return pyjson(host, "import json, importlib.metadata as m; "
+                        "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version "
+                        "for d in m.distributions()}))")
+
+
+def test_torch_and_torch_npu_versions(host, cell):
+    installed = _installed(host)
+    assert Version(installed["torch"]).base_version == cell.stack.torch
+    assert installed["torch-npu"] == cell.stack.torch_npu
+
+
+def test_pins_hold(host, cell):
+    installed = _installed(host)
+    for name, spec in cell.stack.pins.items():
+        key = name.lower().replace("_", "-")
+        assert key in installed, f"{name} pinned ({spec}) but not installed"
+        assert Version(installed[key]) in SpecifierSet(spec), f"{name} {installed[key]} does not satisfy {spec}"
+    if cell.cann.numpy:
+        assert Version(installed["numpy"]) in SpecifierSet(cell.cann.numpy)
+
+
+def test_torch_npu_libraries_resolve(host):
+    """Every shared library torch_npu's extensions need resolves inside the image,
+    except the host driver's (listed in ascend_build.checks.HOST_DRIVER_LIBS)."""
+    root = pyjson(host, "import json, importlib.util as u; "
+                        "print(json.dumps(u.find_spec('torch_npu').submodule_search_locations[0]))")
+    files = host.run(f"find {shlex.quote(root)} -name '*.so*' -type f").stdout.split()
+    assert files, f"no shared objects under {root}"
+    ldd = {f: host.run(f"ldd {shlex.quote(f)}").stdout for f in files}
+    assert missing_libraries(ldd) == {}
+
+
+def test_no_installer_left_in_the_image(host):
+    found = host.run("find / -xdev -name 'Ascend-cann-*.run' -o -xdev -name 'Atlas-*.run'").stdout.split()
+    assert found == []
+
+
+def test_labels_describe_the_contents(labels, cell):
+    assert labels[f"{LABEL_PREFIX}.cann"] == cell.cann.version
+    assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch
+    assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.torch_npu
+    assert labels["org.opencontainers.image.version"] == cell.name
+
+
+def test_apex_slot_matches_its_label(host, labels):
+    apex = labels[f"{LABEL_PREFIX}.apex"]
+    shown = host.run("pip show apex")
+    if apex == "absent":
+        assert shown.rc != 0, "apex is installed but the label says absent"
+    else:
+        assert shown.rc == 0, f"label names {apex} but apex is not installed"
+
+
+def test_npu_smoke(client, image, cell):
+    """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere."""
+    devices = sorted(glob.glob("/dev/davinci[0-9]*"))
+    if not devices:
+        pytest.skip("no /dev/davinciN on this host: the NPU tensor test needs a 910B host")
+    import subprocess
+    flags = [f for d in devices[:1] for f in ("--device", d)]
+    for dev in ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"):
+        flags += ["--device", dev]
+    for path in ("/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64",
+                 "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info"):
+        flags += ["-v", f"{path}:{path}"]
+    code = "import torch, torch_npu; a = torch.randn(3, 4).npu(); print((a + a).cpu().sum().item())"
+    result = subprocess.run([client, "run", "--rm", *flags, image, "python", "-c", code], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr

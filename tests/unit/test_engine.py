@@ -1,0 +1,79 @@
+"""Engine detection against client doubles (small scripts standing in for docker
+clients of known versions), and the command forms for each mode."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ascend_build.engine import BuildRequest, Engine, detect
+from ascend_build.errors import EngineError
+
+
+def client_double(folder: Path, version: str, buildx: bool) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "docker"
+    script.write_text(f"""#!/bin/sh
+# docker CLIENT DOUBLE for engine detection tests
+case "$1" in
+  version) echo {version} ;;
+  --version) echo "Docker version {version}, build test" ;;
+  buildx) {'echo buildx v0.12' if buildx else 'echo "docker: unknown command: docker buildx" >&2; exit 1'} ;;
+  info) echo 20.10.24 ;;
+  *) exit 1 ;;
+esac
+""")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture
+def path_of(monkeypatch):
+    def set_path(*folders: Path):
+        monkeypatch.setenv("PATH", os.pathsep.join(str(f) for f in folders))
+    return set_path
+
+
+def test_new_client_without_buildx_is_skipped_for_an_older_buildkit_client(tmp_path, path_of):
+    new, old = tmp_path / "a", tmp_path / "b"
+    client_double(new, "28.2.2", buildx=False)
+    client_double(old, "20.10.24", buildx=False)
+    path_of(new, old)
+    engine = detect("docker")
+    assert engine.mode == "classic-buildkit" and engine.client == str(old / "docker")
+
+
+def test_buildx_preferred(tmp_path, path_of):
+    client_double(tmp_path / "a", "28.2.2", buildx=True)
+    path_of(tmp_path / "a")
+    assert detect("docker").mode == "buildx"
+
+
+def test_never_the_legacy_builder(tmp_path, path_of):
+    client_double(tmp_path / "a", "28.2.2", buildx=False)
+    path_of(tmp_path / "a")
+    with pytest.raises(EngineError, match="legacy builder"):
+        detect("docker")
+
+
+def test_explicit_client(tmp_path, path_of):
+    path_of(tmp_path)
+    chosen = client_double(tmp_path / "x", "20.10.24", buildx=False)
+    assert detect("docker", str(chosen)).client == str(chosen)
+    with pytest.raises(EngineError, match="not found"):
+        detect("docker", str(tmp_path / "nope"))
+
+
+def test_command_forms_carry_secrets_only_as_secret_mounts(tmp_path):
+    req = BuildRequest(dockerfile=Path("images/x/Dockerfile"), context=tmp_path, platform="linux/arm64",
+                       build_args={"A": "1"}, secrets={"ca-bundle": Path("/ca.pem")}, labels={"l": "v"},
+                       iidfile=tmp_path / "iid")
+    cmd, env = Engine("docker", "docker", "classic-buildkit", "20.10").build_command(req)
+    assert env == {"DOCKER_BUILDKIT": "1"} and cmd[:2] == ["docker", "build"]
+    assert ["--secret", "id=ca-bundle,src=/ca.pem"] == cmd[cmd.index("--secret"):cmd.index("--secret") + 2]
+    assert not any("/ca.pem" in c for c in cmd if not c.startswith("id="))
+    cmd, env = Engine("docker", "docker", "buildx", "28").build_command(req)
+    assert cmd[:4] == ["docker", "buildx", "build", "--load"] and env == {}
+    cmd, _ = Engine("podman", "podman", "podman", "4").build_command(req)
+    assert cmd[:2] == ["podman", "build"] and "--platform" in cmd

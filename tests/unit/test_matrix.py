@@ -1,0 +1,159 @@
+"""The matrix model: the real matrix resolves, and every kind of bad input is refused
+with the file, line, key path, bad value and what would be accepted."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ascend_build.errors import MatrixError, UserError
+from ascend_build.matrix import expected_kernels, load_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = (ROOT / "matrix.yaml").read_text()
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text)
+    return path
+
+
+def refused(tmp_path: Path, text: str) -> str:
+    with pytest.raises(MatrixError) as info:
+        load_matrix(write(tmp_path, text))
+    return str(info.value)
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_real_matrix_default_cell():
+    m = load_matrix(ROOT / "matrix.yaml")
+    cell = m.cell()
+    assert (cell.stack.torch, cell.stack.torch_npu, cell.cann.version, cell.python, cell.stack.gcc) == \
+        ("2.1.0", "2.1.0.post8", "8.0.RC3", "3.9", 10)
+    assert cell.platform == "linux/arm64"
+    assert cell.toolkit.file == "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run"
+    assert cell.kernels.file == "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run"
+    assert "protobuf==3.20.3" in cell.pins and "numpy<2" in cell.pins
+    assert cell.name == "cann8.0.rc3-910b-ubuntu22.04-py3.9-torch2.1.0"
+
+
+def test_distro_python_is_used_when_it_fits_and_source_otherwise():
+    m = load_matrix(ROOT / "matrix.yaml")
+    assert m.cell("2.1.0", "debian12", "3.11").python_source is None
+    source = m.cell("2.1.0", "debian12", "3.9").python_source
+    assert source is not None and source.version == "3.9.2" and source.sha256
+
+
+def test_naming_eras():
+    assert expected_kernels("8.0.RC1", "910b", "aarch64") == "Ascend-cann-kernels-910b_8.0.RC1_linux.run"
+    assert expected_kernels("8.0.RC3", "910b", "aarch64") == "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run"
+    assert expected_kernels("8.5.0", "910b", "x86_64") == "Ascend-cann-910b-ops_8.5.0_linux-x86_64.run"
+
+
+def test_unknown_key_is_named_with_line_and_suggestion(tmp_path):
+    text = REAL.replace("    torch_npu: 2.1.0.post8\n", "    torch_nup: 2.1.0.post8\n", 1)
+    msg = refused(tmp_path, text)
+    line = line_of(text, "torch_nup:")
+    assert f"matrix.yaml:{line}: stacks['2.1.0'].torch_nup: unknown key 'torch_nup'; did you mean 'torch_npu'?" in msg
+    assert "missing key 'torch_npu'" in msg
+
+
+def test_unquoted_python_version_is_refused_with_the_fix(tmp_path):
+    text = REAL.replace('python: {min: "3.8", max: "3.11", default: "3.9"}',
+                        'python: {min: "3.8", max: 3.10, default: "3.9"}', 1)
+    msg = refused(tmp_path, text)
+    assert "python.max: got the number 3.1;" in msg and 'quote it: "3.1"' in msg
+
+
+def test_python_outside_range(tmp_path):
+    text = REAL.replace('python: {min: "3.8", max: "3.11", default: "3.9"}',
+                        'python: {min: "3.8", max: "3.11", default: "3.12"}', 1)
+    msg = refused(tmp_path, text)
+    assert re.search(r"matrix\.yaml:\d+: stacks\['2\.1\.0'\]\.python\.default: got '3\.12'; expected a version from 3\.8 to 3\.11", msg)
+
+
+def test_torch_npu_with_a_cann_it_was_not_released_for(tmp_path):
+    text = REAL.replace("    torch_npu: 2.1.0.post8\n    cann: 8.0.RC3\n", "    torch_npu: 2.1.0.post8\n    cann: 8.0.0\n", 1)
+    msg = refused(tmp_path, text)
+    assert "torch_npu 2.1.0.post8 was released for CANN 8.0.RC3, not 8.0.0; use cann: 8.0.RC3" in msg
+    assert "stacks['2.1.0'].cann" in msg
+
+
+def test_missing_arch(tmp_path):
+    text = REAL.replace("      x86_64: {file: Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run, sha256: null}\n", "", 1)
+    msg = refused(tmp_path, text)
+    assert "cann['8.0.RC3'].toolkit: missing key 'x86_64'" in msg
+
+
+def test_chip_with_no_kernels_file(tmp_path):
+    text = REAL.replace("  chip: 910b ", "  chip: 310p ", 1)
+    msg = refused(tmp_path, text)
+    assert "defaults.chip: got '310p'; the default stack's CANN has kernels for: 910b, 910" in msg
+
+
+def test_kernels_file_named_for_another_era_or_chip(tmp_path):
+    text = REAL.replace("aarch64: {file: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run",
+                        "aarch64: {file: Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", 1)
+    msg = refused(tmp_path, text)
+    assert "CANN 8.0.RC3 names its 910b kernels 'Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run'" in msg
+
+
+def test_numpy_pin_that_cann_breaks_with(tmp_path):
+    text = REAL.replace('pins: {protobuf: "==3.20.3", numpy: "<2"}', 'pins: {protobuf: "==3.20.3", numpy: ">=1.24"}', 1)
+    msg = refused(tmp_path, text)
+    assert "admits numpy versions CANN 8.0.RC3 breaks with; it needs numpy<2" in msg
+
+
+def test_bad_sha256_and_wrong_type(tmp_path):
+    text = REAL.replace("Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
+                        "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: abc", 1)
+    text = text.replace("gcc: 10                       # 10.2", "gcc: ten                       # 10.2", 1)
+    msg = refused(tmp_path, text)
+    assert "sha256: got 'abc'; expected 64 lowercase hex digits, or null" in msg
+    assert "stacks['2.1.0'].gcc: got 'ten'; expected a whole number from 4 to 20" in msg
+
+
+def test_duplicate_key_is_refused(tmp_path):
+    text = REAL.replace("  debian12:\n", "  ubuntu22.04:\n", 1)
+    assert "os['ubuntu22.04']: duplicate key" in refused(tmp_path, text)
+
+
+def test_syntax_error_names_the_line(tmp_path):
+    msg = refused(tmp_path, "schema: 1\ndefaults: [unclosed\n")
+    assert "matrix.yaml:3: (syntax): not valid YAML" in msg
+    assert "not valid YAML" in msg
+
+
+def test_image_list_refers_to_unknown_names(tmp_path):
+    text = REAL.replace("    os: [ubuntu22.04, debian12, openeuler22.03]", "    os: [ubuntu22.04, debain12]", 1)
+    msg = refused(tmp_path, text)
+    assert "images[0].os[1]: got 'debain12'; os defined: ubuntu22.04" in msg
+
+
+def test_cli_choices_outside_the_matrix_are_user_errors():
+    m = load_matrix(ROOT / "matrix.yaml")
+    with pytest.raises(UserError, match=r"python 3.12 is outside torch stack 2.1.0's range 3.8-3.11"):
+        m.cell("2.1.0", python="3.12")
+    with pytest.raises(UserError, match="unknown torch stack '9.9'"):
+        m.cell("9.9")
+    with pytest.raises(UserError, match="CANN 8.0.0 has no kernels for chip '910'"):
+        m.cell("2.3.1", chip="910")
+
+
+def test_python_with_no_distro_package_and_no_tarball(tmp_path):
+    text = REAL.replace('  "3.8":\n    version: 3.8.18\n    urls: [https://www.python.org/ftp/python/3.8.18/Python-3.8.18.tar.xz]\n    sha256: null\n', "", 1)
+    m = load_matrix(write(tmp_path, text))
+    with pytest.raises(UserError, match=r"python 3.8 is not ubuntu22.04's python3 \(3.10\) and pythons.'3.8'"):
+        m.cell("2.1.0", "ubuntu22.04", "3.8")
+
+
+def test_every_line_of_the_real_matrix_parses_the_same_as_plain_yaml():
+    # The line-tracking loader must not change the data.
+    m = load_matrix(ROOT / "matrix.yaml")
+    assert m.source.data == yaml.safe_load(REAL)

@@ -1,0 +1,121 @@
+"""Package lookup, cache, download and pinning, with a local fetch double standing in
+for the Ascend download site (unreachable here)."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import threading
+import urllib.error
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import PackageError
+from ascend_build.matrix import CannFile, load_matrix
+from ascend_build.packages import PackageStore, pin
+
+ROOT = Path(__file__).resolve().parents[2]
+BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64
+SHA = hashlib.sha256(BODY).hexdigest()
+
+
+def cann_file(sha: str | None = SHA) -> CannFile:
+    return CannFile("toolkit", "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run",
+                    "https://example.invalid/Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", sha,
+                    ("cann", "8.0.RC3", "toolkit", "aarch64"))
+
+
+class FetchDouble:
+    """Serves BODY (or a corrupted copy) instead of the network; counts calls."""
+
+    def __init__(self, body: bytes = BODY, fail: bool = False):
+        self.body, self.fail, self.calls = body, fail, 0
+
+    def __call__(self, url: str, dest: Path) -> None:
+        self.calls += 1
+        if self.fail:
+            raise urllib.error.URLError("Name or service not known")
+        dest.write_bytes(self.body)
+
+
+def test_found_in_package_dir(tmp_path):
+    (tmp_path / "pk").mkdir()
+    (tmp_path / "pk" / cann_file().file).write_bytes(BODY)
+    fetch = FetchDouble()
+    got = PackageStore([tmp_path / "pk"], tmp_path / "cache", fetch=fetch).locate(cann_file())
+    assert got.path == tmp_path / "pk" / cann_file().file and got.sha256 == SHA and got.pinned
+    assert fetch.calls == 0
+
+
+def test_missing_file_error_names_file_places_and_url(tmp_path):
+    store = PackageStore([tmp_path / "pk"], tmp_path / "cache", fetch=FetchDouble(fail=True))
+    with pytest.raises(PackageError) as info:
+        store.locate(cann_file())
+    msg = str(info.value)
+    assert "CANN toolkit package not found: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run" in msg
+    assert str(tmp_path / "pk") in msg and str(tmp_path / "cache" / "cann") in msg
+    assert "Name or service not known" in msg and "https://example.invalid/" in msg
+    assert not any((tmp_path / "cache" / "cann").iterdir()), "a failed download must leave nothing"
+
+
+def test_checksum_mismatch_names_expected_and_actual(tmp_path):
+    (tmp_path / "pk").mkdir()
+    bad = BODY[:-1] + b"X"
+    (tmp_path / "pk" / cann_file().file).write_bytes(bad)
+    with pytest.raises(PackageError) as info:
+        PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(cann_file())
+    assert f"expected {SHA}" in str(info.value)
+    assert f"actual   {hashlib.sha256(bad).hexdigest()}" in str(info.value)
+
+
+def test_download_is_checked_and_lands_atomically_in_the_cache(tmp_path):
+    fetch = FetchDouble()
+    store = PackageStore([], tmp_path / "cache", fetch=fetch)
+    got = store.locate(cann_file())
+    assert got.path == tmp_path / "cache" / "cann" / cann_file().file and got.path.read_bytes() == BODY
+    assert [p.name for p in got.path.parent.iterdir()] == [cann_file().file]
+    store.locate(cann_file())
+    assert fetch.calls == 1, "the cached file is reused"
+
+
+def test_corrupt_download_is_not_kept(tmp_path):
+    store = PackageStore([], tmp_path / "cache", fetch=FetchDouble(body=BODY[:100]))
+    with pytest.raises(PackageError, match="sha256 mismatch"):
+        store.locate(cann_file())
+    assert list((tmp_path / "cache" / "cann").iterdir()) == []
+
+
+def test_offline_and_require_pins(tmp_path):
+    with pytest.raises(PackageError, match="downloads are off"):
+        PackageStore([], tmp_path, download=False).locate(cann_file())
+    with pytest.raises(PackageError, match="--require-pins"):
+        PackageStore([], tmp_path).locate(cann_file(sha=None), require_pin=True)
+
+
+def test_concurrent_downloads_leave_one_whole_file(tmp_path):
+    stores = [PackageStore([], tmp_path / "cache", fetch=FetchDouble()) for _ in range(4)]
+    threads = [threading.Thread(target=s.locate, args=(cann_file(),)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    files = list((tmp_path / "cache" / "cann").iterdir())
+    assert [f.name for f in files] == [cann_file().file] and files[0].read_bytes() == BODY
+
+
+def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
+    matrix_path = tmp_path / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", matrix_path)
+    before = matrix_path.read_text()
+    pkg = tmp_path / "Ascend-cann-kernels-910b_8.0.RC1_linux.run"   # no-arch era: two entries share it
+    pkg.write_bytes(BODY)
+    assert pin(load_matrix(matrix_path), [pkg]) == [(pkg.name, SHA)]
+    after = matrix_path.read_text()
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    assert len(changed) == 2 and all(SHA in b and pkg.name in b for _, b in changed)
+    m = load_matrix(matrix_path)
+    assert {m.cann["8.0.RC1"].kernels["910b"][a].sha256 for a in ("aarch64", "x86_64")} == {SHA}
+    unknown = tmp_path / "Ascend-cann-toolkit_9.9.9_linux-aarch64.run"
+    unknown.write_bytes(BODY)
+    with pytest.raises(PackageError, match="not a file matrix.yaml knows"):
+        pin(m, [unknown])

@@ -1,0 +1,60 @@
+"""The invoke tasks as a user runs them: errors are messages with exit codes, never
+tracebacks, and nothing reaches docker when the input is wrong."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def test_matrix_table():
+    out = invoke("matrix")
+    assert out.returncode == 0, out.stderr
+    assert "cann8.0.rc3-910b-ubuntu22.04-py3.9-torch2.1.0 (alias torch2.1.0)" in out.stdout
+    assert "absent (no Ascend apex wheel)" in out.stdout
+
+
+def test_bad_matrix_exits_nonzero_without_traceback(tmp_path):
+    bad = tmp_path / "m.yaml"
+    bad.write_text((ROOT / "matrix.yaml").read_text().replace("  chip: 910b ", "  chips: 910b ", 1))
+    for task in ("matrix", "build", "render"):
+        out = invoke(task, "--matrix", str(bad))
+        assert out.returncode == 2
+        assert "Traceback" not in out.stderr
+        assert "defaults.chips: unknown key 'chips'; did you mean 'chip'?" in out.stderr
+
+
+def test_build_stops_before_docker_when_packages_are_missing(tmp_path):
+    # A client double that records any call: none must happen.
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nexit 1\n")
+    fake.chmod(0o755)
+    out = invoke("build", "--torch", "2.1.0", "--packages", str(tmp_path / "none"), "--offline",
+                 env={"PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+                      "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "CANN toolkit package not found: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run" in out.stderr
+    assert "CANN kernels package not found: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run" in out.stderr
+    assert not calls.exists()
+
+
+def test_dry_build_prints_buildkit_commands_with_secrets(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--ca-bundle", str(ca),
+                 "--pip-index-url", "https://user:s3cret@pypi.mirror.example/simple",
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert "--platform linux/arm64" in out.stdout and "id=ca-bundle,src=" in out.stdout
+    assert "s3cret" not in out.stdout, "credentials go in a secret file, not on the command line"
+    assert "--build-arg PYTHON_FROM=source" in out.stdout

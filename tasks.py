@@ -15,7 +15,7 @@ from ascend_build import packages as pkgs
 from ascend_build import render as rnd
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.report import matrix_table
+from ascend_build.report import ci_matrix as ci_cells, matrix_table
 
 ROOT = Path(__file__).resolve().parent
 
@@ -43,6 +43,14 @@ MATRIX_HELP = {"matrix": "the matrix file (default: matrix.yaml)"}
 def matrix(c, matrix="matrix.yaml"):
     """Validate the matrix and print the images it resolves to."""
     print(matrix_table(load_matrix(matrix)))
+
+
+@task(help=MATRIX_HELP)
+@user_errors
+def ci_matrix(c, matrix="matrix.yaml"):
+    """Print the CI build matrix (JSON) derived from the matrix's `images:` list."""
+    import json
+    print(json.dumps({"include": ci_cells(load_matrix(matrix))}, separators=(",", ":")))
 
 
 @task(help={**MATRIX_HELP, "check": "only check that images/ is current; fail if stale"})

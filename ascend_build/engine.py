@@ -24,6 +24,7 @@ class BuildRequest:
     labels: dict[str, str] = field(default_factory=dict)
     iidfile: Path | None = None
     tags: list[str] = field(default_factory=list)
+    target: str | None = None          # a stage to stop at
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Engine:
             cmd += ["--label", f"{key}={value}"]
         for sid, path in sorted(req.secrets.items()):
             cmd += ["--secret", f"id={sid},src={path}"]
+        if req.target:
+            cmd += ["--target", req.target]
         if req.iidfile:
             cmd += ["--iidfile", str(req.iidfile)]
         for tag in req.tags:

@@ -12,6 +12,7 @@ Used only by tests/; the build system never sees this module.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -140,7 +141,9 @@ def _add_dir(tar: tarfile.TarFile, name: str) -> None:
 def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, workdir: Path) -> bytes:
     buf = io.BytesIO()
     root = f"ascend-toolkit/{version}"
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+    # mtime=0 in the gzip header: the same inputs give the same bytes (and build cache hits).
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w") as tar:
         if kind == "toolkit":
             for d in ("lib64/plugin/opskernel", "lib64/plugin/nnengine", "bin", "compiler/ccec_compiler/bin",
                       "toolkit", "tools/aml/lib64/plugin", f"opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{arch}",

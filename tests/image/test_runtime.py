@@ -87,11 +87,18 @@ def test_pins_hold(host, cell):
 def test_torch_npu_libraries_resolve(host):
     """Every shared library torch_npu's extensions need resolves inside the image,
     except the host driver's (listed in ascend_build.checks.HOST_DRIVER_LIBS)."""
-    root = pyjson(host, "import json, importlib.util as u; "
-                        "print(json.dumps(u.find_spec('torch_npu').submodule_search_locations[0]))")
+    root, torch_lib = pyjson(host, "import json, os, importlib.util as u; "
+                                   "loc = lambda m: u.find_spec(m).submodule_search_locations[0]; "
+                                   "print(json.dumps([loc('torch_npu'), os.path.join(loc('torch'), 'lib')]))")
     files = host.run(f"find {shlex.quote(root)} -name '*.so*' -type f").stdout.split()
     assert files, f"no shared objects under {root}"
-    ldd = {f: host.run(f"ldd {shlex.quote(f)}").stdout for f in files}
+    # libtorch*/libc10 and libtorch_npu are loaded in-process by `import torch` and
+    # `import torch_npu` before the extensions that need them; ldd alone cannot know
+    # that, so it gets those packages' own lib dirs. CANN's libraries must resolve from
+    # the image ENV alone.
+    own = f"{torch_lib}:{root}/lib"
+    ldd = {f: host.run(f"LD_LIBRARY_PATH={shlex.quote(own)}:$LD_LIBRARY_PATH ldd {shlex.quote(f)}").stdout
+           for f in files}
     assert missing_libraries(ldd) == {}
 
 

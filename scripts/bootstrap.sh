@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up a Debian or Ubuntu machine for ascend-build: a Docker engine with BuildKit,
+# qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
+# a cross compiler (the test doubles' stub libraries), and this project's Python deps.
+# Safe to run again: it only installs and starts what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+    echo "bootstrap: run as root (it installs packages and starts dockerd)" >&2
+    exit 1
+fi
+
+packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+
+# arm64 binaries under qemu (910B hosts are aarch64; most CI machines are not).
+if [ "$(uname -m)" != aarch64 ]; then
+    mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+    update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || update-binfmts --enable
+    [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || { echo "bootstrap: qemu-aarch64 binfmt not registered" >&2; exit 1; }
+fi
+
+# The engine: reuse a running one, else start it.
+if ! /usr/bin/docker info >/dev/null 2>&1; then
+    if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then
+        :
+    else
+        echo "bootstrap: starting dockerd"
+        nohup dockerd >/var/log/dockerd.log 2>&1 &
+    fi
+    for _ in $(seq 1 60); do /usr/bin/docker info >/dev/null 2>&1 && break; sleep 1; done
+    /usr/bin/docker info >/dev/null 2>&1 || { echo "bootstrap: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
+fi
+
+python3 -m pip install -q -e '.[test]'
+echo "bootstrap: ready ($(/usr/bin/docker version --format 'engine {{.Server.Version}}'))"

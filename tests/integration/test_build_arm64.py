@@ -1,0 +1,120 @@
+"""End to end on a real engine: a real linux/arm64 build of the 2.1.0 stack (real torch
+and torch_npu wheels from PyPI, the CANN test double for the installers, a Debian base
+made by debootstrap), tested by the image suite before it is tagged."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.baseimage import debian_base
+from ascend_build.build import BuildOptions, build
+from ascend_build.errors import PackageError, UserError
+from ascend_build.matrix import load_matrix
+from tests.doubles.cann_double import make_run
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = "ascend-build-test/debian:bookworm-{arch}"
+REPO = "ascend-build-test/runtime"
+CA = Path("/etc/ssl/certs/ca-certificates.crt")
+STACK = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
+
+
+def image_exists(engine, ref: str) -> bool:
+    return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def arm64_base(engine):
+    ref = BASE.format(arch="arm64")
+    if not image_exists(engine, ref):
+        debian_base(engine, "bookworm", "linux/arm64", ref)
+    return ref
+
+
+@pytest.fixture(scope="session")
+def packages(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cann-double")
+    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
+    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def pinned_matrix(tmp_path_factory, packages) -> Path:
+    """A copy of matrix.yaml with the doubles pinned by `invoke pin`, as a user would."""
+    path = tmp_path_factory.mktemp("matrix") / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", path)
+    out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages", str(packages)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("pinned ") == 2
+    return path
+
+
+def options(packages: Path, repository: str = REPO, **extra) -> BuildOptions:
+    return BuildOptions(**STACK, packages=[packages], repository=repository, offline=True, require_pins=True,
+                        base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
+                        cache=packages / "cache", work=packages / "work", **extra)
+
+
+@pytest.fixture(scope="session")
+def built(engine, arm64_base, packages, pinned_matrix):
+    """The real build: `invoke build` as a user runs it."""
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
+           "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
+           "--base-image", f"debian:bookworm={BASE}", "--repository", REPO, "--matrix", str(pinned_matrix)]
+    if CA.exists():
+        cmd += ["--ca-bundle", str(CA)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return out
+
+
+def test_build_tests_then_tags(engine, built, pinned_matrix):
+    cell = load_matrix(pinned_matrix).cell(**STACK)
+    tag = f"{REPO}:{cell.name}-arm64"
+    assert "tested and tagged" in built.stdout
+    # The image suite ran on the candidate before the tag, and none of it failed.
+    assert built.stdout.index("tests/image") < built.stdout.index("tested and tagged")
+    assert " failed" not in built.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
+    assert image_exists(engine, tag)
+    arch = subprocess.run(engine.command("image", "inspect", "--format", "{{.Architecture}}", tag),
+                          capture_output=True, text=True).stdout.strip()
+    assert arch == "arm64"
+
+
+def test_image_suite_on_the_tagged_image(engine, built, pinned_matrix):
+    """`invoke test --image REF`: the testinfra suite on its own."""
+    cell = load_matrix(pinned_matrix).cell(**STACK)
+    out = subprocess.run([sys.executable, "-m", "invoke", "test", "--image", f"{REPO}:{cell.name}-arm64",
+                          "--matrix", str(pinned_matrix)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-4000:]
+    assert " passed" in out.stdout and " failed" not in out.stdout
+
+
+def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix):
+    # Same inputs: the build is all cache hits; only the verdict differs.
+    repo = "ascend-build-test/never-tagged"
+    with pytest.raises(UserError, match="image tests failed .* nothing was tagged"):
+        build(load_matrix(pinned_matrix), options(packages, repo), run_tests=lambda *args: 1)
+    listed = subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout
+    assert listed.strip() == ""
+
+
+def test_corrupt_package_is_refused_before_any_build(engine, packages, pinned_matrix, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(packages, bad, ignore=shutil.ignore_patterns("cache", "work"))
+    kernels = next(bad.glob("Ascend-cann-kernels-*"))
+    data = bytearray(kernels.read_bytes())
+    data[-10] ^= 0xFF
+    kernels.write_bytes(bytes(data))
+    with pytest.raises(PackageError, match="sha256 mismatch"):
+        build(load_matrix(pinned_matrix), options(bad, "ascend-build-test/corrupt"),
+              run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
+    assert not (bad / "work").exists(), "nothing was staged"

@@ -84,19 +84,23 @@ def lint(c, matrix="matrix.yaml"):
     print(f"hadolint: {len(files)} Dockerfiles clean")
 
 
-@task(iterable=["file"], help={**MATRIX_HELP, "file": "a CANN .run file to hash (repeatable)",
-                               "packages": "hash every known CANN file found in this folder"})
+@task(iterable=["file", "packages"], help={
+    **MATRIX_HELP, "file": "a CANN .run file to hash (repeatable)",
+    "packages": "hash every CANN file the matrix knows found in this folder (repeatable)",
+    "cann": "pin every file of this CANN release, downloading what is not in --packages or the cache",
+    "offline": "with --cann: never download"})
 @user_errors
-def pin(c, file=None, packages=None, matrix="matrix.yaml"):
-    """Write the sha256 of local CANN packages into matrix.yaml."""
+def pin(c, file=None, packages=None, cann=None, offline=False, matrix="matrix.yaml"):
+    """Write the sha256 of CANN packages (local or downloaded) into matrix.yaml."""
     m = load_matrix(matrix)
     files = [Path(f) for f in file or []]
-    if packages:
-        known = {f.file for r in m.cann.values() for f in r.toolkit.values()} | {
-            f.file for r in m.cann.values() for per in r.kernels.values() for f in per.values()}
-        files += [p for p in sorted(Path(packages).glob("*.run")) if p.name in known]
+    known = pkgs.known_files(m)
+    for folder in packages or []:
+        files += [p for p in sorted(Path(folder).glob("*.run")) if p.name in known]
+    if cann:
+        files += pkgs.fetch_release(m, cann, [Path(p) for p in packages or []], download=not offline)
     if not files:
-        raise UserError("nothing to pin: pass --file PATH (repeatable) or --packages DIR")
+        raise UserError("nothing to pin: pass --file PATH, --packages DIR or --cann VERSION")
     for name, digest in pkgs.pin(m, files):
         print(f"pinned {name} {digest}")
 

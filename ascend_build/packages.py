@@ -125,13 +125,31 @@ def warn_unpinned(names: list[str], out=sys.stderr) -> None:
 
 # ---------------------------------------------------------------------------- pinning
 
-def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
-    """Hash local files and write their sha256 into matrix.yaml in place, keeping the
-    rest of the file (comments, order) byte for byte. Returns (file name, sha256)."""
+def known_files(matrix: Matrix) -> dict[str, list[CannFile]]:
     by_name: dict[str, list[CannFile]] = {}
     for rel in matrix.cann.values():
         for f in list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]:
             by_name.setdefault(f.file, []).append(f)
+    return by_name
+
+
+def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool = True,
+                  store: PackageStore | None = None) -> list[Path]:
+    """Every file of one CANN release, from the package dirs, the cache or its URL.
+    Pinned files are verified on the way; unpinned ones are taken as found (trust on
+    first use, which is what pinning records)."""
+    if version not in matrix.cann:
+        raise PackageError(f"unknown CANN release {version!r}; matrix.yaml has: {', '.join(matrix.cann)}")
+    rel = matrix.cann[version]
+    store = store or PackageStore(dirs, default_cache(), download=download)
+    wanted = {f.file: f for f in list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]}
+    return [store.locate(f).path for f in wanted.values()]
+
+
+def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
+    """Hash local files and write their sha256 into matrix.yaml in place, keeping the
+    rest of the file (comments, order) byte for byte. Returns (file name, sha256)."""
+    by_name = known_files(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
     done = []
     for path in files:

@@ -119,3 +119,23 @@ def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
     unknown.write_bytes(BODY)
     with pytest.raises(PackageError, match="not a file matrix.yaml knows"):
         pin(m, [unknown])
+
+
+def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
+    from ascend_build.packages import fetch_release
+    matrix_path = tmp_path / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", matrix_path)
+    m = load_matrix(matrix_path)
+    fetch = FetchDouble()
+    store = PackageStore([], tmp_path / "cache", fetch=fetch)
+    files = fetch_release(m, "8.0.RC3", [], store=store)
+    assert sorted(f.name for f in files) == sorted({
+        "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", "Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run",
+        "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-910b_8.0.RC3_linux-x86_64.run",
+        "Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-910_8.0.RC3_linux-x86_64.run"})
+    assert fetch.calls == 6
+    pin(m, files)
+    pinned = load_matrix(matrix_path).cann["8.0.RC3"]
+    assert pinned.toolkit["aarch64"].sha256 == SHA and pinned.kernels["910"]["x86_64"].sha256 == SHA
+    with pytest.raises(PackageError, match="unknown CANN release '9.9'"):
+        fetch_release(m, "9.9", [], store=store)

@@ -1,0 +1,1 @@
+"""STAND-IN Ascend apex (test double): not the real package."""

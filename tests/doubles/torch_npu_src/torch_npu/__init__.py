@@ -1,0 +1,1 @@
+"""STAND-IN torch_npu (test double): not the real package."""

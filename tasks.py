@@ -122,6 +122,9 @@ BUILD_HELP = {
     "torch_npu_wheel": "install this torch_npu wheel instead of the release",
     "apex_wheel": "an Ascend apex wheel to fill the apex slot",
     "repository": "image repository to tag into (default ascend-runtime)",
+    "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release branch)",
+    "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
+    "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
     "engine": "docker (default) or podman",
     "docker": "the container client to use (default: the first BuildKit-capable one on PATH)",
     "dry": "print the commands instead of running them",
@@ -133,9 +136,9 @@ BUILD_HELP = {
 def build(c, torch=None, os=None, python=None, chip=None, platform=None, packages=None, offline=False,
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
-          dry=False, matrix="matrix.yaml"):
+          dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None):
     """Build a runtime image, run its tests, and tag it only if they pass."""
-    opts = builds.BuildOptions(
+    opts = builds.BuildOptions(torch_npu_src=torch_npu_src, apex_src=apex_src, builder_flavor=builder_flavor,
         stack=torch, os=os, python=python, chip=chip, platform=platform, repository=repository,
         packages=[Path(p) for p in packages] if packages else [Path("packages")], offline=offline,
         require_pins=require_pins, base_images=builds.parse_base_images(base_image or []),
@@ -170,3 +173,57 @@ def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://
     from ascend_build.baseimage import debian_base
     engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
     debian_base(engine, suite, platform, tag, mirror, dry)
+
+
+SOURCE_HELP = {
+    **MATRIX_HELP,
+    "torch": "torch stack from matrix.yaml (default: defaults.torch)",
+    "flavor": "builder flavor from matrix.yaml builders (default: the stack's builder)",
+    "python": "python minor version (default: all the builder and the stack share; one for wheels)",
+    "platform": "linux/arm64 (default) or linux/amd64",
+    "base_image": BUILD_HELP["base_image"], "ca_bundle": BUILD_HELP["ca_bundle"],
+    "pip_index_url": BUILD_HELP["pip_index_url"], "docker": BUILD_HELP["docker"], "dry": BUILD_HELP["dry"],
+}
+
+
+def _source_opts(base_image, ca_bundle, pip_index_url, dry) -> builds.BuildOptions:
+    return builds.BuildOptions(base_images=builds.parse_base_images(base_image or []), pip_index_url=pip_index_url,
+                               ca_bundle=Path(ca_bundle) if ca_bundle else None, dry=dry)
+
+
+@task(iterable=["base_image"], help=SOURCE_HELP)
+@user_errors
+def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
+            pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+    """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
+    from ascend_build.sources import build_builder
+    m = load_matrix(matrix)
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    build_builder(m, m.builder_cell(torch, flavor, python, platform), _source_opts(base_image, ca_bundle,
+                  pip_index_url, dry), engine)
+
+
+def _wheel_task(kind, torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker, dry, matrix):
+    from ascend_build.sources import WheelRequest, build_wheel
+    m = load_matrix(matrix)
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
+    print(build_wheel(m, req, _source_opts(base_image, ca_bundle, pip_index_url, dry), engine))
+
+
+@task(iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
+@user_errors
+def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
+              pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+    """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
+    _wheel_task("torch_npu", torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker,
+                dry, matrix)
+
+
+@task(iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
+@user_errors
+def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
+         pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+    """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
+    _wheel_task("apex", torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker,
+                dry, matrix)

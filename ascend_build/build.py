@@ -11,6 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import engine as eng
 from .errors import PackageError, UserError
@@ -39,6 +40,9 @@ class BuildOptions:
     wheelhouse: Path | None = None
     torch_npu_wheel: Path | None = None    # a source-built wheel (the builder's seam)
     apex_wheel: Path | None = None
+    torch_npu_src: str | None = None       # PATH, URL@REF, or "upstream" (the matrix default)
+    apex_src: str | None = None
+    builder_flavor: str | None = None      # default: the stack's builder
     dry: bool = False
     work: Path = Path(".build")
 
@@ -120,9 +124,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
           run_tests=None) -> BuildResult:
     cell = matrix.cell(opts.stack, opts.os, opts.python, opts.chip, opts.platform)
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
-    dockerfile = ROOT / rendered.path
-    if not dockerfile.exists() or dockerfile.read_text() != rendered.text:
-        raise UserError(f"{rendered.path} is missing or stale against matrix.yaml; run `invoke render` first")
+    dockerfile = current_dockerfile(rendered)
 
     # Everything that can be refused is refused before the first docker command.
     _check_torch_npu_source(cell, opts)
@@ -145,6 +147,8 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         raise PackageError("\n\n".join(errors))
     toolkit, kernels = located
     warn_unpinned(cell.unpinned())
+    engine = _engine_for_dry(engine_kind, client) if opts.dry else eng.detect(engine_kind, client)
+    _source_built_wheels(matrix, cell, opts, None if opts.dry else engine)
 
     build_args = {"BASE_IMAGE": base_image(cell, opts.base_images),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
@@ -158,7 +162,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         build_args["APEX_WHEEL"] = opts.apex_wheel.name
     hashes = {toolkit.path.name: toolkit.sha256, kernels.path.name: kernels.sha256}
     for wheel in _wheel_names(opts.wheelhouse) + [w for w in (opts.torch_npu_wheel, opts.apex_wheel) if w]:
-        hashes[wheel.name] = sha256_of(wheel)
+        hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
     ctag = content_tag(rendered.text, build_args, hashes)
     suffix = arch_suffix(cell)
     tags = [f"{opts.repository}:{cell.name}-{suffix}", f"{opts.repository}:{ctag}-{suffix}"]
@@ -183,7 +187,6 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile)
         if opts.dry:
-            engine = _engine_for_dry(engine_kind, client)
             cmd, env = engine.build_command(req)
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
             print(eng.show(cmd, env))
@@ -191,29 +194,63 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
             for tag in tags:
                 print(eng.show(engine.command("tag", "<built id>", tag)))
             return BuildResult(cell, None, tags, None, ctag)
-        engine = eng.detect(engine_kind, client)
         _stage(cell, opts, toolkit.path, kernels.path, ctx)
-        iidfile.unlink(missing_ok=True)
-        cmd, env = engine.build_command(req)
-        print(f"building {cell.name} ({cell.platform}); log: {log}", flush=True)
-        code = eng.run(cmd, env, log)
-        if code != 0:
-            raise UserError(f"build of {cell.name} ({cell.platform}) failed (exit {code}); nothing was tagged. "
-                            f"Log: {log}")
-        image_id = iidfile.read_text().strip()
-        tester = run_tests or run_image_tests
-        if tester(image_id, matrix.path, engine) != 0:
-            raise UserError(f"image tests failed for {image_id} ({cell.name}); nothing was tagged. "
-                            f"Rerun them with `invoke test --image {image_id}`")
-        for tag in tags:
-            if eng.run(engine.command("tag", image_id, tag)) != 0:
-                raise UserError(f"could not tag {image_id} as {tag}")
-        print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
+        image_id = build_test_tag(engine, req, f"{cell.name} ({cell.platform})", tags, log,
+                                  lambda image: (run_tests or run_image_tests)(image, matrix.path, engine))
         return BuildResult(cell, image_id, tags, log, ctag)
     finally:
         shutil.rmtree(secrets_dir, ignore_errors=True)
         if ctx.exists() and not opts.dry:
             shutil.rmtree(ctx, ignore_errors=True)
+
+
+def _source_built_wheels(matrix: Matrix, cell: Cell, opts: BuildOptions, engine: eng.Engine | None) -> None:
+    """Fill opts.torch_npu_wheel / opts.apex_wheel from source builds, or apex from the
+    wheel cache, and say plainly when the image will have no apex."""
+    from .sources import WheelRequest, build_wheel, find_cached
+    for kind, src, attr in (("torch_npu", opts.torch_npu_src, "torch_npu_wheel"), ("apex", opts.apex_src, "apex_wheel")):
+        if src:
+            req = WheelRequest(kind, cell.stack.name, opts.builder_flavor, cell.python, cell.platform,
+                               None if src == "upstream" else src)
+            setattr(opts, attr, build_wheel(matrix, req, opts, engine))
+    if opts.apex_wheel is None:
+        cached = find_cached(opts.cache or _default_cache(), "apex", cell.stack.torch, cell.python, cell.arch)
+        if cached:
+            print(f"apex: using the built wheel {cached}")
+            opts.apex_wheel = cached
+        else:
+            print(f"apex: no Ascend apex wheel built for torch {cell.stack.torch} / python {cell.python} / "
+                  f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
+                  f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
+
+
+def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
+                   test: Callable[[str], int]) -> str:
+    """Build an untagged candidate, test it, and tag it only when the tests pass."""
+    assert req.iidfile is not None
+    req.iidfile.unlink(missing_ok=True)
+    cmd, env = engine.build_command(req)
+    print(f"building {what}; log: {log}", flush=True)
+    code = eng.run(cmd, env, log)
+    if code != 0:
+        raise UserError(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}")
+    image_id = req.iidfile.read_text().strip()
+    if test(image_id) != 0:
+        raise UserError(f"image tests failed for {image_id} ({what}); nothing was tagged. "
+                        f"Rerun them with `invoke test --image {image_id}`")
+    for tag in tags:
+        if eng.run(engine.command("tag", image_id, tag)) != 0:
+            raise UserError(f"could not tag {image_id} as {tag}")
+    print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
+    return image_id
+
+
+def current_dockerfile(rendered) -> Path:
+    """The committed Dockerfile, refused when it is not what the matrix renders to."""
+    path = ROOT / rendered.path
+    if not path.exists() or path.read_text() != rendered.text:
+        raise UserError(f"{rendered.path} is missing or stale against the matrix; run `invoke render` first")
+    return path
 
 
 def _locate(store: PackageStore, f, opts: BuildOptions) -> PkgLocated:
@@ -255,8 +292,15 @@ def _secrets(opts: BuildOptions, folder: Path) -> dict[str, Path]:
     return secrets
 
 
-def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None) -> int:
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "image"), "-p", "no:cacheprovider",
+def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
+                    suite: str | None = None) -> int:
+    """The image suite for the image's kind (runtime or builder, from its label)."""
+    if suite is None:
+        kind = subprocess.run(engine.command("image", "inspect", "--format",
+                                             '{{index .Config.Labels "' + LABEL_PREFIX + '.kind"}}', image),
+                              capture_output=True, text=True).stdout.strip()
+        suite = "builder_image" if kind == "builder" else "image"
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / suite), "-p", "no:cacheprovider",
            "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client, "-v",
            *(extra or [])]
     print("$ " + eng.show(cmd), flush=True)

@@ -59,6 +59,19 @@ class CannRelease:
 
 
 @dataclass(frozen=True)
+class Builder:
+    name: str
+    image: str         # may hold {arch}: aarch64 / x86_64
+    family: str        # manylinux or apt
+    gcc: int
+    python: str        # interpreter path pattern with {X.Y} and {XY}
+    pythons: tuple[str, ...]
+
+    def python_path(self, minor: str) -> str:
+        return self.python.replace("{X.Y}", minor).replace("{XY}", minor.replace(".", ""))
+
+
+@dataclass(frozen=True)
 class Stack:
     name: str
     torch: str
@@ -72,6 +85,7 @@ class Stack:
     pins: dict[str, str]
     torch_index: dict[str, str]
     torch_npu_on_pypi: bool
+    builder: str = ""
 
     def pythons(self) -> list[str]:
         lo, hi = _minor(self.python_min), _minor(self.python_max)
@@ -128,6 +142,28 @@ class Cell:
         return names
 
 
+@dataclass(frozen=True)
+class BuilderCell:
+    """One builder image: a stack's toolchain on one flavor, for some Pythons."""
+    stack: Stack
+    flavor: Builder
+    pythons: tuple[str, ...]
+    platform: str
+
+    @property
+    def arch(self) -> str:
+        return PLATFORM_ARCH[self.platform]
+
+    @property
+    def dockerfile(self) -> Path:
+        return Path("images") / "builder" / self.stack.name / self.flavor.name / "Dockerfile"
+
+    @property
+    def name(self) -> str:
+        return (f"torch{self.stack.torch}-{self.flavor.name}-gcc{self.flavor.gcc}-py"
+                + "-py".join(self.pythons)).lower()
+
+
 @dataclass
 class Matrix:
     path: Path
@@ -139,6 +175,36 @@ class Matrix:
     stacks: dict[str, Stack]
     images: list[ImageSpec]
     cann_python_deps: list[str] = field(default_factory=list)
+    builders: dict[str, Builder] = field(default_factory=dict)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def builder_cell(self, stack: str | None = None, flavor: str | None = None, python: str | None = None,
+                     platform: str | None = None) -> BuilderCell:
+        stack = stack or self.defaults["torch"]
+        if stack not in self.stacks:
+            raise UserError(f"unknown torch stack {stack!r}; {self.path} defines: {', '.join(self.stacks)}")
+        st = self.stacks[stack]
+        flavor = flavor or st.builder
+        if flavor not in self.builders:
+            raise UserError(f"unknown builder flavor {flavor!r}; {self.path} defines: {', '.join(self.builders)}")
+        b = self.builders[flavor]
+        if b.gcc != st.gcc:
+            raise UserError(f"builder {flavor} has gcc {b.gcc} but torch stack {stack} needs gcc {st.gcc} "
+                            f"(stacks.{stack}.gcc); builders with gcc {st.gcc}: "
+                            f"{', '.join(n for n, x in self.builders.items() if x.gcc == st.gcc) or 'none'}")
+        usable = [p for p in b.pythons if p in st.pythons()]
+        if python:
+            if python not in usable:
+                raise UserError(f"python {python} is not available in builder {flavor} for torch stack {stack}; "
+                                f"choose one of: {', '.join(usable) or 'none'}")
+            usable = [python]
+        if not usable:
+            raise UserError(f"builder {flavor} has no Python in torch stack {stack}'s range "
+                            f"{st.python_min}-{st.python_max}")
+        platform = platform or self.defaults["platform"]
+        if platform not in PLATFORM_ARCH:
+            raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+        return BuilderCell(st, b, tuple(usable), platform)
 
     # ------------------------------------------------------------ resolution
     def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
@@ -234,7 +300,19 @@ _SCHEMA = s.record({
     }, {
         "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://\S+", "an index URL"), non_empty=False),
         "torch_npu_on_pypi": s.boolean,
+        "builder": s.string(),
     })),
+    "builders": s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
+        "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
+        "family": s.one_of("manylinux", "apt"),
+        "gcc": s.integer(4, 20),
+        "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
+        "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
+    })),
+    "sources": s.record({
+        "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
+        "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")}),
+    }),
     "images": s.list_of(s.record({
         "stack": s.string(),
         "os": s.list_of(s.string()),
@@ -315,11 +393,14 @@ def _build(path: Path, src: Located) -> Matrix:
             name=name, torch=st["torch"], torch_npu=st["torch_npu"], torch_npu_branch=rel.get("branch", ""),
             cann=st["cann"], python_min=st["python"]["min"], python_max=st["python"]["max"],
             python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
-            torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True))
+            torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),
+            builder=st.get("builder", ""))
     images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                         i.get("alias")) for i in d["images"]]
+    builders = {k: Builder(k, v["image"], v["family"], v["gcc"], v["python"], tuple(v["pythons"]))
+                for k, v in d["builders"].items()}
     return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,
-                  list(d["cann_python_deps"]))
+                  list(d["cann_python_deps"]), builders, {k: dict(v) for k, v in d["sources"].items()})
 
 
 def _check_semantics(m: Matrix, c: s.Checker) -> None:
@@ -383,6 +464,15 @@ def _check_semantics(m: Matrix, c: s.Checker) -> None:
             elif _allows_outside(numpy, cann.numpy):
                 c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "
                        f"breaks with; it needs numpy{cann.numpy}")
+
+        if st.builder:
+            b = m.builders.get(st.builder)
+            if b is None:
+                c.fail(path + ("builder",), f"got {st.builder!r}; builders defined: {', '.join(m.builders)}")
+            elif b.gcc != st.gcc:
+                fits = [n for n, x in m.builders.items() if x.gcc == st.gcc]
+                c.fail(path + ("builder",), f"builder {st.builder} has gcc {b.gcc}, but this stack needs gcc "
+                       f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
 
     defaults = m.defaults
     for key, table in (("torch", m.stacks), ("os", m.os)):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from .matrix import Matrix, Stack, OSBase, expected_kernels, expected_toolkit
+from .matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -56,6 +56,48 @@ def python_distro(os: OSBase) -> str:
             f" && python3 -m venv /opt/venv")
 
 
+# Builder toolchains per family. manylinux images carry devtoolset/gcc-toolset on PATH
+# already; git, patch and ccache come from the distro (ccache from EPEL on manylinux2014),
+# cmake from PyPI there (manylinux ships no cmake >= 3.18 of its own).
+_TOOLCHAIN = {
+    "apt": ("RUN apt-get update \\\n"
+            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+            "      {packages} \\\n"
+            " && rm -rf /var/lib/apt/lists/*"),
+    "manylinux": ("RUN --mount=type=secret,id=ca-bundle --mount=type=secret,id=pip-conf \\\n"
+                  "    set -eu; \\\n"
+                  "    yum install -y git patch epel-release && yum install -y ccache && yum clean all; \\\n"
+                  "    if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \\\n"
+                  "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi; \\\n"
+                  "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"
+                  "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
+                  "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
+}
+# What torch_npu's and apex's builds import besides torch.
+BUILD_REQUIREMENTS = ["pyyaml", "wheel", "setuptools", "numpy<2"]
+
+
+def builder_toolchain(b: Builder, pythons: list[str]) -> str:
+    if b.family == "apt":
+        words = (f"ca-certificates curl git patch make cmake ccache gcc-{b.gcc} g++-{b.gcc} "
+                 + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
+        return _TOOLCHAIN["apt"].format(packages=_wrap(words))
+    return _TOOLCHAIN["manylinux"]
+
+
+def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
+    pythons = [p for p in b.pythons if p in stack.pythons()]
+    versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
+    text = _env().get_template("builder.Dockerfile.j2").render(
+        stack=stack, flavor=b, default_base=b.image.replace("{arch}", "aarch64"),
+        toolchain=builder_toolchain(b, pythons),
+        cc=f"gcc-{b.gcc}" if versioned else "gcc", cxx=f"g++-{b.gcc}" if versioned else "g++",
+        ccache_dir="/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache",
+        pythons=" ".join(pythons), torch_index=stack.torch_index,
+        build_requirements=" ".join(_quoted(BUILD_REQUIREMENTS)))
+    return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
+
+
 @dataclass(frozen=True)
 class Rendered:
     path: Path          # relative to the repo root
@@ -98,7 +140,10 @@ def _quoted(requirements) -> list[str]:
 
 
 def render_all(matrix: Matrix) -> list[Rendered]:
-    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
+    runtime = [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
+    builders = [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
+                for b in matrix.builders.values() if b.gcc == stack.gcc and any(p in stack.pythons() for p in b.pythons)]
+    return runtime + builders
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 with --image (as `invoke build` and `invoke test --image` do); the rest always runs."""
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,8 +18,11 @@ def pytest_addoption(parser):
     parser.addoption("--engine-client", default=None, help="container client for the image suite")
 
 
+IMAGE_SUITES = ("image", "builder_image")
+
+
 def pytest_ignore_collect(collection_path, config):
-    if collection_path.name == "image" and collection_path.parent == ROOT / "tests":
+    if collection_path.name in IMAGE_SUITES and collection_path.parent == ROOT / "tests":
         return not config.getoption("--image")
     return None
 
@@ -40,3 +43,72 @@ def engine():
         if in_ci():
             pytest.fail(f"CI=true but no usable container engine: {exc}")
         pytest.skip(f"no usable container engine: {exc}")
+
+
+# ---------------------------------------------------------------- image suites (--image)
+# Shared by tests/image (runtime) and tests/builder_image: one container per module.
+
+@pytest.fixture(scope="session")
+def client(pytestconfig) -> str:
+    from ascend_build import engine as eng
+    engine = eng.detect("docker", pytestconfig.getoption("--engine-client"))
+    # testinfra's docker backend calls `docker` from PATH: make it this client.
+    os.environ["PATH"] = os.path.dirname(os.path.abspath(engine.client)) + os.pathsep + os.environ["PATH"]
+    return engine.client
+
+
+@pytest.fixture(scope="session")
+def image(pytestconfig) -> str:
+    return pytestconfig.getoption("--image")
+
+
+@pytest.fixture(scope="session")
+def inspect(client, image) -> dict:
+    out = subprocess.run([client, "image", "inspect", image], capture_output=True, text=True)
+    assert out.returncode == 0, f"image {image} not found: {out.stderr}"
+    return json.loads(out.stdout)[0]
+
+
+@pytest.fixture(scope="session")
+def labels(inspect) -> dict[str, str]:
+    return inspect["Config"].get("Labels") or {}
+
+
+def label(labels: dict[str, str], key: str) -> str:
+    from ascend_build.build import LABEL_PREFIX
+    full = f"{LABEL_PREFIX}.{key}"
+    assert full in labels, f"image lacks the label {full} that ties it to the matrix"
+    return labels[full]
+
+
+@pytest.fixture(scope="session")
+def image_env(inspect) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in inspect["Config"]["Env"])
+
+
+@pytest.fixture(scope="session")
+def platform(labels) -> str:
+    return label(labels, "platform")
+
+
+@pytest.fixture(scope="module")
+def host(client, image, platform):
+    """A container of the image, kept running for the module, as a testinfra host."""
+    import testinfra
+    started = subprocess.run([client, "run", "-d", "--platform", platform, "--entrypoint", "sleep", image,
+                              "infinity"], capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    cid = started.stdout.strip()
+    try:
+        yield testinfra.get_host(f"docker://{cid}")
+    finally:
+        subprocess.run([client, "rm", "-f", cid], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def docker_run(client, image, platform):
+    """`docker run --rm IMAGE ARGS...`: no login shell, no profile, only image ENV."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([client, "run", "--rm", "--platform", platform, image, *args],
+                              capture_output=True, text=True)
+    return run

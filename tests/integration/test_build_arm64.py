@@ -11,49 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.baseimage import debian_base
 from ascend_build.build import BuildOptions, build
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
-from tests.doubles.cann_double import make_run
 
-ROOT = Path(__file__).resolve().parents[2]
-BASE = "ascend-build-test/debian:bookworm-{arch}"
-REPO = "ascend-build-test/runtime"
-CA = Path("/etc/ssl/certs/ca-certificates.crt")
+from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, image_exists
 STACK = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
-
-
-def image_exists(engine, ref: str) -> bool:
-    return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
-
-
-@pytest.fixture(scope="session")
-def arm64_base(engine):
-    ref = BASE.format(arch="arm64")
-    if not image_exists(engine, ref):
-        debian_base(engine, "bookworm", "linux/arm64", ref)
-    return ref
-
-
-@pytest.fixture(scope="session")
-def packages(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cann-double")
-    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
-    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
-    return folder
-
-
-@pytest.fixture(scope="session")
-def pinned_matrix(tmp_path_factory, packages) -> Path:
-    """A copy of matrix.yaml with the doubles pinned by `invoke pin`, as a user would."""
-    path = tmp_path_factory.mktemp("matrix") / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", path)
-    out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages", str(packages)],
-                         cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.count("pinned ") == 2
-    return path
 
 
 def options(packages: Path, repository: str = REPO, **extra) -> BuildOptions:

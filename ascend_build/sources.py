@@ -1,0 +1,245 @@
+"""Source builds: builder images (`invoke builder`), and torch_npu / Ascend apex wheels
+compiled inside them with the upstream entry points, collected into a wheel cache
+keyed by source revision, builder image and Python."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import engine as eng
+from .build import (LABEL_PREFIX, BuildOptions, _secrets, arch_suffix, build_test_tag, content_tag,
+                    current_dockerfile, run_image_tests)
+from .errors import UserError
+from .matrix import BuilderCell, Matrix
+from .packages import default_cache
+from .render import builder_dockerfile
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    name: str
+    entry: str          # the upstream build script, called with --python=X.Y
+    dist: str           # where it leaves the wheel
+    wheel_prefix: str
+
+
+KINDS = {
+    # torch_npu: `bash ci/build.sh --python=3.9` leaves dist/torch_npu-*.whl
+    "torch_npu": SourceKind("torch_npu", "ci/build.sh", "dist", "torch_npu-"),
+    # Ascend apex: `bash scripts/build.sh --python=3.9` leaves apex/dist/apex-*+ascend*.whl
+    "apex": SourceKind("apex", "scripts/build.sh", "apex/dist", "apex-"),
+}
+IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
+
+
+# ---------------------------------------------------------------------------- builders
+
+def builder_tag(repository: str, bcell: BuilderCell) -> str:
+    return f"{repository}:{bcell.name}-{arch_suffix(bcell)}"
+
+
+def build_builder(matrix: Matrix, bcell: BuilderCell, opts: BuildOptions, engine: eng.Engine | None,
+                  repository: str = "ascend-builder") -> str:
+    """Build, test and tag a builder image; returns its tag."""
+    rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
+    dockerfile = current_dockerfile(rendered)
+    short = arch_suffix(bcell)
+    base = bcell.flavor.image.replace("{arch}", bcell.arch)
+    build_args = {"BASE_IMAGE": opts.base_images.get(base, base).replace("{arch}", short),
+                  "PYTHONS": " ".join(bcell.pythons)}
+    ctag = content_tag(rendered.text, build_args, {})
+    tags = [builder_tag(repository, bcell), f"{repository}:{ctag}-{short}"]
+    labels = {f"{LABEL_PREFIX}.pythons": " ".join(bcell.pythons), f"{LABEL_PREFIX}.platform": bcell.platform,
+              f"{LABEL_PREFIX}.content-tag": ctag, "org.opencontainers.image.base.name": build_args["BASE_IMAGE"]}
+    work = opts.work / f"builder-{bcell.name}-{short}"
+    ctx = work / "context"
+    ctx.mkdir(parents=True, exist_ok=True)      # the builder needs no files: an empty context
+    secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
+    try:
+        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform, build_args=build_args,
+                               secrets=_secrets(opts, secrets_dir), labels=labels, iidfile=work / "image-id")
+        if engine is None or opts.dry:
+            shown = engine or eng.Engine("docker", "docker", "buildx", "?")
+            cmd, env = shown.build_command(req)
+            print(f"# builder {bcell.name}: build unless {tags[0]} exists")
+            print(eng.show(cmd, env))
+            print("# then: pytest tests/builder_image --image <built id>; on success: tag " + " ".join(tags))
+            return tags[0]
+        build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
+                       lambda image: run_image_tests(image, matrix.path, engine, suite="builder_image"))
+        return tags[0]
+    finally:
+        shutil.rmtree(secrets_dir, ignore_errors=True)
+
+
+def _image_id(engine: eng.Engine, ref: str) -> str | None:
+    out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+# ---------------------------------------------------------------------------- sources
+
+@dataclass(frozen=True)
+class Checkout:
+    path: Path
+    revision: str       # git commit, or a content hash of a plain tree
+    origin: str
+
+
+def parse_source(text: str) -> tuple[str, str | None]:
+    """`PATH`, or `URL@REF` / `URL#REF` (the ref after the last slash)."""
+    if Path(text).exists():
+        return str(Path(text).resolve()), None
+    head, sep, tail = text.rpartition("/")
+    for mark in ("#", "@"):
+        if mark in tail:
+            name, ref = tail.split(mark, 1)
+            return f"{head}{sep}{name}", ref
+    return text, None
+
+
+def default_source(matrix: Matrix, kind: str, stack_name: str) -> tuple[str, str]:
+    src = matrix.sources[kind]
+    if kind == "torch_npu":
+        return src["repo"], matrix.stacks[stack_name].torch_npu_branch
+    return src["repo"], src["ref"]
+
+
+def tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part in IGNORED or part.endswith(".egg-info") for part in rel.parts) or not path.is_file():
+            continue
+        digest.update(str(rel).encode() + b"\0" + oct(path.stat().st_mode & 0o777).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return "tree-" + digest.hexdigest()[:24]
+
+
+def checkout(location: str, ref: str | None, cache: Path) -> Checkout:
+    path = Path(location)
+    if path.is_dir() and ref is None:
+        return Checkout(path.resolve(), tree_hash(path), str(path.resolve()))
+    dest = cache / "sources" / hashlib.sha256(f"{location}@{ref}".encode()).hexdigest()[:16]
+    if not (dest / ".git").is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent if dest.parent.exists() else None))
+        cmd = ["git", "clone", "--depth", "1"] + (["--branch", ref] if ref else []) + [location, str(tmp)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0 and ref:
+            # A commit, not a branch or tag: fetch it by id.
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            steps = [["git", "init", "-q", str(tmp)], ["git", "-C", str(tmp), "fetch", "--depth", "1", location, ref],
+                     ["git", "-C", str(tmp), "checkout", "-q", "FETCH_HEAD"]]
+            for step in steps:
+                out = subprocess.run(step, capture_output=True, text=True)
+                if out.returncode != 0:
+                    break
+        if out.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UserError(f"cannot fetch {location}{'@' + ref if ref else ''}: {out.stderr.strip()[-300:]}\n"
+                            f"Pass a local checkout instead (--torch-npu-src PATH / --apex-src PATH).")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(tmp, dest)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)   # another run got there first
+    rev = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return Checkout(dest, rev, f"{location}@{ref}" if ref else location)
+
+
+# ---------------------------------------------------------------------------- wheels
+
+@dataclass(frozen=True)
+class WheelRequest:
+    kind: str
+    stack: str | None = None
+    flavor: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    source: str | None = None      # PATH or URL@REF; default from the matrix
+
+
+def wheel_cache(cache: Path, kind: str) -> Path:
+    return cache / "wheels" / kind
+
+
+def find_cached(cache: Path, kind: str, torch: str, python: str, arch: str) -> Path | None:
+    """The newest cached wheel of `kind` built for this torch, Python and arch."""
+    best: tuple[float, Path] | None = None
+    for meta_path in wheel_cache(cache, kind).glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        if (meta["torch"], meta["python"], meta["arch"]) == (torch, python, arch):
+            wheel = meta_path.parent / meta["wheel"]
+            if wheel.is_file() and (best is None or meta_path.stat().st_mtime > best[0]):
+                best = (meta_path.stat().st_mtime, wheel)
+    return best[1] if best else None
+
+
+def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: eng.Engine | None,
+                builder_repository: str = "ascend-builder") -> Path:
+    kind = KINDS[req.kind]
+    cache = opts.cache or default_cache()
+    stack = req.stack or matrix.defaults["torch"]
+    full = matrix.builder_cell(stack, req.flavor, None, req.platform)
+    python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])
+    bcell = replace(full, pythons=(python,)) if python in full.pythons else matrix.builder_cell(
+        stack, req.flavor, python, req.platform)        # raises with the choices
+    location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, stack)
+    if opts.dry or engine is None:
+        print(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
+              f"python {python}")
+        build_builder(matrix, bcell, opts, engine, builder_repository)
+        print(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
+        return wheel_cache(cache, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
+
+    src = checkout(location, ref, cache)
+    tag = builder_tag(builder_repository, bcell)
+    if _image_id(engine, tag) is None:
+        print(f"{kind.name}: builder {tag} not present; building it first")
+        build_builder(matrix, bcell, opts, engine, builder_repository)
+    builder_id = _image_id(engine, tag)
+    key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}".encode()).hexdigest()[:16]
+    out_dir = wheel_cache(cache, req.kind) / key
+    cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))
+    if cached:
+        print(f"{kind.name}: reusing {cached[0]} (source {src.revision[:16]}, builder {builder_id[:19]}, "
+              f"python {python})")
+        return cached[0]
+
+    log = opts.work / f"{kind.name}-{key}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
+    script = (f"set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
+              f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
+              f"bash {kind.entry} --python={python}; ccache --show-stats | sed -n '1,6p'; "
+              f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
+    cmd = engine.command("run", "--rm", "--platform", bcell.platform, "-v", f"{src.path}:/src:ro",
+                         "-v", f"{tmp}:/out", "-v", "ascend-build-ccache:/ccache", tag, "bash", "-c", script)
+    print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
+    try:
+        code = eng.run(cmd, None, log)
+        wheels = sorted(tmp.glob(f"{kind.wheel_prefix}*.whl"))
+        if code != 0 or len(wheels) != 1:
+            raise UserError(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
+                            f"and nothing tagged. Log: {log}")
+        meta = {"kind": kind.name, "wheel": wheels[0].name, "revision": src.revision, "source": src.origin,
+                "builder": tag, "builder_id": builder_id, "python": python, "arch": bcell.arch,
+                "torch": bcell.stack.torch, "gcc": bcell.flavor.gcc}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        try:
+            os.replace(tmp, out_dir)          # atomic: the cache never holds half a result
+        except OSError:
+            pass                              # a concurrent build published the same key
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
+    print(f"{kind.name}: built {wheel}")
+    return wheel

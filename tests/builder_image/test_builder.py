@@ -1,0 +1,37 @@
+"""The builder image suite, run by `invoke builder` before it tags a builder."""
+from __future__ import annotations
+
+import re
+
+from packaging.version import Version
+
+
+def test_gcc_major_is_the_matrix_value(host, bcell):
+    for var in ("CC", "CXX"):
+        out = host.run(f'"${var}" -dumpfullversion -dumpversion')
+        assert out.rc == 0, out.stderr
+        assert int(out.stdout.strip().split(".")[0]) == bcell.stack.gcc, f"${var} is {out.stdout.strip()}"
+
+
+def test_compilers_go_through_ccache(host):
+    resolved = host.run('readlink -f "$(command -v "$CC")"').stdout.strip()
+    assert resolved.endswith("/ccache"), f"$CC resolves to {resolved}, not ccache"
+    assert host.run("ccache --version").rc == 0
+
+
+def test_cmake_git_patch(host):
+    version = re.search(r"cmake version (\S+)", host.run("cmake --version").stdout)
+    assert version and Version(version.group(1)) >= Version("3.18")
+    assert host.run("git --version").rc == 0
+    assert host.run("patch --version").rc == 0
+
+
+def test_each_python_has_torch_of_the_stack(host, bcell):
+    for minor in bcell.pythons:
+        python = f"/opt/venvs/py{minor}/bin/python{minor}"
+        assert host.file(python).exists, python
+        out = host.run(f"{python} -c 'import sys, torch; print(\"%d.%d\" % sys.version_info[:2], torch.__version__)'")
+        assert out.rc == 0, out.stderr
+        got_python, got_torch = out.stdout.split()
+        assert got_python == minor
+        assert Version(got_torch).base_version == bcell.stack.torch

@@ -1,0 +1,60 @@
+"""Fixtures shared by the real-engine tests: Debian base images made by debootstrap,
+the CANN test double's installers, and a matrix copy with the doubles pinned."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.baseimage import debian_base
+from tests.doubles.cann_double import make_run
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOKWORM = "ascend-build-test/debian:bookworm-{arch}"
+BULLSEYE = "ascend-build-test/debian:bullseye-{arch}"
+REPO = "ascend-build-test/runtime"
+CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def image_exists(engine, ref: str) -> bool:
+    return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
+
+
+def _base(engine, pattern: str, suite: str) -> str:
+    ref = pattern.format(arch="arm64")
+    if not image_exists(engine, ref):
+        debian_base(engine, suite, "linux/arm64", ref)
+    return ref
+
+
+@pytest.fixture(scope="session")
+def arm64_base(engine):
+    return _base(engine, BOOKWORM, "bookworm")
+
+
+@pytest.fixture(scope="session")
+def bullseye_arm64_base(engine):
+    return _base(engine, BULLSEYE, "bullseye")
+
+
+@pytest.fixture(scope="session")
+def packages(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cann-double")
+    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
+    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def pinned_matrix(tmp_path_factory, packages) -> Path:
+    """A copy of matrix.yaml with the doubles pinned by `invoke pin`, as a user would."""
+    path = tmp_path_factory.mktemp("matrix") / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", path)
+    out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages", str(packages)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("pinned ") == 2
+    return path

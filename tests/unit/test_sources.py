@@ -1,0 +1,96 @@
+"""Builder cells, builder rendering, source parsing, revisions and the wheel cache."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import MatrixError, UserError
+from ascend_build.matrix import load_matrix
+from ascend_build.render import render_all
+from ascend_build.sources import checkout, find_cached, parse_source, tree_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = (ROOT / "matrix.yaml").read_text()
+
+
+def test_builder_cells_follow_the_stack():
+    m = load_matrix(ROOT / "matrix.yaml")
+    b = m.builder_cell("2.1.0")
+    assert b.flavor.name == "manylinux2014" and b.flavor.gcc == 10 and b.pythons == ("3.8", "3.9", "3.10", "3.11")
+    assert b.flavor.python_path("3.10") == "/opt/python/cp310-cp310/bin/python3.10"
+    assert m.builder_cell("2.1.0", "debian11").pythons == ("3.9",)
+    with pytest.raises(UserError, match=r"python 3.11 is not available in builder debian11 .* choose one of: 3.9"):
+        m.builder_cell("2.1.0", "debian11", "3.11")
+
+
+def test_builder_with_the_wrong_gcc_is_refused(tmp_path):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(REAL.replace("    gcc: 10               # bullseye's gcc-10", "    gcc: 12               # bullseye", 1)
+                    .replace("    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: manylinux2014",
+                             "    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: debian11", 1))
+    with pytest.raises(MatrixError, match=r"stacks\['2.1.0'\].builder: builder debian11 has gcc 12, but this stack "
+                                          r"needs gcc 10; builders with gcc 10: manylinux2014"):
+        load_matrix(path)
+
+
+def test_builder_dockerfiles_carry_the_toolchain():
+    files = {str(r.path): r.text for r in render_all(load_matrix(ROOT / "matrix.yaml"))}
+    many = files["images/builder/2.1.0/manylinux2014/Dockerfile"]
+    deb = files["images/builder/2.1.0/debian11/Dockerfile"]
+    assert "ARG BASE_IMAGE=quay.io/pypa/manylinux2014_aarch64:2023-10-07-c1e05d1" in many
+    assert 'ARG PYTHONS="3.8 3.9 3.10 3.11"' in many and "/opt/python/cp{XY}-cp{XY}/bin/python{X.Y}" in many
+    assert "gcc-10 g++-10" in deb and "CC=gcc-10" in deb and 'ARG PYTHONS="3.9"' in deb
+    assert "torch==2.1.0" in many and "torch==2.1.0" in deb
+    assert "images/builder/2.1.0/debian11/Dockerfile" in files and "images/builder/1.11.0/debian11/Dockerfile" in files
+
+
+def test_parse_source(tmp_path):
+    assert parse_source(str(tmp_path)) == (str(tmp_path.resolve()), None)
+    assert parse_source("https://github.com/Ascend/pytorch.git@v2.1.0-6.0.rc3") == \
+        ("https://github.com/Ascend/pytorch.git", "v2.1.0-6.0.rc3")
+    assert parse_source("git@gitee.com:ascend/pytorch.git#v2.1.0") == ("git@gitee.com:ascend/pytorch.git", "v2.1.0")
+    assert parse_source("https://example.org/apex.git") == ("https://example.org/apex.git", None)
+
+
+def test_tree_hash_tracks_sources_not_build_output(tmp_path):
+    shutil.copytree(ROOT / "tests/doubles/torch_npu_src", tmp_path / "src")
+    first = tree_hash(tmp_path / "src")
+    (tmp_path / "src" / "dist").mkdir()
+    (tmp_path / "src" / "dist" / "x.whl").write_text("output")
+    assert tree_hash(tmp_path / "src") == first
+    (tmp_path / "src" / "csrc" / "standin.c").write_text("/* changed */\n")
+    assert tree_hash(tmp_path / "src") != first
+
+
+def test_checkout_of_a_git_url_at_a_ref(tmp_path):
+    repo = tmp_path / "upstream"
+    shutil.copytree(ROOT / "tests/doubles/torch_npu_src", repo)
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                                    env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    git("init", "-q", "-b", "main")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    git("branch", "v2.1.0-6.0.rc3")
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    got = checkout(f"file://{repo}", "v2.1.0-6.0.rc3", tmp_path / "cache")
+    assert got.revision == head and (got.path / "ci" / "build.sh").is_file()
+    with pytest.raises(UserError, match="cannot fetch .*@no-such-branch"):
+        checkout(f"file://{repo}", "no-such-branch", tmp_path / "cache")
+
+
+def test_find_cached_matches_torch_python_arch(tmp_path):
+    for key, python in (("a", "3.9"), ("b", "3.10")):
+        folder = tmp_path / "wheels" / "apex" / key
+        folder.mkdir(parents=True)
+        (folder / f"apex-0.1+ascend-cp{python.replace('.', '')}.whl").write_text("w")
+        (folder / "meta.json").write_text(json.dumps({"wheel": f"apex-0.1+ascend-cp{python.replace('.', '')}.whl",
+                                                      "torch": "2.1.0", "python": python, "arch": "aarch64"}))
+    assert find_cached(tmp_path, "apex", "2.1.0", "3.10", "aarch64").name == "apex-0.1+ascend-cp310.whl"
+    assert find_cached(tmp_path, "apex", "2.1.0", "3.11", "aarch64") is None
+    assert find_cached(tmp_path, "apex", "2.1.0", "3.9", "x86_64") is None

@@ -227,3 +227,97 @@ def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_
     """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("apex", torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker,
                 dry, matrix)
+
+
+RUN_HELP = {
+    "image": "the image to run", "devices": "all (default), a list like 0,1 or a range like 0-3",
+    "runtime": "auto (Ascend Docker Runtime when installed), ascend, or runc (device flags)",
+    "shm_size": "shared memory for data loaders (default 16g)", "network_host": "use the host network",
+    "host_root": "read the host's devices and driver files below this folder (default /)",
+    "docker": BUILD_HELP["docker"], "dry": "print the docker run command only",
+}
+
+
+def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive):
+    from ascend_build.hostrun import RunOptions, compose
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    runtimes = frozenset()
+    if not dry or runtime == "auto":
+        out = subprocess.run(engine.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"),
+                             capture_output=True, text=True)
+        runtimes = frozenset(out.stdout.split())
+    opts = RunOptions(image=image, command=tuple(command), devices=devices, interactive=interactive,
+                      shm_size=shm_size, network_host=network_host, runtime=runtime)
+    cmd = compose(engine.client, opts, Path(host_root), runtimes)
+    if dry:
+        print(eng.show(cmd))
+        return
+    code = subprocess.run(cmd).returncode
+    if code != 0:
+        raise Exit(code=code)
+
+
+@task(help=RUN_HELP)
+@user_errors
+def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
+        dry=False):
+    """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`."""
+    # invoke joins the words after `--` without quoting; take them from argv as typed.
+    command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False)
+
+
+@task(help=RUN_HELP)
+@user_errors
+def shell(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
+          dry=False):
+    """An interactive bash in an image on a 910B host, with its NPUs."""
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True)
+
+
+PUSH_HELP = {
+    **MATRIX_HELP,
+    "registry": "target repository, e.g. registry.example.com/ascend/runtime or 127.0.0.1:5000/ascend-runtime",
+    "repository": "local repository the images were tagged into (default ascend-runtime)",
+    "torch": "only this stack (with --os etc.: one image not in `images:`)", "os": "base OS name",
+    "python": "python minor version", "chip": "kernels chip", "platform": "linux/arm64 or linux/amd64 (repeatable)",
+    "join": "join the arches into manifest lists after pushing (default on)",
+    "docker": BUILD_HELP["docker"], "dry": "print the commands",
+}
+
+
+def _push_cells(m, torch, os, python, chip, platform):
+    if not any((torch, os, python, chip, platform)):
+        return m.image_cells()
+    return [m.cell(torch, os, python, chip, p) for p in (platform or [None])]
+
+
+@task(iterable=["platform"], help=PUSH_HELP)
+@user_errors
+def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
+         join=True, docker=None, dry=False, matrix="matrix.yaml"):
+    """Push tested images (skipping content the registry has) and join their arches."""
+    from ascend_build.registry import push as push_images
+    m = load_matrix(matrix)
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    report = push_images(engine, _push_cells(m, torch, os, python, chip, platform), repository, registry, dry, join)
+    for line in report.pushed:
+        print(f"pushed {line}")
+    for line in report.skipped:
+        print(f"skipped {line}")
+    for line in report.lists:
+        print(f"manifest list {line}")
+    for line in report.missing:
+        print(f"not built here (nothing tested to push): {line}")
+
+
+@task(iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})
+@user_errors
+def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, dry=False,
+         matrix="matrix.yaml"):
+    """Join the per-arch images already in the registry into one manifest list per tag."""
+    from ascend_build.registry import join_all
+    m = load_matrix(matrix)
+    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
+        print(f"manifest list {line}")

@@ -73,8 +73,10 @@ _TOOLCHAIN = {
                   "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
                   "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
 }
-# What torch_npu's and apex's builds import besides torch.
-BUILD_REQUIREMENTS = ["pyyaml", "wheel", "setuptools", "numpy<2"]
+# What torch_npu's and apex's builds import besides torch. Ascend apex needs
+# setuptools <= 65.7; the 61+ floor replaces the old one a distro venv starts with, and
+# wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools.
+BUILD_REQUIREMENTS = ["pyyaml", "wheel<0.44", "setuptools>=61,<=65.7", "numpy<2"]
 
 
 def builder_toolchain(b: Builder, pythons: list[str]) -> str:

@@ -219,7 +219,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
     script = (f"set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
               f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
-              f"bash {kind.entry} --python={python}; ccache --show-stats | sed -n '1,6p'; "
+              f"bash {kind.entry} --python={python}; ccache --show-stats | grep -E 'cache (hit|miss)' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
     cmd = engine.command("run", "--rm", "--platform", bcell.platform, "-v", f"{src.path}:/src:ro",
                          "-v", f"{tmp}:/out", "-v", "ascend-build-ccache:/ccache", tag, "bash", "-c", script)

@@ -2,6 +2,7 @@
 the CANN test double's installers, and a matrix copy with the doubles pinned."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -58,3 +59,22 @@ def pinned_matrix(tmp_path_factory, packages) -> Path:
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("pinned ") == 2
     return path
+
+
+STACK = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
+
+
+@pytest.fixture(scope="session")
+def built(engine, arm64_base, packages, pinned_matrix):
+    """The real build: `invoke build` as a user runs it."""
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
+           "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
+           "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(pinned_matrix)]
+    if CA.exists():
+        cmd += ["--ca-bundle", str(CA)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return out
+
+

@@ -15,28 +15,14 @@ from ascend_build.build import BuildOptions, build
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
 
-from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, image_exists
-STACK = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
+from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, STACK, image_exists
+
 
 
 def options(packages: Path, repository: str = REPO, **extra) -> BuildOptions:
     return BuildOptions(**STACK, packages=[packages], repository=repository, offline=True, require_pins=True,
                         base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
                         cache=packages / "cache", work=packages / "work", **extra)
-
-
-@pytest.fixture(scope="session")
-def built(engine, arm64_base, packages, pinned_matrix):
-    """The real build: `invoke build` as a user runs it."""
-    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
-           "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
-           "--base-image", f"debian:bookworm={BASE}", "--repository", REPO, "--matrix", str(pinned_matrix)]
-    if CA.exists():
-        cmd += ["--ca-bundle", str(CA)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    return out
 
 
 def test_build_tests_then_tags(engine, built, pinned_matrix):

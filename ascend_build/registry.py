@@ -1,0 +1,106 @@
+"""Pushing tested images: per-arch tags go to the registry, a build whose content tag
+is already there is skipped, and the arches of one tag are joined into a manifest list
+(`docker manifest`, which works without buildx)."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+
+from . import engine as eng
+from .build import LABEL_PREFIX
+from .errors import UserError
+from .matrix import Cell
+
+ARCH_SUFFIX = {"linux/arm64": "arm64", "linux/amd64": "amd64"}
+
+
+@dataclass
+class PushReport:
+    pushed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)     # content already in the registry
+    missing: list[str] = field(default_factory=list)     # no tested local image
+    lists: list[str] = field(default_factory=list)       # manifest lists written
+
+
+def _ok(engine: eng.Engine, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(engine.command(*args), capture_output=True, text=True)
+
+
+def insecure(registry: str) -> list[str]:
+    # Loopback registries speak plain http (docker allows it for 127.0.0.0/8).
+    host = registry.split("/")[0]
+    return ["--insecure"] if host.startswith(("127.", "localhost")) else []
+
+
+def in_registry(engine: eng.Engine, ref: str, registry: str) -> bool:
+    return _ok(engine, "manifest", "inspect", *insecure(registry), ref).returncode == 0
+
+
+def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry: str, dry: bool = False,
+         join_lists: bool = True) -> PushReport:
+    """Push every tested local image of `cells` to `registry` (e.g. 127.0.0.1:5000/ascend-runtime)
+    and join the arches of each readable tag and alias into one manifest list."""
+    report = PushReport()
+    for cell in cells:
+        suffix = ARCH_SUFFIX[cell.platform]
+        local = f"{local_repository}:{cell.name}-{suffix}"
+        labels = _ok(engine, "image", "inspect", "--format",
+                     '{{index .Config.Labels "' + LABEL_PREFIX + '.content-tag"}}', local)
+        if labels.returncode != 0 or not labels.stdout.strip():
+            report.missing.append(local)
+            continue
+        content = labels.stdout.strip()
+        names = [cell.name] + ([cell.alias] if cell.alias else [])
+        remote_content = f"{registry}:{content}-{suffix}"
+        if not dry and in_registry(engine, remote_content, registry):
+            report.skipped.append(f"{local} (content {content} already in {registry})")
+        else:
+            for tag in [f"{content}-{suffix}"] + [f"{n}-{suffix}" for n in names]:
+                remote = f"{registry}:{tag}"
+                for cmd in (engine.command("tag", local, remote), engine.command("push", remote)):
+                    if dry:
+                        print(eng.show(cmd))
+                    elif eng.run(cmd) != 0:
+                        raise UserError(f"push of {remote} failed")
+                report.pushed.append(remote)
+    if join_lists:
+        report.lists = join_all(engine, cells, registry, dry)
+    return report
+
+
+def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = False) -> list[str]:
+    """For every readable tag and alias of `cells`, one manifest list of the arches the
+    registry holds (CI pushes each arch from its own runner, then joins once)."""
+    wanted: dict[str, set[str]] = {}
+    for cell in cells:
+        for name in [cell.name] + ([cell.alias] if cell.alias else []):
+            wanted.setdefault(name, set()).add(ARCH_SUFFIX[cell.platform])
+    written = []
+    for name, suffixes in sorted(wanted.items()):
+        parts = [f"{registry}:{name}-{s}" for s in sorted(suffixes)]
+        if not dry:
+            parts = [p for p in parts if in_registry(engine, p, registry)]
+        if parts:
+            join(engine, f"{registry}:{name}", parts, registry, dry)
+            written.append(f"{registry}:{name}")
+    return written
+
+
+def join(engine: eng.Engine, target: str, parts: list[str], registry: str, dry: bool = False) -> None:
+    create = engine.command("manifest", "create", *insecure(registry), "--amend", target, *parts)
+    publish = engine.command("manifest", "push", *insecure(registry), "--purge", target)
+    for cmd in (create, publish):
+        if dry:
+            print(eng.show(cmd))
+        elif eng.run(cmd) != 0:
+            raise UserError(f"could not write the manifest list {target} from {', '.join(parts)}")
+
+
+def platforms_of(engine: eng.Engine, ref: str, registry: str) -> list[str]:
+    """The os/arch entries of a manifest list in the registry."""
+    import json
+    out = _ok(engine, "manifest", "inspect", *insecure(registry), ref)
+    if out.returncode != 0:
+        raise UserError(f"{ref} is not in the registry: {out.stderr.strip()}")
+    data = json.loads(out.stdout)
+    return sorted(f"{m['platform']['os']}/{m['platform']['architecture']}" for m in data.get("manifests", []))

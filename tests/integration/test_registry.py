@@ -1,0 +1,102 @@
+"""The registry round trip on a real registry (Debian's docker-registry) on 127.0.0.1:
+push the tested arm64 runtime image, push again (skipped: the content is there), delete
+the local image, pull it back, run the image suite on what was pulled; and join two
+arches into one manifest list."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ascend_build.baseimage import debian_base
+from ascend_build.matrix import load_matrix
+from ascend_build.registry import join, platforms_of
+from tests.conftest import in_ci
+from tests.integration.conftest import BOOKWORM, REPO, ROOT, STACK, image_exists
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    exe = shutil.which("docker-registry")
+    if exe is None:
+        message = "docker-registry is not installed (Debian: apt-get install docker-registry)"
+        pytest.fail(message) if in_ci() else pytest.skip(message)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tmp_path_factory.mktemp("registry")
+    config = folder / "config.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'data'}\n"
+                      f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    with open(folder / "registry.log", "w") as log:
+        proc = subprocess.Popen([exe, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"registry did not start: {(folder / 'registry.log').read_text()[-2000:]}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def invoke(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_push_pull_round_trip(engine, built, registry, pinned_matrix):
+    cell = load_matrix(pinned_matrix).cell(**STACK)
+    remote = f"{registry}/ascend-runtime"
+    select = ["--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/arm64",
+              "--repository", REPO, "--matrix", str(pinned_matrix)]
+    first = invoke("push", "--registry", remote, *select)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"pushed {remote}:{cell.name}-arm64" in first.stdout
+    assert f"manifest list {remote}:{cell.name}" in first.stdout
+    again = invoke("push", "--registry", remote, *select)
+    assert again.returncode == 0 and "skipped" in again.stdout and "pushed" not in again.stdout
+
+    # Drop every local tag of the image, so the pull must fetch it.
+    local = f"{REPO}:{cell.name}-arm64"
+    image_id = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", local),
+                              capture_output=True, text=True).stdout.strip()
+    tags = subprocess.run(engine.command("image", "inspect", "--format", "{{join .RepoTags \" \"}}", image_id),
+                          capture_output=True, text=True).stdout.split()
+    assert subprocess.run(engine.command("rmi", *tags), capture_output=True).returncode == 0
+    assert not image_exists(engine, image_id)
+
+    pulled = f"{remote}:{cell.name}"          # the manifest list: the engine picks arm64
+    out = subprocess.run(engine.command("pull", "--platform", "linux/arm64", pulled), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    suite = invoke("test", "--image", pulled, "--matrix", str(pinned_matrix))
+    assert suite.returncode == 0, suite.stdout[-4000:]
+    assert " passed" in suite.stdout and " failed" not in suite.stdout
+    # Put the local tag back for whatever runs next.
+    subprocess.run(engine.command("tag", pulled, local), check=True)
+
+
+def test_manifest_list_joins_both_arches(engine, registry, arm64_base):
+    amd64 = BOOKWORM.format(arch="amd64")
+    if not image_exists(engine, amd64):
+        debian_base(engine, "bookworm", "linux/amd64", amd64)
+    target = f"{registry}/debian:bookworm"
+    parts = []
+    for arch in ("arm64", "amd64"):
+        ref = f"{target}-{arch}"
+        subprocess.run(engine.command("tag", BOOKWORM.format(arch=arch), ref), check=True)
+        assert subprocess.run(engine.command("push", ref), capture_output=True).returncode == 0
+        parts.append(ref)
+    join(engine, target, parts, registry)
+    assert platforms_of(engine, target, registry) == ["linux/amd64", "linux/arm64"]

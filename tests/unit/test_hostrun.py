@@ -1,0 +1,94 @@
+"""`invoke run` against a stand-in host root: a temporary tree holding the device and
+driver paths a 910B host has (plain files standing in for device nodes)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import UserError
+from ascend_build.hostrun import RunOptions, compose
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stand_in_host(root: Path, cards=(0, 1, 2, 3), smi="/usr/local/sbin/npu-smi", control=True, driver=True) -> Path:
+    (root / "dev").mkdir(parents=True)
+    for n in cards:
+        (root / f"dev/davinci{n}").touch()
+    if control:
+        for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
+            (root / "dev" / name).touch()
+    if driver:
+        (root / "usr/local/Ascend/driver/lib64").mkdir(parents=True)
+        (root / "usr/local/Ascend/driver/version.info").write_text("Version=24.1.rc2\n")
+    (root / "usr/local/dcmi").mkdir(parents=True)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc/ascend_install.info").write_text("Driver_Install_Path_Param=/usr/local/Ascend\n")
+    if smi:
+        (root / smi.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / smi.lstrip("/")).touch()
+    return root
+
+
+def pairs(cmd: list[str], flag: str) -> list[str]:
+    return [cmd[i + 1] for i, c in enumerate(cmd) if c == flag]
+
+
+def test_device_flags_and_driver_mounts(tmp_path):
+    root = stand_in_host(tmp_path)
+    cmd = compose("docker", RunOptions("img", ("python", "-c", "1"), devices="0,2"), root)
+    assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci_manager", "/dev/devmm_svm",
+                                      "/dev/hisi_hdc"]
+    mounts = pairs(cmd, "-v")
+    assert f"{root}/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64:ro" in mounts
+    assert f"{root}/usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi:ro" in mounts, "npu-smi from where the host has it"
+    assert f"{root}/usr/local/dcmi:/usr/local/dcmi:ro" in mounts
+    assert f"{root}/etc/ascend_install.info:/etc/ascend_install.info:ro" in mounts
+    assert "--shm-size=16g" in cmd and "--ipc=host" in cmd
+    assert cmd[-4:] == ["img", "python", "-c", "1"]
+
+
+def test_all_and_ranges(tmp_path):
+    root = stand_in_host(tmp_path)
+    assert pairs(compose("docker", RunOptions("img"), root), "--device")[:4] == [f"/dev/davinci{n}" for n in range(4)]
+    assert pairs(compose("docker", RunOptions("img", devices="1-2"), root), "--device")[:2] == ["/dev/davinci1",
+                                                                                                "/dev/davinci2"]
+    with pytest.raises(UserError, match="no /dev/davinci7 on this host; it has cards 0, 1, 2, 3"):
+        compose("docker", RunOptions("img", devices="7"), root)
+    with pytest.raises(UserError, match="expected all, a list"):
+        compose("docker", RunOptions("img", devices="first"), root)
+
+
+def test_ascend_docker_runtime_replaces_devices_and_mounts(tmp_path):
+    root = stand_in_host(tmp_path)
+    cmd = compose("docker", RunOptions("img", devices="0-3"), root, frozenset({"runc", "ascend"}))
+    assert cmd[cmd.index("--runtime") + 1] == "ascend"
+    assert "ASCEND_VISIBLE_DEVICES=0,1,2,3" in cmd
+    assert "--device" not in cmd and "-v" not in cmd
+    with pytest.raises(UserError, match="no `ascend` runtime"):
+        compose("docker", RunOptions("img", runtime="ascend"), root, frozenset({"runc"}))
+    assert "--runtime" not in compose("docker", RunOptions("img", runtime="runc"), root, frozenset({"ascend"}))
+
+
+def test_host_without_npu_or_driver_is_refused(tmp_path):
+    with pytest.raises(UserError, match="no NPU on this host"):
+        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "a", cards=()))
+    with pytest.raises(UserError, match="davinci_manager"):
+        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "b", control=False))
+    with pytest.raises(UserError, match="driver/lib64 is missing"):
+        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "c", driver=False))
+
+
+def test_invoke_run_dry(tmp_path):
+    root = stand_in_host(tmp_path, cards=(0,), smi="/usr/local/bin/npu-smi")
+    out = subprocess.run([sys.executable, "-m", "invoke", "run", "--image", "ascend-runtime:torch2.1.0-arm64",
+                          "--devices", "0", "--host-root", str(root), "--runtime", "runc", "--dry", "--",
+                          "python", "-c", "import torch_npu"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--device /dev/davinci0 --device /dev/davinci_manager" in out.stdout
+    assert "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro" in out.stdout
+    assert out.stdout.strip().endswith("ascend-runtime:torch2.1.0-arm64 python -c 'import torch_npu'")

@@ -309,6 +309,8 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
         print(f"manifest list {line}")
     for line in report.missing:
         print(f"not built here (nothing tested to push): {line}")
+    if not report.pushed and not report.skipped and not dry:
+        raise UserError("no tested image to push: build them first (`invoke build ...` tags only tested images)")
 
 
 @task(iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})

@@ -197,6 +197,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         _stage(cell, opts, toolkit.path, kernels.path, ctx)
         image_id = build_test_tag(engine, req, f"{cell.name} ({cell.platform})", tags, log,
                                   lambda image: (run_tests or run_image_tests)(image, matrix.path, engine))
+        _copy_manifest(engine, image_id, cell.platform, work / "manifest.txt")
         return BuildResult(cell, image_id, tags, log, ctag)
     finally:
         shutil.rmtree(secrets_dir, ignore_errors=True)
@@ -243,6 +244,20 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
             raise UserError(f"could not tag {image_id} as {tag}")
     print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
     return image_id
+
+
+MANIFEST = "/usr/local/share/ascend-build/manifest.txt"
+
+
+def _copy_manifest(engine: eng.Engine, image: str, platform: str, dest: Path) -> None:
+    """The image's package manifest, beside the build log."""
+    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--entrypoint", "cat", image, MANIFEST),
+                         capture_output=True, text=True)
+    if out.returncode == 0:
+        dest.write_text(out.stdout)
+        print(f"package manifest: {dest}")
+    else:
+        print(f"WARNING: could not read {MANIFEST} from {image}: {out.stderr.strip()[:200]}", file=sys.stderr)
 
 
 def current_dockerfile(rendered) -> Path:

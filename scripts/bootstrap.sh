@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a Debian or Ubuntu machine for ascend-build: a Docker engine with BuildKit,
 # qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
-# a cross compiler (the test doubles' stub libraries), and this project's Python deps.
+# a cross compiler (the test doubles' stub libraries), a local registry for the push tests,
+# and this project's Python deps.
 # Safe to run again: it only installs and starts what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
-packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu)
+packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -108,6 +108,17 @@ def test_no_installer_left_in_the_image(host):
     assert found == []
 
 
+def test_package_manifest_is_in_the_image(host, cell):
+    manifest = host.file("/usr/local/share/ascend-build/manifest.txt")
+    assert manifest.is_file
+    text = manifest.content_string
+    assert f"version={cell.cann.version}" in text and f"arch={cell.arch}" in text
+    assert "# pip freeze" in text
+    lines = text.splitlines()
+    assert any(line.lower().startswith(("torch_npu==", "torch-npu==", "torch_npu @", "torch-npu @")) for line in lines)
+    assert any(line.startswith("torch==") for line in lines)
+
+
 def test_labels_describe_the_contents(labels, cell):
     assert labels[f"{LABEL_PREFIX}.cann"] == cell.cann.version
     assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch

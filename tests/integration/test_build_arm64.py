@@ -33,6 +33,8 @@ def test_build_tests_then_tags(engine, built, pinned_matrix):
     assert built.stdout.index("tests/image") < built.stdout.index("tested and tagged")
     assert " failed" not in built.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
     assert image_exists(engine, tag)
+    manifest = Path(built.stdout.split("package manifest: ")[1].split()[0])
+    assert "# pip freeze" in (ROOT / manifest).read_text()
     arch = subprocess.run(engine.command("image", "inspect", "--format", "{{.Architecture}}", tag),
                           capture_output=True, text=True).stdout.strip()
     assert arch == "arm64"

@@ -43,6 +43,7 @@ class BuildOptions:
     torch_npu_src: str | None = None       # PATH, URL@REF, or "upstream" (the matrix default)
     apex_src: str | None = None
     builder_flavor: str | None = None      # default: the stack's builder
+    cache_registry: str | None = None      # registry repository for layer cache
     dry: bool = False
     work: Path = Path(".build")
 
@@ -185,7 +186,8 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
     try:
         secrets = _secrets(opts, secrets_dir)
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                               build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile)
+                               build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile,
+                               cache_ref=cache_ref(engine, opts.cache_registry, f"{cell.name}-{suffix}"))
         if opts.dry:
             cmd, env = engine.build_command(req)
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
@@ -203,6 +205,14 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         shutil.rmtree(secrets_dir, ignore_errors=True)
         if ctx.exists() and not opts.dry:
             shutil.rmtree(ctx, ignore_errors=True)
+
+
+def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None:
+    """Where layer cache lives: with buildx a separate cache tag; with a classic client
+    the pushed image itself (inline cache), so the same tag `invoke push` writes."""
+    if not registry:
+        return None
+    return f"{registry}:{name}" if engine.mode == "classic-buildkit" else f"{registry}:buildcache-{name}"
 
 
 def _source_built_wheels(matrix: Matrix, cell: Cell, opts: BuildOptions, engine: eng.Engine | None) -> None:

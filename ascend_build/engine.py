@@ -25,6 +25,7 @@ class BuildRequest:
     iidfile: Path | None = None
     tags: list[str] = field(default_factory=list)
     target: str | None = None          # a stage to stop at
+    cache_ref: str | None = None       # a registry repository:tag for layer cache
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Engine:
             cmd += ["--label", f"{key}={value}"]
         for sid, path in sorted(req.secrets.items()):
             cmd += ["--secret", f"id={sid},src={path}"]
+        cmd += self._cache_flags(req.cache_ref)
         if req.target:
             cmd += ["--target", req.target]
         if req.iidfile:
@@ -62,6 +64,19 @@ class Engine:
             cmd += ["-t", tag]
         cmd.append(str(req.context))
         return cmd, env
+
+    def _cache_flags(self, ref: str | None) -> list[str]:
+        """Layer cache in a registry, in the form each engine supports."""
+        if not ref:
+            return []
+        if self.mode == "buildx":
+            # Exported cache (all stages); needs a buildx driver that can export (docker-container).
+            return ["--cache-from", f"type=registry,ref={ref}", "--cache-to", f"type=registry,ref={ref},mode=max"]
+        if self.mode == "classic-buildkit":
+            # No cache export: the pushed image carries inline cache metadata, and the next
+            # build reads it back from the registry.
+            return ["--cache-from", ref, "--build-arg", "BUILDKIT_INLINE_CACHE=1"]
+        return ["--layers", "--cache-from", ref.rsplit(":", 1)[0], "--cache-to", ref.rsplit(":", 1)[0]]
 
     def command(self, *args: str) -> list[str]:
         return [self.client, *args]

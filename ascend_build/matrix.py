@@ -180,10 +180,8 @@ class Matrix:
 
     def builder_cell(self, stack: str | None = None, flavor: str | None = None, python: str | None = None,
                      platform: str | None = None) -> BuilderCell:
-        stack = stack or self.defaults["torch"]
-        if stack not in self.stacks:
-            raise UserError(f"unknown torch stack {stack!r}; {self.path} defines: {', '.join(self.stacks)}")
-        st = self.stacks[stack]
+        st = self._stack(stack)
+        stack = st.name
         flavor = flavor or st.builder
         if flavor not in self.builders:
             raise UserError(f"unknown builder flavor {flavor!r}; {self.path} defines: {', '.join(self.builders)}")
@@ -201,18 +199,25 @@ class Matrix:
         if not usable:
             raise UserError(f"builder {flavor} has no Python in torch stack {stack}'s range "
                             f"{st.python_min}-{st.python_max}")
+        return BuilderCell(st, b, tuple(usable), self._platform(platform))
+
+    def _stack(self, name: str | None) -> Stack:
+        name = name or self.defaults["torch"]
+        if name not in self.stacks:
+            raise UserError(f"unknown torch stack {name!r}; {self.path} defines: {', '.join(self.stacks)}")
+        return self.stacks[name]
+
+    def _platform(self, platform: str | None) -> str:
         platform = platform or self.defaults["platform"]
         if platform not in PLATFORM_ARCH:
             raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
-        return BuilderCell(st, b, tuple(usable), platform)
+        return platform
 
     # ------------------------------------------------------------ resolution
     def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
              chip: str | None = None, platform: str | None = None, alias: str | None = None) -> Cell:
-        stack = stack or self.defaults["torch"]
-        if stack not in self.stacks:
-            raise UserError(f"unknown torch stack {stack!r}; {self.path} defines: {', '.join(self.stacks)}")
-        st = self.stacks[stack]
+        st = self._stack(stack)
+        stack = st.name
         os = os or self.defaults["os"]
         if os not in self.os:
             raise UserError(f"unknown os {os!r}; {self.path} defines: {', '.join(self.os)}")
@@ -228,9 +233,7 @@ class Matrix:
                 raise UserError(f"python {python} is not {os}'s python3 ({base.python}) and pythons.{python!r} "
                                 f"in {self.path} has no source tarball; add one, or choose python {base.python}")
             source = self.pythons[python]
-        platform = platform or self.defaults["platform"]
-        if platform not in PLATFORM_ARCH:
-            raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+        platform = self._platform(platform)
         arch = PLATFORM_ARCH[platform]
         cann = self.cann[st.cann]
         chip = chip or self.defaults["chip"]

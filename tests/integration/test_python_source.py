@@ -5,6 +5,7 @@ and the sha256 check. Built natively (linux/amd64) to keep CI time sane."""
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ def amd64_base(engine):
 
 
 def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
+    # A refused loopback URL, unique per run, goes first: it makes the stage rebuild
+    # (its URLs are part of the step) instead of coming from the layer cache.
     m = load_matrix(ROOT / "matrix.yaml")
     source = m.cell("2.1.0", "debian12", "3.9", platform="linux/amd64").python_source
     assert source is not None
@@ -34,7 +37,9 @@ def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
     req = eng.BuildRequest(dockerfile=ROOT / "images/runtime/2.1.0/debian12/Dockerfile", context=ctx,
                            platform="linux/amd64", target="python-source", tags=[tag],
                            build_args={"BASE_IMAGE": BASE, "PYTHON_VERSION": source.version,
-                                       "PYTHON_SHA256": sha256, "PYTHON_URLS": " ".join(source.urls)},
+                                       "PYTHON_SHA256": sha256,
+                                       "PYTHON_URLS": " ".join((f"http://127.0.0.1:9/{uuid.uuid4().hex}.tar.xz",)
+                                                               + source.urls)},
                            secrets={"ca-bundle": CA} if CA.exists() else {})
     cmd, env = engine.build_command(req)
     return eng.run(cmd, env, tmp_path / "build.log")
@@ -45,7 +50,9 @@ def test_cpython_from_pinned_tarball(engine, amd64_base, tmp_path):
     sha = load_matrix(ROOT / "matrix.yaml").pythons["3.9"].sha256
     assert build_stage(engine, tmp_path, sha, tag) == 0, (tmp_path / "build.log").read_text()[-3000:]
     log = (tmp_path / "build.log").read_text()
-    assert "python.org/ftp/python/3.9.2/Python-3.9.2.tar.xz not reachable, trying the next URL" in log
+    for url in ("http://127.0.0.1:9/", "https://www.python.org/ftp/python/3.9.2/Python-3.9.2.tar.xz"):
+        assert any(line.rstrip().endswith("not reachable, trying the next URL") and f"python source: {url}" in line
+                   for line in log.splitlines()), url
     code = "import sys, ssl, sqlite3, ctypes, lzma, bz2, zlib, readline; print('%d.%d.%d' % sys.version_info[:3])"
     out = subprocess.run(engine.command("run", "--rm", tag, "/opt/venv/bin/python", "-c", code),
                          capture_output=True, text=True)

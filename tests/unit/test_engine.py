@@ -77,3 +77,15 @@ def test_command_forms_carry_secrets_only_as_secret_mounts(tmp_path):
     assert cmd[:4] == ["docker", "buildx", "build", "--load"] and env == {}
     cmd, _ = Engine("podman", "podman", "podman", "4").build_command(req)
     assert cmd[:2] == ["podman", "build"] and "--platform" in cmd
+
+
+def test_registry_layer_cache_per_mode(tmp_path):
+    req = BuildRequest(dockerfile=Path("D"), context=tmp_path, platform="linux/arm64", cache_ref="reg/x:buildcache-a")
+    cmd, _ = Engine("docker", "docker", "buildx", "28").build_command(req)
+    assert "type=registry,ref=reg/x:buildcache-a" in cmd and "type=registry,ref=reg/x:buildcache-a,mode=max" in cmd
+    cmd, _ = Engine("docker", "docker", "classic-buildkit", "20.10").build_command(req)
+    assert cmd[cmd.index("--cache-from") + 1] == "reg/x:buildcache-a" and "BUILDKIT_INLINE_CACHE=1" in cmd
+    cmd, _ = Engine("podman", "podman", "podman", "4").build_command(req)
+    assert "--layers" in cmd and cmd[cmd.index("--cache-to") + 1] == "reg/x"
+    req.cache_ref = None
+    assert "--cache-from" not in Engine("docker", "docker", "buildx", "28").build_command(req)[0]

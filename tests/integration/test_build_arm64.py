@@ -15,7 +15,7 @@ from ascend_build.build import BuildOptions, build
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
 
-from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, STACK, image_exists
+from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_MARKER, STACK, image_exists
 
 
 
@@ -69,3 +69,26 @@ def test_corrupt_package_is_refused_before_any_build(engine, packages, pinned_ma
         build(load_matrix(pinned_matrix), options(bad, "ascend-build-test/corrupt"),
               run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
     assert not (bad / "work").exists(), "nothing was staged"
+
+
+def test_the_ca_bundle_leaves_no_byte_in_the_image(engine, built, ca_bundle, pinned_matrix):
+    """The CA bundle reached pip only as a BuildKit secret: its marker is in no layer,
+    not in the history, labels, env or config."""
+    if ca_bundle is None:
+        pytest.skip("no host CA bundle to hand in")
+    assert SECRET_MARKER in ca_bundle.read_text()
+    tag = f"{REPO}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
+    needle = SECRET_MARKER.encode()
+    for args in (("history", "--no-trunc", tag), ("image", "inspect", tag)):
+        out = subprocess.run(engine.command(*args), capture_output=True, text=True)
+        assert out.returncode == 0 and SECRET_MARKER not in out.stdout and str(ca_bundle) not in out.stdout
+    saved = subprocess.Popen(engine.command("save", tag), stdout=subprocess.PIPE)
+    assert saved.stdout is not None
+    total, tail, found = 0, b"", False
+    for block in iter(lambda: saved.stdout.read(1 << 20), b""):
+        total += len(block)
+        found = found or needle in tail + block
+        tail = block[-len(needle):]
+    assert saved.wait() == 0
+    assert total > 100 << 20, "docker save gave too little to be the image"
+    assert not found, "the CA bundle's bytes are in the image"

@@ -51,8 +51,11 @@ def test_runtime_dockerfile_encodes_the_stack():
     assert "Ascend-cann-toolkit_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
     assert "Ascend-cann-kernels-${ASCEND_CHIP}_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
     assert "ARG PYTHON_FROM=source" in text      # jammy has 3.10, the stack default is 3.9
-    # Order for layer reuse: toolkit before kernels before torch.
+    # Order for layer reuse: toolkit, kernels, torch, then torch_npu in a layer of its own
+    # whose ARG comes only after torch's RUN (an ARG change busts the steps after it).
     assert text.index("cann/toolkit") < text.index("cann/kernels") < text.index("torch==2.1.0")
+    torch_run = text.index("RUN", text.index("ARG TORCH_INDEX_URL_AARCH64"))
+    assert torch_run < text.index("ARG TORCH_NPU_REQUIREMENT") < text.index('"${TORCH_NPU_REQUIREMENT}"')
     # Installers only through bind mounts, never COPY/ADD.
     assert "COPY" not in text and "\nADD " not in text
 

@@ -1,0 +1,86 @@
+"""Matrix fuzzing: mutated matrices (keys deleted, renamed or added, values of any type)
+either load into a usable matrix or are refused with errors that name a key: never a
+traceback, and nothing past validation runs."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ascend_build.errors import MatrixError, UserError
+from ascend_build.matrix import load_matrix
+from ascend_build.render import render_all
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=False, width=16),
+                    st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "8.0.RC3", "910b", "linux/arm64", "apt"]))
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                      max_leaves=6)
+
+
+def node_paths(data: Any, path: tuple = ()) -> list[tuple]:
+    out = [path]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += node_paths(v, path + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += node_paths(v, path + (i,))
+    return out
+
+
+PATHS = [p for p in node_paths(BASE) if p]
+
+
+def mutate(data: Any, path: tuple, kind: str, value: Any, name: str) -> Any:
+    data = copy.deepcopy(data)
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    last = path[-1]
+    if kind == "delete":
+        del parent[last]
+    elif kind == "replace":
+        parent[last] = value
+    elif kind == "rename" and isinstance(parent, dict):
+        parent[name or "x"] = parent.pop(last)
+    elif kind == "add" and isinstance(parent, dict):
+        parent[name or "extra"] = value
+    else:
+        parent[last] = value
+    return data
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(PATHS), st.sampled_from(["delete", "replace", "rename", "add"]), values,
+                          st.text(max_size=8)), min_size=1, max_size=3))
+def test_mutated_matrices_never_traceback(tmp_path, mutations):
+    data = BASE
+    for path, kind, value, name in mutations:
+        try:
+            data = mutate(data, path, kind, value, name)
+        except (KeyError, IndexError, TypeError):
+            continue        # an earlier mutation removed that path
+    target = tmp_path / "matrix.yaml"
+    target.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        matrix = load_matrix(target)
+    except MatrixError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert problem.path and problem.message, problem
+        return
+    # It loaded: everything downstream must work or refuse cleanly.
+    try:
+        matrix.image_cells()
+        matrix.cell()
+        matrix.builder_cell()
+    except UserError:
+        return
+    render_all(matrix)

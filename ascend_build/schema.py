@@ -42,6 +42,17 @@ def string(pattern: str | None = None, hint: str = "") -> Check:
     return check
 
 
+def specifier(c: Checker, value: Any, path: KeyPath) -> None:
+    """A pip version specifier such as "==3.20.3" or "<2"."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    string()(c, value, path)
+    if isinstance(value, str):
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier:
+            c.fail(path, f"got {value!r}; expected a pip version specifier like \"==3.20.3\" or \"<2\"")
+
+
 def integer(minimum: int, maximum: int) -> Check:
     def check(c: Checker, value: Any, path: KeyPath) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:

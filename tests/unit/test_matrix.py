@@ -157,3 +157,11 @@ def test_every_line_of_the_real_matrix_parses_the_same_as_plain_yaml():
     # The line-tracking loader must not change the data.
     m = load_matrix(ROOT / "matrix.yaml")
     assert m.source.data == yaml.safe_load(REAL)
+
+
+def test_invalid_specifiers_are_named_not_raised(tmp_path):
+    text = REAL.replace('pins: {protobuf: "==3.20.3", numpy: "<2"}', 'pins: {protobuf: "==3.20.3", numpy: "two"}', 1)
+    text = text.replace('    numpy: "<2"           # CANN up to', '    numpy: "bad"           # CANN up to', 1)
+    msg = refused(tmp_path, text)
+    assert "stacks['2.1.0'].pins.numpy: got 'two'; expected a pip version specifier" in msg
+    assert "cann['8.0.RC1'].numpy: got 'bad'; expected a pip version specifier" in msg

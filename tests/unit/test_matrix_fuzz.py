@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((ROOT / "matrix.yaml").read_text())
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=False, width=16),
-                    st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "8.0.RC3", "910b", "linux/arm64", "apt"]))
+                    st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "3.99", "8.0.RC3", "9.9", "910b", "310p", "linux/arm64",
+                                                    "apt", "<2", "two", "==3.20.3", ">=1.24", "manylinux2014", "debian11",
+                                                    "/usr/bin/python{X.Y}", "v2.1.0-6.0.rc3", "a" * 64]))
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                          st.dictionaries(st.text(max_size=6), inner, max_size=3)),
                       max_leaves=6)
@@ -57,7 +59,7 @@ def mutate(data: Any, path: tuple, kind: str, value: Any, name: str) -> Any:
     return data
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(PATHS), st.sampled_from(["delete", "replace", "rename", "add"]), values,
                           st.text(max_size=8)), min_size=1, max_size=3))
 def test_mutated_matrices_never_traceback(tmp_path, mutations):

@@ -125,6 +125,7 @@ BUILD_HELP = {
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release branch)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
+    "all": "build every image of the matrix's `images:`; one failing does not stop the others",
     "cache_registry": "registry repository for layer cache (buildx: cache tags; classic: inline cache of pushed images)",
     "engine": "docker (default) or podman",
     "docker": "the container client to use (default: the first BuildKit-capable one on PATH)",
@@ -138,7 +139,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
-          cache_registry=None):
+          cache_registry=None, all=False):
     """Build a runtime image, run its tests, and tag it only if they pass."""
     opts = builds.BuildOptions(torch_npu_src=torch_npu_src, apex_src=apex_src, builder_flavor=builder_flavor,
                                cache_registry=cache_registry,
@@ -149,7 +150,17 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
         wheelhouse=Path(wheelhouse) if wheelhouse else None,
         torch_npu_wheel=Path(torch_npu_wheel) if torch_npu_wheel else None,
         apex_wheel=Path(apex_wheel) if apex_wheel else None, dry=dry)
-    builds.build(load_matrix(matrix), opts, engine, docker)
+    m = load_matrix(matrix)
+    if not all:
+        builds.build(m, opts, engine, docker)
+        return
+    if any((torch, os, python, chip, platform)):
+        raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
+    outcomes = builds.build_many(m, m.image_cells(), opts, engine, docker)
+    print("\n" + builds.summary(outcomes))
+    failed = [o for o in outcomes if o.status != "tagged"]
+    if failed:
+        raise UserError(f"{len(failed)} of {len(outcomes)} images failed (above)")
 
 
 @task(help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",

@@ -2,6 +2,7 @@
 candidate (untagged), run the image tests on it, and only then tag it."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -124,6 +125,10 @@ def content_tag(dockerfile_text: str, build_args: dict[str, str], hashes: dict[s
 def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", client: str | None = None,
           run_tests=None) -> BuildResult:
     cell = matrix.cell(opts.stack, opts.os, opts.python, opts.chip, opts.platform)
+    # The alias, where `images:` marks this very image with one.
+    same = lambda c: (c.stack.name, c.os.name, c.python, c.chip, c.platform) == \
+        (cell.stack.name, cell.os.name, cell.python, cell.chip, cell.platform)
+    cell = dataclasses.replace(cell, alias=next((c.alias for c in matrix.image_cells() if same(c) and c.alias), None))
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = current_dockerfile(rendered)
 
@@ -205,6 +210,41 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         shutil.rmtree(secrets_dir, ignore_errors=True)
         if ctx.exists() and not opts.dry:
             shutil.rmtree(ctx, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    image: str
+    platform: str
+    status: str            # tagged | failed
+    detail: str
+    log: Path | None
+
+
+def build_many(matrix: Matrix, cells: list[Cell], base: BuildOptions, engine_kind: str = "docker",
+               client: str | None = None) -> list[Outcome]:
+    """Build every cell; one failing does not stop the others. Ctrl-C stops them all
+    (nothing half-built is tagged)."""
+    outcomes = []
+    for cell in cells:
+        opts = dataclasses.replace(base, stack=cell.stack.name, os=cell.os.name, python=cell.python, chip=cell.chip,
+                                   platform=cell.platform)
+        log = opts.work / f"{cell.name}-{arch_suffix(cell)}" / "build.log"
+        log.unlink(missing_ok=True)
+        try:
+            result = build(matrix, opts, engine_kind, client)
+            outcomes.append(Outcome(cell.name, cell.platform, "tagged", result.tags[0], result.log))
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            outcomes.append(Outcome(cell.name, cell.platform, "failed", str(exc).splitlines()[0][:160],
+                                    log if log.exists() else None))
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    from .report import table
+    return table([{"image": o.image, "platform": o.platform, "status": o.status,
+                   "log": str(o.log) if o.log else "-", "detail": o.detail} for o in outcomes])
 
 
 def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None:

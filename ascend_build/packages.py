@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import urllib.error
@@ -59,6 +60,7 @@ class PackageStore:
         self.cache = Path(cache)
         self.download = download
         self.fetch = fetch
+        self._checked: set[Path] = set()
 
     def locate(self, f: CannFile, require_pin: bool = False) -> Located:
         if require_pin and not f.sha256:
@@ -83,7 +85,25 @@ class PackageStore:
         with open(path, "rb") as fh:
             if fh.read(2) != b"#!":
                 raise PackageError(f"{path} does not start with a shell header: not a CANN .run installer")
+        if not f.sha256:
+            self._self_check(f, path)
         return Located(f, path, actual, bool(f.sha256))
+
+    def _self_check(self, f: CannFile, path: Path) -> None:
+        """No pin to compare with: let the installer verify its own payload (`--check`,
+        arch-independent), so a truncated or corrupt file is refused before any build."""
+        if path in self._checked:
+            return
+        try:
+            out = subprocess.run(["bash", str(path), "--check"], capture_output=True, text=True, timeout=1800,
+                                 cwd=tempfile.gettempdir())
+        except subprocess.TimeoutExpired:
+            raise PackageError(f"{path}: `--check` did not finish in 30 minutes") from None
+        if out.returncode != 0:
+            tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+            raise PackageError(f"{path} fails its own integrity check (`--check`): truncated or corrupt?\n  "
+                               + "\n  ".join(tail) + f"\nFetch it again from {f.url}.")
+        self._checked.add(path)
 
     def _download(self, f: CannFile) -> Located:
         target = self.cache / "cann" / f.file

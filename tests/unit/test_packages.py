@@ -139,3 +139,15 @@ def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     assert pinned.toolkit["aarch64"].sha256 == SHA and pinned.kernels["910"]["x86_64"].sha256 == SHA
     with pytest.raises(PackageError, match="unknown CANN release '9.9'"):
         fetch_release(m, "9.9", [], store=store)
+
+
+def test_unpinned_truncated_installer_is_refused_by_its_own_check(tmp_path):
+    from tests.doubles.cann_double import make_run
+    good = make_run(tmp_path / "pk", "toolkit", "8.0.RC3", "aarch64")
+    unpinned = CannFile("toolkit", good.name, "https://example.invalid/" + good.name, None,
+                        ("cann", "8.0.RC3", "toolkit", "aarch64"))
+    store = PackageStore([tmp_path / "pk"], tmp_path / "cache")
+    assert store.locate(unpinned).path == good and not store.locate(unpinned).pinned
+    good.write_bytes(good.read_bytes()[:-200])        # truncated
+    with pytest.raises(PackageError, match="fails its own integrity check"):
+        PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(unpinned)

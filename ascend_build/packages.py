@@ -127,10 +127,22 @@ class PackageStore:
             tmp.unlink(missing_ok=True)
         return Located(f, target, actual, bool(f.sha256))
 
+    def _near_misses(self, f: CannFile) -> list[str]:
+        """Files of the same kind and release that are there: the wrong chip or arch."""
+        version = f.key[1]
+        stem = "Ascend-cann-toolkit_" if f.kind == "toolkit" else "Ascend-cann-kernels-"
+        found = []
+        for folder in self.dirs + [self.cache / "cann"]:
+            if folder.is_dir():
+                found += [p.name for p in folder.glob(f"{stem}*{version}*.run") if p.name != f.file]
+        return sorted(set(found))
+
     def _missing(self, f: CannFile, why: str) -> PackageError:
         places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
+        near = self._near_misses(f)
+        hint = "".join(f"\n  present but not this one (another chip or arch?): {n}" for n in near)
         return PackageError(
-            f"CANN {f.kind} package not found: {f.file}\n"
+            f"CANN {f.kind} package not found: {f.file}{hint}\n"
             f"  looked in: {places}\n"
             f"  {why}\n"
             f"Get it from {f.url} (or the Ascend download site), put it in one of those folders "

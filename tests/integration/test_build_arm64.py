@@ -92,3 +92,44 @@ def test_the_ca_bundle_leaves_no_byte_in_the_image(engine, built, ca_bundle, pin
     assert saved.wait() == 0
     assert total > 100 << 20, "docker save gave too little to be the image"
     assert not found, "the CA bundle's bytes are in the image"
+
+
+def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, built, packages, ca_bundle,
+                                                                       tmp_path):
+    """Ctrl-C in the middle of a build: exit 130, no tag; the rerun completes and takes
+    the steps finished before the interrupt from the cache. Chip 910 makes the kernels
+    step and all after it new work."""
+    import shutil as sh
+    import signal
+    from tests.doubles.cann_double import make_run
+    pk = tmp_path / "pk"
+    pk.mkdir()
+    sh.copy(next(packages.glob("Ascend-cann-toolkit_*")), pk)
+    make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910")
+    repo = "ascend-build-test/interrupted"
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
+           "--chip", "910", "--packages", str(pk), "--offline", "--base-image", f"debian:bookworm={BASE}",
+           "--repository", repo] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])
+    env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if "Collecting torch" in line or "Downloading torch-2.1.0" in line:
+            os.killpg(proc.pid, signal.SIGINT)     # what Ctrl-C in a terminal does
+            break
+    else:
+        pytest.fail("the build ended before reaching the torch step:\n" + "".join(seen[-40:]))
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=300) == 130, rest[-3000:]
+    assert "interrupted: nothing was tagged" in rest
+    assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
+
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    kernels_step = [l for l in again.stdout.splitlines() if "cann/kernels" in l and l.startswith("#")]
+    step_ids = {l.split()[0] for l in kernels_step}
+    assert any(f"{sid} CACHED" in again.stdout for sid in step_ids), "the kernels step was redone"
+    assert "tested and tagged" in again.stdout

@@ -3,6 +3,7 @@ for the Ascend download site (unreachable here)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import threading
 import urllib.error
@@ -151,3 +152,39 @@ def test_unpinned_truncated_installer_is_refused_by_its_own_check(tmp_path):
     good.write_bytes(good.read_bytes()[:-200])        # truncated
     with pytest.raises(PackageError, match="fails its own integrity check"):
         PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(unpinned)
+
+
+def test_wrong_chip_or_arch_is_named_when_the_right_file_is_missing(tmp_path):
+    (tmp_path / "pk").mkdir()
+    for name in ("Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-910b_8.0.RC3_linux-x86_64.run"):
+        (tmp_path / "pk" / name).write_bytes(BODY)
+    wanted = CannFile("kernels", "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run", "https://example.invalid/k.run",
+                      None, ("cann", "8.0.RC3", "kernels", "910b", "aarch64"))
+    with pytest.raises(PackageError) as info:
+        PackageStore([tmp_path / "pk"], tmp_path / "cache", download=False).locate(wanted)
+    msg = str(info.value)
+    assert "not found: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run" in msg
+    assert "present but not this one (another chip or arch?): Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run" in msg
+    assert "Ascend-cann-kernels-910b_8.0.RC3_linux-x86_64.run" in msg
+
+
+def _locate_in_process(args):
+    cache, url, sha = args
+    f = CannFile("toolkit", "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", url, sha,
+                 ("cann", "8.0.RC3", "toolkit", "aarch64"))
+    return str(PackageStore([], Path(cache)).locate(f).path)
+
+
+def test_processes_downloading_into_one_cache_leave_one_whole_file(tmp_path):
+    import multiprocessing
+    body = b"#!/bin/bash\n" + os.urandom(32 << 20)
+    source = tmp_path / "site" / "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run"
+    source.parent.mkdir()
+    source.write_bytes(body)
+    args = (str(tmp_path / "cache"), source.as_uri(), hashlib.sha256(body).hexdigest())
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        paths = pool.map(_locate_in_process, [args] * 4)
+    assert len(set(paths)) == 1
+    files = list((tmp_path / "cache" / "cann").iterdir())
+    assert [f.name for f in files] == [source.name], "no partial files left behind"
+    assert files[0].read_bytes() == body

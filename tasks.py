@@ -125,6 +125,7 @@ BUILD_HELP = {
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release branch)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
+    "no_cache": "rebuild every step (ignore the layer cache)",
     "all": "build every image of the matrix's `images:`; one failing does not stop the others",
     "cache_registry": "registry repository for layer cache (buildx: cache tags; classic: inline cache of pushed images)",
     "engine": "docker (default) or podman",
@@ -139,10 +140,10 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
-          cache_registry=None, all=False):
+          cache_registry=None, all=False, no_cache=False):
     """Build a runtime image, run its tests, and tag it only if they pass."""
     opts = builds.BuildOptions(torch_npu_src=torch_npu_src, apex_src=apex_src, builder_flavor=builder_flavor,
-                               cache_registry=cache_registry,
+                               cache_registry=cache_registry, no_cache=no_cache,
         stack=torch, os=os, python=python, chip=chip, platform=platform, repository=repository,
         packages=[Path(p) for p in packages] if packages else [Path("packages")], offline=offline,
         require_pins=require_pins, base_images=builds.parse_base_images(base_image or []),

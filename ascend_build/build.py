@@ -45,6 +45,7 @@ class BuildOptions:
     apex_src: str | None = None
     builder_flavor: str | None = None      # default: the stack's builder
     cache_registry: str | None = None      # registry repository for layer cache
+    no_cache: bool = False                 # rebuild every step
     dry: bool = False
     work: Path = Path(".build")
 
@@ -93,16 +94,21 @@ def _check_torch_npu_source(cell: Cell, opts: BuildOptions) -> None:
 
 
 def _stage(cell: Cell, opts: BuildOptions, toolkit: Path, kernels: Path, ctx: Path) -> None:
-    """The build context: installers in cann/{toolkit,kernels}, wheels in wheels/.
+    """The build context: installers in cann/{toolkit,kernels}, the wheelhouse in wheels/,
+    a given torch_npu wheel in torch_npu/, an apex wheel in apex/.
     Hard links when possible: staging a multi-GB installer should not copy it."""
     if ctx.exists():
         shutil.rmtree(ctx)
     for sub, src in (("cann/toolkit", toolkit), ("cann/kernels", kernels)):
         (ctx / sub).mkdir(parents=True)
         _link_or_copy(src, ctx / sub / src.name)
-    (ctx / "wheels").mkdir()
-    for wheel in _wheel_names(opts.wheelhouse) + [w for w in (opts.torch_npu_wheel, opts.apex_wheel) if w]:
-        _link_or_copy(wheel, ctx / "wheels" / wheel.name)
+    # One folder per consumer: each RUN mounts only what it installs, so a new torch_npu
+    # or apex wheel does not change the cache key of the torch step.
+    for folder, wheels in (("wheels", _wheel_names(opts.wheelhouse)), ("torch_npu", [opts.torch_npu_wheel]),
+                           ("apex", [opts.apex_wheel])):
+        (ctx / folder).mkdir()
+        for wheel in filter(None, wheels):
+            _link_or_copy(wheel, ctx / folder / wheel.name)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -163,7 +169,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
                           PYTHON_URLS=" ".join(cell.python_source.urls))
     if opts.torch_npu_wheel:
-        build_args["TORCH_NPU_REQUIREMENT"] = f"/tmp/wheels/{opts.torch_npu_wheel.name}"
+        build_args["TORCH_NPU_REQUIREMENT"] = f"/tmp/torch_npu/{opts.torch_npu_wheel.name}"
     if opts.apex_wheel:
         build_args["APEX_WHEEL"] = opts.apex_wheel.name
     hashes = {toolkit.path.name: toolkit.sha256, kernels.path.name: kernels.sha256}
@@ -192,7 +198,8 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         secrets = _secrets(opts, secrets_dir)
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile,
-                               cache_ref=cache_ref(engine, opts.cache_registry, f"{cell.name}-{suffix}"))
+                               cache_ref=cache_ref(engine, opts.cache_registry, f"{cell.name}-{suffix}"),
+                               no_cache=opts.no_cache)
         if opts.dry:
             cmd, env = engine.build_command(req)
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")

@@ -26,6 +26,7 @@ class BuildRequest:
     tags: list[str] = field(default_factory=list)
     target: str | None = None          # a stage to stop at
     cache_ref: str | None = None       # a registry repository:tag for layer cache
+    no_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Engine:
             cmd += ["--label", f"{key}={value}"]
         for sid, path in sorted(req.secrets.items()):
             cmd += ["--secret", f"id={sid},src={path}"]
-        cmd += self._cache_flags(req.cache_ref)
+        cmd += self._cache_flags(req.cache_ref) + (["--no-cache"] if req.no_cache else [])
         if req.target:
             cmd += ["--target", req.target]
         if req.iidfile:

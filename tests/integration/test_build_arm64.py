@@ -105,7 +105,9 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
     pk = tmp_path / "pk"
     pk.mkdir()
     sh.copy(next(packages.glob("Ascend-cann-toolkit_*")), pk)
-    make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910")
+    # Random filler makes this kernels file new on every run, so the build has real work
+    # to interrupt even on a machine whose layer cache has seen this test before.
+    make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910", pad_bytes=4096)
     repo = "ascend-build-test/interrupted"
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
            "--chip", "910", "--packages", str(pk), "--offline", "--base-image", f"debian:bookworm={BASE}",

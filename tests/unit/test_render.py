@@ -56,6 +56,9 @@ def test_runtime_dockerfile_encodes_the_stack():
     assert text.index("cann/toolkit") < text.index("cann/kernels") < text.index("torch==2.1.0")
     torch_run = text.index("RUN", text.index("ARG TORCH_INDEX_URL_AARCH64"))
     assert torch_run < text.index("ARG TORCH_NPU_REQUIREMENT") < text.index('"${TORCH_NPU_REQUIREMENT}"')
+    # The torch step mounts only the wheelhouse: a torch_npu or apex wheel cannot bust it.
+    torch_step = text[torch_run:text.index("ARG TORCH_NPU_REQUIREMENT")]
+    assert "source=wheels," in torch_step and "source=torch_npu" not in torch_step and "source=apex" not in torch_step
     # Installers only through bind mounts, never COPY/ADD.
     assert "COPY" not in text and "\nADD " not in text
 

@@ -108,7 +108,8 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
     # Random filler makes this kernels file new on every run, so the build has real work
     # to interrupt even on a machine whose layer cache has seen this test before.
     make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910", pad_bytes=4096)
-    repo = "ascend-build-test/interrupted"
+    import uuid
+    repo = f"ascend-build-test/interrupted-{uuid.uuid4().hex[:8]}"     # this run's tags only
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
            "--chip", "910", "--packages", str(pk), "--offline", "--base-image", f"debian:bookworm={BASE}",
            "--repository", repo] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])
@@ -135,3 +136,6 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
     step_ids = {l.split()[0] for l in kernels_step}
     assert any(f"{sid} CACHED" in again.stdout for sid in step_ids), "the kernels step was redone"
     assert "tested and tagged" in again.stdout
+    tags = subprocess.run(engine.command("images", "--format", "{{.Repository}}:{{.Tag}}", repo),
+                          capture_output=True, text=True).stdout.split()
+    assert tags and subprocess.run(engine.command("rmi", *tags), capture_output=True).returncode == 0

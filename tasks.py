@@ -186,7 +186,7 @@ def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://
                docker=None, dry=False):
     """Make a Debian base image with debootstrap, for sites with no registry access."""
     from ascend_build.baseimage import debian_base
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     debian_base(engine, suite, platform, tag, mirror, dry)
 
 
@@ -213,7 +213,7 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
     from ascend_build.sources import build_builder
     m = load_matrix(matrix)
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     build_builder(m, m.builder_cell(torch, flavor, python, platform), _source_opts(base_image, ca_bundle,
                   pip_index_url, dry), engine)
 
@@ -221,7 +221,7 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
 def _wheel_task(kind, torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker, dry, matrix):
     from ascend_build.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
     print(build_wheel(m, req, _source_opts(base_image, ca_bundle, pip_index_url, dry), engine))
 
@@ -255,7 +255,7 @@ RUN_HELP = {
 
 def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive):
     from ascend_build.hostrun import RunOptions, compose
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     runtimes = frozenset()
     if not dry or runtime == "auto":
         out = subprocess.run(engine.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"),
@@ -314,7 +314,7 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
     """Push tested images (skipping content the registry has) and join their arches."""
     from ascend_build.registry import push as push_images
     m = load_matrix(matrix)
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     report = push_images(engine, _push_cells(m, torch, os, python, chip, platform), repository, registry, dry, join)
     for line in report.pushed:
         print(f"pushed {line}")
@@ -335,6 +335,6 @@ def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None
     """Join the per-arch images already in the registry into one manifest list per tag."""
     from ascend_build.registry import join_all
     m = load_matrix(matrix)
-    engine = builds._engine_for_dry("docker", docker) if dry else eng.detect("docker", docker)
+    engine = eng.for_task("docker", docker, dry)
     for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
         print(f"manifest list {line}")

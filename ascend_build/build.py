@@ -17,7 +17,7 @@ from typing import Callable
 from . import engine as eng
 from .errors import PackageError, UserError
 from .matrix import Cell, Matrix
-from .packages import Located as PkgLocated, PackageStore, sha256_of, warn_unpinned
+from .packages import Located as PkgLocated, PackageStore, default_cache, sha256_of, warn_unpinned
 from .render import ROOT, runtime_dockerfile
 
 LABEL_PREFIX = "io.ascend-build"
@@ -148,7 +148,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
             raise UserError(f"{f}: no such file")
     if opts.wheelhouse and not opts.wheelhouse.is_dir():
         raise UserError(f"--wheelhouse {opts.wheelhouse}: no such folder")
-    store = PackageStore(opts.packages, opts.cache or _default_cache(), download=not opts.offline)
+    store = PackageStore(opts.packages, opts.cache or default_cache(), download=not opts.offline)
     located, errors = [], []
     for f in (cell.toolkit, cell.kernels):
         try:
@@ -159,7 +159,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         raise PackageError("\n\n".join(errors))
     toolkit, kernels = located
     warn_unpinned(cell.unpinned())
-    engine = _engine_for_dry(engine_kind, client) if opts.dry else eng.detect(engine_kind, client)
+    engine = eng.for_task(engine_kind, client, opts.dry)
     _source_built_wheels(matrix, cell, opts, None if opts.dry else engine)
 
     build_args = {"BASE_IMAGE": base_image(cell, opts.base_images),
@@ -272,7 +272,7 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, opts: BuildOptions, engine:
                                None if src == "upstream" else src)
             setattr(opts, attr, build_wheel(matrix, req, opts, engine))
     if opts.apex_wheel is None:
-        cached = find_cached(opts.cache or _default_cache(), "apex", cell.stack.torch, cell.python, cell.arch)
+        cached = find_cached(opts.cache or default_cache(), "apex", cell.stack.torch, cell.python, cell.arch)
         if cached:
             print(f"apex: using the built wheel {cached}")
             opts.apex_wheel = cached
@@ -334,19 +334,6 @@ def _locate(store: PackageStore, f, opts: BuildOptions) -> PkgLocated:
         # A dry run still shows the commands; the real run would stop here.
         print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
         return PkgLocated(f, Path("<missing>") / f.file, "<unknown>", False)
-
-
-def _default_cache() -> Path:
-    from .packages import default_cache
-    return default_cache()
-
-
-def _engine_for_dry(kind: str, client: str | None) -> eng.Engine:
-    try:
-        return eng.detect(kind, client, need_server=False)
-    except UserError as exc:
-        print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
-        return eng.Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
 
 
 def _secrets(opts: BuildOptions, folder: Path) -> dict[str, Path]:

@@ -142,6 +142,18 @@ def detect(kind: str = "docker", client: str | None = None, need_server: bool = 
                         "(docker 18.09-22.x with DOCKER_BUILDKIT=1).")
 
 
+def for_task(kind: str = "docker", client: str | None = None, dry: bool = False) -> Engine:
+    """The engine a task runs with. A dry run only shows commands, so it does without a
+    running engine (and without any usable client: it then shows the buildx form)."""
+    if not dry:
+        return detect(kind, client)
+    try:
+        return detect(kind, client, need_server=False)
+    except EngineError as exc:
+        print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
+        return Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
+
+
 def _probe(kind: str, client: str) -> tuple[Engine | None, str]:
     if kind == "podman":
         out = _output([client, "version", "--format", "{{.Client.Version}}"])

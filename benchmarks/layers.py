@@ -151,7 +151,8 @@ def main() -> None:
 
     # Layer waste of the CANN install: ours vs a naive Dockerfile, on the same base.
     payload = du(engine, tag_a, "/usr/local/Ascend")
-    cann_bytes = step_bytes(tag_a, "cann/toolkit", "cann/kernels")
+    # History keeps a RUN's command but not its --mount flags: match the installer names.
+    cann_bytes = step_bytes(tag_a, "Ascend-cann-toolkit_", "Ascend-cann-kernels-")
     naive_ctx = work / "naive"
     (naive_ctx / "cann").mkdir(parents=True)
     for f in pk.glob("*8.0.RC3*"):

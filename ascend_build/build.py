@@ -204,7 +204,7 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
             cmd, env = engine.build_command(req)
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
             print(eng.show(cmd, env))
-            print(f"# then: pytest tests/image --image <built id>; on success:")
+            print("# then: pytest tests/image --image <built id>; on success:")
             for tag in tags:
                 print(eng.show(engine.command("tag", "<built id>", tag)))
             return BuildResult(cell, None, tags, None, ctag)

@@ -128,7 +128,9 @@ def checkout(location: str, ref: str | None, cache: Path) -> Checkout:
         return Checkout(path.resolve(), tree_hash(path), str(path.resolve()))
     dest = cache / "sources" / hashlib.sha256(f"{location}@{ref}".encode()).hexdigest()[:16]
     if not (dest / ".git").is_dir():
-        tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent if dest.parent.exists() else None))
+        # Clone beside the destination (same file system), then rename into place.
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent))
         cmd = ["git", "clone", "--depth", "1"] + (["--branch", ref] if ref else []) + [location, str(tmp)]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0 and ref:
@@ -145,11 +147,12 @@ def checkout(location: str, ref: str | None, cache: Path) -> Checkout:
             shutil.rmtree(tmp, ignore_errors=True)
             raise UserError(f"cannot fetch {location}{'@' + ref if ref else ''}: {out.stderr.strip()[-300:]}\n"
                             f"Pass a local checkout instead (--torch-npu-src PATH / --apex-src PATH).")
-        dest.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(tmp, dest)
         except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)   # another run got there first
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (dest / ".git").is_dir():          # not a concurrent run that got there first
+                raise
     rev = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     return Checkout(dest, rev, f"{location}@{ref}" if ref else location)
 
@@ -237,7 +240,8 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
         try:
             os.replace(tmp, out_dir)          # atomic: the cache never holds half a result
         except OSError:
-            pass                              # a concurrent build published the same key
+            if not any(out_dir.glob(f"{kind.wheel_prefix}*.whl")):
+                raise                         # not a concurrent build that published this key
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]

@@ -4,14 +4,12 @@ the local image, pull it back, run the image suite on what was pulled; and join 
 arches into one manifest list."""
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 

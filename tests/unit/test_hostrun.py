@@ -2,7 +2,6 @@
 driver paths a 910B host has (plain files standing in for device nodes)."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path

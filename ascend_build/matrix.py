@@ -47,6 +47,14 @@ class CannFile:
     sha256: str | None
     key: tuple[Any, ...]   # where it sits in matrix.yaml, for `invoke pin`
 
+    @property
+    def arch(self) -> str:
+        return self.key[-1]
+
+    @property
+    def chip(self) -> str | None:
+        return self.key[3] if self.kind == "kernels" else None
+
 
 @dataclass(frozen=True)
 class CannRelease:

@@ -8,7 +8,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zlib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -87,6 +89,7 @@ class PackageStore:
                 raise PackageError(f"{path} does not start with a shell header: not a CANN .run installer")
         if not f.sha256:
             self._self_check(f, path)
+        check_contents(f, path)
         return Located(f, path, actual, bool(f.sha256))
 
     def _self_check(self, f: CannFile, path: Path) -> None:
@@ -149,6 +152,69 @@ class PackageStore:
             f"(or pass --packages DIR), then pin it: invoke pin --file DIR/{f.file}")
 
 
+# ELF e_machine values of the two arches CANN ships for.
+_ELF_MACHINES = {183: "aarch64", 62: "x86_64"}
+_KERNEL_DIR = re.compile(r"/kernel/ascend([0-9a-z]+)/")
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What a .run file's payload says about itself, read without installing it."""
+    readable: bool
+    arches: frozenset[str]      # of the host binaries (ELF files) in it
+    chips: frozenset[str]       # from kernel folders (.../kernel/ascend<chip>/...)
+
+
+def read_contents(path: Path, enough_elves: int = 16) -> Contents:
+    """Stream the gzip tar payload that follows the makeself header and read the ELF
+    headers of the first binaries and the kernel folder names. A file of the right name
+    may still carry the other arch (a mislabelled mirror, a renamed download): this
+    catches it before a build, where the installer would fail minutes in."""
+    with open(path, "rb") as fh:
+        head = fh.read(8 << 20)
+        start = head.find(b"\x1f\x8b\x08")      # the header is text: the first gzip magic starts the payload
+        if start < 0:
+            return Contents(False, frozenset(), frozenset())
+        fh.seek(start)
+        arches, chips, elves = set(), set(), 0
+        try:
+            with tarfile.open(fileobj=fh, mode="r|gz") as tar:
+                for member in tar:
+                    found = _KERNEL_DIR.search("/" + member.name + "/")
+                    if found:
+                        chips.add(found.group(1))
+                    if elves < enough_elves and member.isfile() and member.size >= 20:
+                        data = tar.extractfile(member)
+                        magic = data.read(20) if data else b""
+                        if magic[:4] == b"\x7fELF":
+                            elves += 1
+                            order = "little" if magic[5] == 1 else "big"
+                            arches.add(_ELF_MACHINES.get(int.from_bytes(magic[18:20], order), "other"))
+        except (tarfile.TarError, zlib.error, EOFError, OSError):
+            return Contents(False, frozenset(arches), frozenset(chips))
+    return Contents(True, frozenset(arches), frozenset(chips))
+
+
+def check_contents(f: CannFile, path: Path) -> Contents:
+    """Refuse a package whose payload is for another arch or chip than its name says."""
+    facts = read_contents(path)
+    if not facts.readable:
+        print(f"note: {path.name}: payload is not a gzip tar after the header; its arch and chip were not "
+              f"read from its contents (the installer checks them when it runs)", file=sys.stderr)
+    # Kernels files up to 8.0.RC2 name no arch: one file serves both, so only named arches are held to.
+    wrong_arch = facts.arches - {f.arch} if f.arch in f.file else set()
+    if wrong_arch:
+        raise PackageError(f"{path}: named for {f.arch} but its binaries are for {', '.join(sorted(wrong_arch))} "
+                           f"(ELF headers in the payload). It would fail to install in a linux/"
+                           f"{'arm64' if f.arch == 'aarch64' else 'amd64'} image; get the {f.arch} file from "
+                           f"{f.url}")
+    if f.chip and facts.chips and f.chip not in facts.chips:
+        raise PackageError(f"{path}: named for chip {f.chip} but it carries kernels for "
+                           f"{', '.join(sorted(facts.chips))} (kernel/ascend<chip>/ in the payload); "
+                           f"get the {f.chip} kernels from {f.url}")
+    return facts
+
+
 def warn_unpinned(names: list[str], out=sys.stderr) -> None:
     for name in names:
         print(f"WARNING: {name} is not pinned by sha256 in matrix.yaml: its bytes are not verified. "
@@ -188,6 +254,7 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
         if path.name not in by_name:
             raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
                                f"{next(iter(by_name))}")
+        check_contents(by_name[path.name][0], path)     # pin only what its name says it is
         digest = sha256_of(path)
         for f in by_name[path.name]:
             line_no = matrix.source.line(f.key + ("file",))

@@ -4,6 +4,7 @@ made by debootstrap), tested by the image suite before it is tagged."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,17 +59,47 @@ def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix)
     assert listed.strip() == ""
 
 
-def test_corrupt_package_is_refused_before_any_build(engine, packages, pinned_matrix, tmp_path):
-    bad = tmp_path / "bad"
-    shutil.copytree(packages, bad, ignore=shutil.ignore_patterns("cache", "work"))
-    kernels = next(bad.glob("Ascend-cann-kernels-*"))
+def _corrupt(folder: Path) -> None:
+    kernels = next(folder.glob("Ascend-cann-kernels-*"))
     data = bytearray(kernels.read_bytes())
     data[-10] ^= 0xFF
     kernels.write_bytes(bytes(data))
-    with pytest.raises(PackageError, match="sha256 mismatch"):
-        build(load_matrix(pinned_matrix), options(bad, "ascend-build-test/corrupt"),
-              run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
+
+
+def _other_arch(folder: Path) -> None:
+    from tests.doubles.cann_double import make_run
+    toolkit = next(folder.glob("Ascend-cann-toolkit_*"))
+    make_run(folder, "toolkit", "8.0.RC3", "x86_64", name=toolkit.name)       # right name, x86_64 inside
+
+
+def _other_chip(folder: Path) -> None:
+    from tests.doubles.cann_double import make_run
+    kernels = next(folder.glob("Ascend-cann-kernels-*"))
+    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910", name=kernels.name)
+
+
+@pytest.mark.parametrize("spoil, pinned, message", [
+    (_corrupt, True, "sha256 mismatch"),
+    (_corrupt, False, "fails its own integrity check"),
+    (_other_arch, False, "named for aarch64 but its binaries are for x86_64"),
+    (_other_chip, False, "named for chip 910b but it carries kernels for 910"),
+], ids=["corrupt-pinned", "corrupt-unpinned", "wrong-arch", "wrong-chip"])
+def test_a_bad_package_is_refused_before_any_build(engine, packages, pinned_matrix, tmp_path, spoil, pinned,
+                                                   message):
+    bad = tmp_path / "bad"
+    shutil.copytree(packages, bad, ignore=shutil.ignore_patterns("cache", "work"))
+    spoil(bad)
+    matrix = pinned_matrix
+    if not pinned:
+        matrix = tmp_path / "matrix.yaml"
+        matrix.write_text(re.sub(r"(file: Ascend-[^,]+, sha256: )[0-9a-f]{64}", r"\1null", pinned_matrix.read_text()))
+    repo = "ascend-build-test/refused-" + spoil.__name__.strip("_")
+    opts = options(bad, repo)
+    opts.require_pins = pinned
+    with pytest.raises(PackageError, match=message):
+        build(load_matrix(matrix), opts, run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
     assert not (bad / "work").exists(), "nothing was staged"
+    assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
 
 
 def test_the_ca_bundle_leaves_no_byte_in_the_image(engine, built, ca_bundle, pinned_matrix):

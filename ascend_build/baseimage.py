@@ -14,6 +14,10 @@ from .errors import UserError
 from .matrix import PLATFORM_ARCH
 
 DEBIAN_ARCH = {"linux/arm64": "arm64", "linux/amd64": "amd64"}
+# What debootstrap leaves that a base image should not carry (the official Debian images
+# ship without it): package lists and caches, which every image step would otherwise
+# delete or rewrite in a layer of its own, as dead bytes on top of the base.
+JUNK = ("var/lib/apt/lists/*", "var/cache/apt/*.bin", "var/cache/apt/archives/*.deb", "var/log/bootstrap.log")
 
 
 def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
@@ -33,13 +37,23 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         cmd, env = engine.build_command(req)
         if dry:
             print(eng.show(boot))
+            print(f"# remove from it: {', '.join(JUNK)}")
             print(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
             print(eng.show(cmd, env))
             return
         if subprocess.run(boot, stdout=subprocess.DEVNULL).returncode != 0:
             raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
                             f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
+        _tidy(root)
         subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
         shutil.rmtree(root, ignore_errors=True)
         if eng.run(cmd, env) != 0:
             raise UserError(f"building the base image {tag} failed")
+
+
+def _tidy(root: Path) -> None:
+    # Files only: apt expects its folders (lists/partial) to be there.
+    for pattern in JUNK:
+        for path in root.glob(pattern):
+            if path.is_file() or path.is_symlink():
+                path.unlink()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import engine as eng
+from .network import Network, check as check_network, describe as describe_network, secret_files
 from .errors import PackageError, UserError
 from .matrix import Cell, Matrix
 from .packages import Located as PkgLocated, PackageStore, default_cache, sha256_of, warn_unpinned
@@ -38,6 +39,8 @@ class BuildOptions:
     base_images: dict[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
     pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
     ca_bundle: Path | None = None          # secret only
+    proxy: dict[str, str] = field(default_factory=dict)   # http(s)_proxy, no_proxy: secret only
+    network: str | None = None             # "host": RUN steps share the host's network
     wheelhouse: Path | None = None
     torch_npu_wheel: Path | None = None    # a source-built wheel (the builder's seam)
     apex_wheel: Path | None = None
@@ -48,6 +51,10 @@ class BuildOptions:
     no_cache: bool = False                 # rebuild every step
     dry: bool = False
     work: Path = Path(".build")
+
+    @property
+    def net(self) -> Network:
+        return Network(self.ca_bundle, self.pip_index_url, self.proxy, self.network)
 
 
 @dataclass
@@ -143,7 +150,8 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
     if opts.require_pins and cell.python_source and not cell.python_source.sha256:
         raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."
                            f"\"{cell.python}\".sha256) and --require-pins is set")
-    for f in (opts.ca_bundle, opts.torch_npu_wheel, opts.apex_wheel):
+    check_network(opts.net)
+    for f in (opts.torch_npu_wheel, opts.apex_wheel):
         if f and not Path(f).is_file():
             raise UserError(f"{f}: no such file")
     if opts.wheelhouse and not opts.wheelhouse.is_dir():
@@ -195,11 +203,13 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
     ctx, log, iidfile = work / "context", work / "build.log", work / "image-id"
     secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
     try:
-        secrets = _secrets(opts, secrets_dir)
+        secrets = secret_files(opts.net, secrets_dir)
+        for line in describe_network(opts.net):
+            print(line)
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args=build_args, secrets=secrets, labels=labels, iidfile=iidfile,
                                cache_ref=cache_ref(engine, opts.cache_registry, f"{cell.name}-{suffix}"),
-                               no_cache=opts.no_cache)
+                               no_cache=opts.no_cache, network=opts.network)
         if opts.dry:
             cmd, env = engine.build_command(req)
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
@@ -334,21 +344,6 @@ def _locate(store: PackageStore, f, opts: BuildOptions) -> PkgLocated:
         # A dry run still shows the commands; the real run would stop here.
         print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
         return PkgLocated(f, Path("<missing>") / f.file, "<unknown>", False)
-
-
-def _secrets(opts: BuildOptions, folder: Path) -> dict[str, Path]:
-    """Files handed to BuildKit as secrets: mounted for one RUN, never in a layer,
-    build arg, label or the history."""
-    secrets: dict[str, Path] = {}
-    if opts.ca_bundle:
-        secrets["ca-bundle"] = Path(opts.ca_bundle).resolve()
-    if opts.pip_index_url:
-        conf = folder / "pip.conf"
-        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(f"[global]\nindex-url = {opts.pip_index_url}\n")
-        secrets["pip-conf"] = conf
-    return secrets
 
 
 def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,

@@ -27,6 +27,7 @@ class BuildRequest:
     target: str | None = None          # a stage to stop at
     cache_ref: str | None = None       # a registry repository:tag for layer cache
     no_cache: bool = False
+    network: str | None = None         # "host": RUN steps on the host's network
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class Engine:
         for sid, path in sorted(req.secrets.items()):
             cmd += ["--secret", f"id={sid},src={path}"]
         cmd += self._cache_flags(req.cache_ref) + (["--no-cache"] if req.no_cache else [])
+        if req.network:
+            cmd += ["--network", req.network]
+            if self.mode == "buildx":       # an entitlement buildx asks for explicitly
+                cmd += ["--allow", f"network.{req.network}"]
         if req.target:
             cmd += ["--target", req.target]
         if req.iidfile:

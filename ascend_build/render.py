@@ -12,13 +12,28 @@ from .matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_t
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 
+# Every RUN that downloads mounts the site's network secrets (network.py) and takes them
+# up here; a secret the build was not given is simply absent. Never ARG or ENV: those
+# are kept in the image history and config.
+NET_MOUNTS = "--mount=type=secret,id=ca-bundle --mount=type=secret,id=pip-conf --mount=type=secret,id=proxy-env"
+NET_SETUP = ("if [ -s /run/secrets/proxy-env ]; then . /run/secrets/proxy-env; fi; \\\n"
+             "    if [ -s /run/secrets/ca-bundle ]; then \\\n"
+             "        export PIP_CERT=/run/secrets/ca-bundle CURL_CA_BUNDLE=/run/secrets/ca-bundle; fi; \\\n"
+             "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi;")
+
+
+def net_run(body: str) -> str:
+    """A RUN instruction that may download: the network secrets mounted and set up first."""
+    return f"RUN {NET_MOUNTS} \\\n    {NET_SETUP} \\\n    {body}"
+
+
 # Package-manager commands per OS family: the only place apt and dnf differ.
 _OS_PACKAGES = {
-    "apt": "RUN apt-get update \\\n"
+    "apt": "apt-get update \\\n"
            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
            "      {packages} \\\n"
            " && rm -rf /var/lib/apt/lists/*",
-    "dnf": "RUN dnf install -y \\\n"
+    "dnf": "dnf install -y \\\n"
            "      {packages} \\\n"
            " && dnf clean all && rm -rf /var/cache/dnf",
 }
@@ -45,11 +60,11 @@ def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
 
 
 def os_packages(family: str) -> str:
-    return _OS_PACKAGES[family].format(packages=_wrap(_PACKAGES[family]))
+    return net_run(_OS_PACKAGES[family].format(packages=_wrap(_PACKAGES[family])))
 
 
 def python_distro(os: OSBase) -> str:
-    install = _OS_PACKAGES[os.family].format(packages=_PYTHON_PACKAGES[os.family])
+    install = net_run(_OS_PACKAGES[os.family].format(packages=_PYTHON_PACKAGES[os.family]))
     # Refuse a base whose python3 is not the version the matrix says it is.
     return (f"{install} \\\n"
             f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\" \\\n"
@@ -60,15 +75,12 @@ def python_distro(os: OSBase) -> str:
 # already; git, patch and ccache come from the distro (ccache from EPEL on manylinux2014),
 # cmake from PyPI there (manylinux ships no cmake >= 3.18 of its own).
 _TOOLCHAIN = {
-    "apt": ("RUN apt-get update \\\n"
+    "apt": ("apt-get update \\\n"
             " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
             "      {packages} \\\n"
             " && rm -rf /var/lib/apt/lists/*"),
-    "manylinux": ("RUN --mount=type=secret,id=ca-bundle --mount=type=secret,id=pip-conf \\\n"
-                  "    set -eu; \\\n"
+    "manylinux": ("set -eu; \\\n"
                   "    yum install -y git patch epel-release && yum install -y ccache && yum clean all; \\\n"
-                  "    if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \\\n"
-                  "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi; \\\n"
                   "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"
                   "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
                   "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
@@ -83,8 +95,8 @@ def builder_toolchain(b: Builder, pythons: list[str]) -> str:
     if b.family == "apt":
         words = (f"ca-certificates curl git patch make cmake ccache gcc-{b.gcc} g++-{b.gcc} "
                  + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
-        return _TOOLCHAIN["apt"].format(packages=_wrap(words))
-    return _TOOLCHAIN["manylinux"]
+        return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
+    return net_run(_TOOLCHAIN["manylinux"])
 
 
 def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
@@ -96,7 +108,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
         cc=f"gcc-{b.gcc}" if versioned else "gcc", cxx=f"g++-{b.gcc}" if versioned else "g++",
         ccache_dir="/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache",
         pythons=" ".join(pythons), torch_index=stack.torch_index,
-        build_requirements=" ".join(_quoted(BUILD_REQUIREMENTS)))
+        build_requirements=" ".join(_quoted(BUILD_REQUIREMENTS)), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
 
 
@@ -125,7 +137,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
         default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
-        chip_family="NPU", torch_index=stack.torch_index,
+        chip_family="NPU", torch_index=stack.torch_index, net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
         pins=" ".join(_quoted(f"{k}{v}" for k, v in sorted(stack.pins.items()))),
     )
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)

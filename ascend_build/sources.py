@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import engine as eng
-from .build import (LABEL_PREFIX, BuildOptions, _secrets, arch_suffix, build_test_tag, content_tag,
+from .build import (LABEL_PREFIX, BuildOptions, arch_suffix, build_test_tag, content_tag,
                     current_dockerfile, run_image_tests)
 from .errors import UserError
 from .matrix import BuilderCell, Matrix
+from .network import check as check_network, secret_files
 from .packages import default_cache
 from .render import builder_dockerfile
 
@@ -47,6 +48,7 @@ def builder_tag(repository: str, bcell: BuilderCell) -> str:
 def build_builder(matrix: Matrix, bcell: BuilderCell, opts: BuildOptions, engine: eng.Engine | None,
                   repository: str = "ascend-builder") -> str:
     """Build, test and tag a builder image; returns its tag."""
+    check_network(opts.net)
     rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
     dockerfile = current_dockerfile(rendered)
     short = arch_suffix(bcell)
@@ -63,7 +65,8 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, opts: BuildOptions, engine
     secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
     try:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform, build_args=build_args,
-                               secrets=_secrets(opts, secrets_dir), labels=labels, iidfile=work / "image-id")
+                               secrets=secret_files(opts.net, secrets_dir), labels=labels, iidfile=work / "image-id",
+                               network=opts.network)
         if engine is None or opts.dry:
             shown = engine or eng.Engine("docker", "docker", "buildx", "?")
             cmd, env = shown.build_command(req)

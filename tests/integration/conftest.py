@@ -13,6 +13,7 @@ import pytest
 
 from ascend_build.baseimage import debian_base
 from tests.doubles.cann_double import make_run
+from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOKWORM = "ascend-build-test/debian:bookworm-{arch}"
@@ -75,6 +76,15 @@ def ca_bundle(tmp_path_factory) -> Path | None:
     path = tmp_path_factory.mktemp("secrets") / "ca-bundle.pem"
     path.write_text(CA.read_text() + f"\n# {SECRET_MARKER}\n")
     return path
+
+
+@pytest.fixture(scope="session")
+def site():
+    """A site's proxy and private index, each with a password of this run (doubles on
+    127.0.0.1, so the build uses the host network, as with a local cntlm)."""
+    with ProxyDouble("proxy-user", "proxy-pw-" + uuid.uuid4().hex) as proxy, \
+            IndexDouble("index-user", "index-pw-" + uuid.uuid4().hex) as index:
+        yield proxy, index
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -102,27 +103,65 @@ def test_a_bad_package_is_refused_before_any_build(engine, packages, pinned_matr
     assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
 
 
-def test_the_ca_bundle_leaves_no_byte_in_the_image(engine, built, ca_bundle, pinned_matrix):
-    """The CA bundle reached pip only as a BuildKit secret: its marker is in no layer,
-    not in the history, labels, env or config."""
-    if ca_bundle is None:
-        pytest.skip("no host CA bundle to hand in")
-    assert SECRET_MARKER in ca_bundle.read_text()
-    tag = f"{REPO}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
-    needle = SECRET_MARKER.encode()
+@pytest.fixture(scope="module")
+def built_behind_proxy(engine, arm64_base, packages, pinned_matrix, ca_bundle, site, tmp_path_factory):
+    """The same build as a user behind a proxy, with a private index and a private CA,
+    runs it. --no-cache: every step runs with those secrets on any machine, so the scan
+    afterwards covers every layer. (The host network is part of BuildKit's cache key, so
+    this build shares no layers with the others anyway.)"""
+    proxy, index = site
+    repo = f"ascend-build-test/behind-proxy-{uuid.uuid4().hex[:8]}"
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
+           "--packages", str(packages), "--offline", "--require-pins", "--base-image", f"debian:bookworm={BASE}",
+           "--repository", repo, "--matrix", str(pinned_matrix),
+           "--no-cache", "--proxy", proxy.url, "--pip-index-url", index.url, "--network", "host"]
+    if ca_bundle:
+        cmd += ["--ca-bundle", str(ca_bundle)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    yield out, f"{repo}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
+    # This run's tags only; the layers stay in the engine's cache.
+    tags = subprocess.run(engine.command("images", "--format", "{{.Repository}}:{{.Tag}}", repo),
+                          capture_output=True, text=True).stdout.split()
+    if tags:
+        subprocess.run(engine.command("rmi", *tags), capture_output=True)
+
+
+def test_no_secret_leaves_a_byte_in_the_image(engine, built_behind_proxy, ca_bundle, site):
+    """The build went through a proxy with a password, a pip index with a password and a
+    private CA: all three were used (the doubles saw the credentials), and none of their
+    bytes is in any layer (`docker save`), the history (build args included), the labels,
+    env or config, or the build's own output."""
+    proxy, index = site
+    assert proxy.seen["CONNECT files.pythonhosted.org"] > 0 and proxy.seen["GET deb.debian.org"] > 0, proxy.seen
+    assert index.projects["torch"] > 0 and index.projects["torch-npu"] + index.projects["torch_npu"] > 0, index.projects
+    needles = {"proxy password": proxy.password, "index password": index.password}
+    if ca_bundle is not None:
+        assert SECRET_MARKER in ca_bundle.read_text()
+        needles["CA bundle marker"] = SECRET_MARKER
+    built, tag = built_behind_proxy
+    for what, needle in needles.items():
+        assert needle not in built.stdout + built.stderr, f"the {what} was printed"
     for args in (("history", "--no-trunc", tag), ("image", "inspect", tag)):
         out = subprocess.run(engine.command(*args), capture_output=True, text=True)
-        assert out.returncode == 0 and SECRET_MARKER not in out.stdout and str(ca_bundle) not in out.stdout
+        assert out.returncode == 0
+        for what, needle in needles.items():
+            assert needle not in out.stdout, f"the {what} is in `docker {args[0]}`"
+        assert "127.0.0.1:" not in out.stdout and (ca_bundle is None or str(ca_bundle) not in out.stdout)
     saved = subprocess.Popen(engine.command("save", tag), stdout=subprocess.PIPE)
     assert saved.stdout is not None
-    total, tail, found = 0, b"", False
+    raw = {what: needle.encode() for what, needle in needles.items()}
+    longest = max(len(n) for n in raw.values())
+    total, tail, found = 0, b"", set()
     for block in iter(lambda: saved.stdout.read(1 << 20), b""):
         total += len(block)
-        found = found or needle in tail + block
-        tail = block[-len(needle):]
+        window = tail + block
+        found |= {what for what, needle in raw.items() if needle in window}
+        tail = block[-longest:]
     assert saved.wait() == 0
     assert total > 100 << 20, "docker save gave too little to be the image"
-    assert not found, "the CA bundle's bytes are in the image"
+    assert not found, f"in the image's bytes: {sorted(found)}"
 
 
 def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, built, packages, ca_bundle,

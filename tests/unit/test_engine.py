@@ -89,3 +89,13 @@ def test_registry_layer_cache_per_mode(tmp_path):
     assert "--layers" in cmd and cmd[cmd.index("--cache-to") + 1] == "reg/x"
     req.cache_ref = None
     assert "--cache-from" not in Engine("docker", "docker", "buildx", "28").build_command(req)[0]
+
+
+def test_host_network_per_mode(tmp_path):
+    req = BuildRequest(dockerfile=Path("D"), context=tmp_path, platform="linux/arm64", network="host")
+    cmd, _ = Engine("docker", "docker", "classic-buildkit", "20.10").build_command(req)
+    assert cmd[cmd.index("--network") + 1] == "host" and "--allow" not in cmd
+    cmd, _ = Engine("docker", "docker", "buildx", "28").build_command(req)
+    assert cmd[cmd.index("--allow") + 1] == "network.host"
+    req.network = None
+    assert "--network" not in Engine("docker", "docker", "buildx", "28").build_command(req)[0]

@@ -58,3 +58,20 @@ def test_dry_build_prints_buildkit_commands_with_secrets(tmp_path):
     assert "--platform linux/arm64" in out.stdout and "id=ca-bundle,src=" in out.stdout
     assert "s3cret" not in out.stdout, "credentials go in a secret file, not on the command line"
     assert "--build-arg PYTHON_FROM=source" in out.stdout
+
+
+def test_dry_build_with_a_proxy_from_the_shell(tmp_path):
+    """http(s)_proxy of the calling shell reach the build as a secret file, never on the
+    command line; one on 127.0.0.1 is refused until the build uses the host network."""
+    env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "HTTPS_PROXY": "http://me:pr0xy-pw@127.0.0.1:3128"}
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "https_proxy http://me:***@127.0.0.1:3128 is on this machine's loopback" in out.stderr
+    assert "pr0xy-pw" not in out.stderr
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--network", "host", env=env)
+    assert out.returncode == 0, out.stderr
+    assert "--network host" in out.stdout and "id=proxy-env,src=" in out.stdout
+    assert "https_proxy: http://me:***@127.0.0.1:3128 (secret)" in out.stdout
+    assert "pr0xy-pw" not in out.stdout + out.stderr
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--proxy", "none", env=env)
+    assert out.returncode == 0 and "proxy-env" not in out.stdout

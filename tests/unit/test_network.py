@@ -1,0 +1,68 @@
+"""The site's network settings (proxy, pip index, CA): where they come from, how they
+are written for BuildKit, and what is refused before a build."""
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import UserError
+from ascend_build.network import Network, check, describe, proxy_settings, redact, secret_files
+
+
+def test_proxy_comes_from_the_option_else_the_shell():
+    env = {"HTTPS_PROXY": "http://u:pw@proxy.corp:3128", "http_proxy": "http://proxy.corp:3128", "no_proxy": ".corp"}
+    assert proxy_settings(None, environ=env) == {"http_proxy": "http://proxy.corp:3128",
+                                                 "https_proxy": "http://u:pw@proxy.corp:3128", "no_proxy": ".corp"}
+    assert proxy_settings("http://p:8080", environ=env) == {"http_proxy": "http://p:8080", "https_proxy": "http://p:8080",
+                                                            "no_proxy": ".corp"}
+    assert proxy_settings("http://p:8080", "localhost", environ=env)["no_proxy"] == "localhost"
+    assert proxy_settings("none", environ=env) == {}
+    assert proxy_settings(None, environ={"no_proxy": ".corp"}) == {}, "no_proxy alone means nothing"
+
+
+def test_redact_hides_only_the_password():
+    assert redact("http://user:s3cret@proxy:3128/") == "http://user:***@proxy:3128/"
+    assert redact("https://mirror.local/simple") == "https://mirror.local/simple"
+
+
+@pytest.mark.parametrize("proxy", ["http://127.0.0.1:3128", "http://localhost:3128", "http://[::1]:3128"])
+def test_a_loopback_proxy_needs_the_host_network(proxy):
+    net = Network(proxy={"https_proxy": proxy})
+    with pytest.raises(UserError, match="loopback.*add --network host"):
+        check(net)
+    check(Network(proxy={"https_proxy": proxy}, mode="host"))
+
+
+def test_bad_settings_are_refused_without_showing_the_password(tmp_path):
+    with pytest.raises(UserError, match="not a URL") as info:
+        check(Network(proxy={"http_proxy": "proxy.corp:3128"}))
+    with pytest.raises(UserError, match="only 'host'"):
+        check(Network(mode="bridge2"))
+    with pytest.raises(UserError, match="no such file"):
+        check(Network(ca_bundle=tmp_path / "missing.pem"))
+    with pytest.raises(UserError) as info:
+        check(Network(pip_index_url="ftp://u:s3cret@mirror/simple"))
+    assert "s3cret" not in str(info.value)
+
+
+def test_secret_files_are_private_and_the_proxy_file_is_sourceable(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("pem\n")
+    net = Network(ca, "https://u:s3cret@mirror/simple",
+                  {"http_proxy": "http://u:p'w@proxy:3128", "https_proxy": "http://u:p'w@proxy:3128", "no_proxy": ".corp"})
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    files = secret_files(net, folder)
+    assert set(files) == {"ca-bundle", "pip-conf", "proxy-env"} and files["ca-bundle"] == ca.resolve()
+    for sid in ("pip-conf", "proxy-env"):
+        assert stat.S_IMODE(files[sid].stat().st_mode) == 0o600
+    assert "index-url = https://u:s3cret@mirror/simple" in files["pip-conf"].read_text()
+    # What a RUN step sees after sourcing it: the exact values, quotes and all, in both cases.
+    shown = subprocess.run(["bash", "-c", f". {files['proxy-env']}; echo \"$https_proxy|$HTTPS_PROXY|$no_proxy|$NO_PROXY\""],
+                           capture_output=True, text=True).stdout.strip()
+    assert shown == "http://u:p'w@proxy:3128|http://u:p'w@proxy:3128|.corp|.corp"
+    assert not any("s3cret" in line or "p'w" in line for line in describe(net))
+    assert secret_files(Network(), folder) == {}

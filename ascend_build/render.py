@@ -27,12 +27,14 @@ def net_run(body: str) -> str:
     return f"RUN {NET_MOUNTS} \\\n    {NET_SETUP} \\\n    {body}"
 
 
-# Package-manager commands per OS family: the only place apt and dnf differ.
+# Package-manager commands per OS family: the only place apt and dnf differ. Each step
+# leaves no package lists or caches behind (apt's *.bin caches are 70+ MiB that the next
+# apt step would rewrite: dead bytes in the layer below).
 _OS_PACKAGES = {
     "apt": "apt-get update \\\n"
            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
            "      {packages} \\\n"
-           " && rm -rf /var/lib/apt/lists/*",
+           " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
     "dnf": "dnf install -y \\\n"
            "      {packages} \\\n"
            " && dnf clean all && rm -rf /var/cache/dnf",
@@ -78,7 +80,7 @@ _TOOLCHAIN = {
     "apt": ("apt-get update \\\n"
             " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
             "      {packages} \\\n"
-            " && rm -rf /var/lib/apt/lists/*"),
+            " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"),
     "manylinux": ("set -eu; \\\n"
                   "    yum install -y git patch epel-release && yum install -y ccache && yum clean all; \\\n"
                   "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"

@@ -69,3 +69,34 @@ def test_lint_task_passes_on_the_committed_files():
     result = subprocess.run([sys.executable, "-m", "invoke", "lint"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Dockerfiles clean" in result.stdout
+
+
+def test_every_downloading_step_takes_the_network_secrets():
+    """A proxy or private index only works if every RUN that reaches the network mounts
+    the secrets and sources them; a step that forgot would fail only behind a proxy."""
+    from ascend_build.render import NET_MOUNTS, NET_SETUP
+    downloaders = ("apt-get update", "dnf install", "yum install", "pip install --no-cache-dir", "curl ")
+    checked = 0
+    for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):
+        for step in rendered.text.split("\nRUN ")[1:]:
+            step = step.split("\n\n")[0]
+            if any(d in step for d in downloaders) and "--no-deps" not in step:
+                checked += 1
+                assert step.startswith(NET_MOUNTS), f"{rendered.path}: {step[:200]}"
+                assert NET_SETUP.split(";")[0] in step, f"{rendered.path}: {step[:200]}"
+    assert checked >= 40 * 3
+
+
+def test_package_manager_steps_leave_no_lists_or_caches():
+    """apt's lists and *.bin caches in one layer would be rewritten or deleted by the next
+    apt step: dead bytes the benchmark found (benchmarks/RESULTS.md)."""
+    steps = 0
+    for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):
+        for step in rendered.text.split("\nRUN ")[1:]:
+            if "apt-get install" in step:
+                steps += 1
+                assert "apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin" in step, rendered.path
+            if "dnf install" in step:
+                steps += 1
+                assert "dnf clean all" in step, rendered.path
+    assert steps > 40

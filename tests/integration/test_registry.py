@@ -96,5 +96,9 @@ def test_manifest_list_joins_both_arches(engine, registry, arm64_base):
         subprocess.run(engine.command("tag", BOOKWORM.format(arch=arch), ref), check=True)
         assert subprocess.run(engine.command("push", ref), capture_output=True).returncode == 0
         parts.append(ref)
-    join(engine, target, parts, registry)
-    assert platforms_of(engine, target, registry) == ["linux/amd64", "linux/arm64"]
+    try:
+        join(engine, target, parts, registry)
+        assert platforms_of(engine, target, registry) == ["linux/amd64", "linux/arm64"]
+    finally:
+        # The registry's port is this run's: its tags would pile up in the engine.
+        subprocess.run(engine.command("rmi", *parts), capture_output=True)

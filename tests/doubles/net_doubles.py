@@ -44,7 +44,20 @@ class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
-class ProxyDouble:
+class _Served:
+    """Serves `self.server` on a thread while the `with` block runs."""
+    server: socketserver.BaseServer
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ProxyDouble(_Served):
     def __init__(self, user: str, password: str):
         self.user, self.password = user, password
         self.seen: Counter[str] = Counter()        # "CONNECT host" / "GET host" with good credentials
@@ -93,16 +106,8 @@ class ProxyDouble:
         self.port = self.server.server_address[1]
         self.url = f"http://{user}:{password}@127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "ProxyDouble":
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class IndexDouble:
+class IndexDouble(_Served):
     def __init__(self, user: str, password: str, upstream: str = "https://pypi.org/simple/"):
         self.user, self.password = user, password
         self.projects: Counter[str] = Counter()     # project pages asked for with good credentials
@@ -132,11 +137,3 @@ class IndexDouble:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://{user}:{password}@127.0.0.1:{self.port}/simple"
-
-    def __enter__(self) -> "IndexDouble":
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()

@@ -19,7 +19,7 @@ from .errors import UserError
 from .matrix import BuilderCell, Matrix
 from .network import check as check_network, secret_files
 from .packages import default_cache
-from .render import builder_dockerfile
+from .render import NET_SETUP, builder_dockerfile
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,7 @@ def find_cached(cache: Path, kind: str, torch: str, python: str, arch: str) -> P
 def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: eng.Engine | None,
                 builder_repository: str = "ascend-builder") -> Path:
     kind = KINDS[req.kind]
+    check_network(opts.net)
     cache = opts.cache or default_cache()
     stack = req.stack or matrix.defaults["torch"]
     full = matrix.builder_cell(stack, req.flavor, None, req.platform)
@@ -223,11 +224,17 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
     log.parent.mkdir(parents=True, exist_ok=True)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
-    script = (f"set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
+    # The site's proxy, index and CA, as in image builds: read-only files for this run
+    # only (a container of the builder, removed after; the wheel carries none of them).
+    secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
+    mounts = [arg for sid, path in sorted(secret_files(opts.net, secrets_dir).items())
+              for arg in ("-v", f"{path}:/run/secrets/{sid}:ro")]
+    network = ["--network", opts.network] if opts.network else []
+    script = (f"{NET_SETUP} set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
               f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
               f"bash {kind.entry} --python={python}; ccache --show-stats | grep -E 'cache (hit|miss)' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
-    cmd = engine.command("run", "--rm", "--platform", bcell.platform, "-v", f"{src.path}:/src:ro",
+    cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts, "-v", f"{src.path}:/src:ro",
                          "-v", f"{tmp}:/out", "-v", "ascend-build-ccache:/ccache", tag, "bash", "-c", script)
     print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
     try:
@@ -247,6 +254,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
                 raise                         # not a concurrent build that published this key
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(secrets_dir, ignore_errors=True)
     wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
     print(f"{kind.name}: built {wheel}")
     return wheel

@@ -94,3 +94,45 @@ def test_find_cached_matches_torch_python_arch(tmp_path):
     assert find_cached(tmp_path, "apex", "2.1.0", "3.10", "aarch64").name == "apex-0.1+ascend-cp310.whl"
     assert find_cached(tmp_path, "apex", "2.1.0", "3.11", "aarch64") is None
     assert find_cached(tmp_path, "apex", "2.1.0", "3.9", "x86_64") is None
+
+
+def test_wheel_build_gets_the_network_secrets_as_read_only_files(tmp_path):
+    """A source build behind a proxy: the proxy, index and CA reach the builder container
+    as read-only files under /run/secrets (as in image builds), never in its command
+    line or environment, and are gone after."""
+    from ascend_build.build import BuildOptions
+    from ascend_build.engine import Engine
+    from ascend_build.sources import WheelRequest, build_wheel
+    record = tmp_path / "run-args"
+    client = tmp_path / "docker"       # a client double: an image that exists, a run that makes a wheel
+    client.write_text(f"""#!/bin/bash
+if [ "$1" = image ]; then echo sha256:0123456789abcdef; exit 0; fi
+printf '%s\\n' "$@" > {record}
+for arg in "$@"; do
+  case "$arg" in
+    *:/run/secrets/proxy-env:ro) cp "${{arg%%:*}}" {tmp_path}/proxy-env-seen ;;
+    *:/out) touch "${{arg%%:*}}/torch_npu-2.1.0.post8-cp39-cp39-linux_aarch64.whl" ;;
+  esac
+done
+""")
+    client.chmod(0o755)
+    src = tmp_path / "src"
+    (src / "ci").mkdir(parents=True)
+    (src / "ci" / "build.sh").write_text("echo build\n")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("pem\n")
+    opts = BuildOptions(cache=tmp_path / "cache", work=tmp_path / "work", ca_bundle=ca,
+                        pip_index_url="https://u:idx-pw@mirror/simple", network="host",
+                        proxy={"https_proxy": "http://u:px-pw@127.0.0.1:3128"})
+    wheel = build_wheel(load_matrix(ROOT / "matrix.yaml"), WheelRequest("torch_npu", "2.1.0", "debian11", "3.9", None,
+                                                                       str(src)),
+                        opts, Engine("docker", str(client), "classic-buildkit", "20.10"))
+    assert wheel.name.startswith("torch_npu-2.1.0.post8")
+    args = record.read_text().splitlines()
+    assert args[args.index("--network") + 1] == "host"
+    mounted = {a.rsplit(":", 2)[1] for a in args if a.endswith(":ro") and "/run/secrets/" in a}
+    assert mounted == {"/run/secrets/ca-bundle", "/run/secrets/pip-conf", "/run/secrets/proxy-env"}
+    assert "px-pw" in (tmp_path / "proxy-env-seen").read_text(), "the file was there during the run"
+    assert not any("px-pw" in a or "idx-pw" in a for a in args), "no secret on the command line"
+    assert ". /run/secrets/proxy-env" in record.read_text(), "the script takes them up"
+    assert not any(Path(a.split(":")[0]).exists() for a in args if "/run/secrets/pip-conf" in a), "removed after"

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from . import engine as eng
-from .network import Network, check as check_network, describe as describe_network, secret_files
 from .errors import PackageError, UserError
 from .matrix import Cell, Matrix
+from .network import Network, check as check_network, describe as describe_network, secret_files
 from .packages import Located as PkgLocated, PackageStore, default_cache, sha256_of, warn_unpinned
 from .render import ROOT, runtime_dockerfile
 

@@ -14,9 +14,6 @@ from typing import Mapping
 
 from .errors import UserError
 
-# Lower and upper case: curl reads only the lower-case http_proxy, pip and apt read either.
-PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy")
-
 
 @dataclass(frozen=True)
 class Network:
@@ -80,9 +77,9 @@ def check(net: Network) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname:
             raise UserError(f"{var}: {redact(url)!r} is not a URL like http://[user:password@]host:port")
-        # A proxy on the build machine's loopback (cntlm, px) is not reachable from a RUN
-        # step in the engine's default network; the host network is.
-        if var != "--pip-index-url" and _is_loopback(parts.hostname) and net.mode != "host":
+        # A proxy or mirror on the build machine's loopback (cntlm, px, a local devpi) is
+        # not reachable from a RUN step in the engine's default network; the host network is.
+        if _is_loopback(parts.hostname) and net.mode != "host":
             raise UserError(f"{var} {redact(url)} is on this machine's loopback, which build steps cannot reach "
                             f"on the engine's default network; add --network host")
 
@@ -96,6 +93,7 @@ def secret_files(net: Network, folder: Path) -> dict[str, Path]:
     if net.pip_index_url:
         secrets["pip-conf"] = _private(folder / "pip.conf", f"[global]\nindex-url = {net.pip_index_url}\n")
     if net.proxy:
+        # Both cases: curl reads only the lower-case http_proxy, pip and apt read either.
         lines = [f"export {var}={shlex.quote(value)} {var.upper()}={shlex.quote(value)}"
                  for var, value in sorted(net.proxy.items())]
         secrets["proxy-env"] = _private(folder / "proxy.env", "\n".join(lines) + "\n")

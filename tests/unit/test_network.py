@@ -2,6 +2,7 @@
 are written for BuildKit, and what is refused before a build."""
 from __future__ import annotations
 
+import dataclasses
 import stat
 import subprocess
 from pathlib import Path
@@ -28,16 +29,16 @@ def test_redact_hides_only_the_password():
     assert redact("https://mirror.local/simple") == "https://mirror.local/simple"
 
 
-@pytest.mark.parametrize("proxy", ["http://127.0.0.1:3128", "http://localhost:3128", "http://[::1]:3128"])
-def test_a_loopback_proxy_needs_the_host_network(proxy):
-    net = Network(proxy={"https_proxy": proxy})
-    with pytest.raises(UserError, match="loopback.*add --network host"):
-        check(net)
-    check(Network(proxy={"https_proxy": proxy}, mode="host"))
+@pytest.mark.parametrize("url", ["http://127.0.0.1:3128", "http://localhost:3128", "http://[::1]:3128"])
+def test_a_loopback_proxy_or_index_needs_the_host_network(url):
+    for net in (Network(proxy={"https_proxy": url}), Network(pip_index_url=url + "/simple")):
+        with pytest.raises(UserError, match="loopback.*add --network host"):
+            check(net)
+        check(dataclasses.replace(net, mode="host"))
 
 
 def test_bad_settings_are_refused_without_showing_the_password(tmp_path):
-    with pytest.raises(UserError, match="not a URL") as info:
+    with pytest.raises(UserError, match="not a URL"):
         check(Network(proxy={"http_proxy": "proxy.corp:3128"}))
     with pytest.raises(UserError, match="only 'host'"):
         check(Network(mode="bridge2"))

@@ -11,6 +11,7 @@ from invoke import Exit, task
 
 from ascend_build import build as builds
 from ascend_build import engine as eng
+from ascend_build import interrupts
 from ascend_build import packages as pkgs
 from ascend_build import render as rnd
 from ascend_build.errors import UserError
@@ -22,17 +23,24 @@ ROOT = Path(__file__).resolve().parent
 
 
 def user_errors(fn):
-    """Print a UserError as `error: ...` and exit non-zero; never a traceback."""
+    """Print a UserError as `error: ...` and exit with its code; Ctrl-C as `interrupted:`
+    and 130, whichever process saw it first; never a traceback."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        interrupts.install()
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            print(interrupts.report(exc), file=sys.stderr)
+            raise Exit(code=interrupts.Interrupted.exit_code) from None
         except UserError as exc:
+            if interrupts.received():       # a step that failed because it was interrupted
+                print(interrupts.report(exc), file=sys.stderr)
+                raise Exit(code=interrupts.Interrupted.exit_code) from None
             print(f"error: {exc}", file=sys.stderr)
             raise Exit(code=exc.exit_code) from None
-        except KeyboardInterrupt:
-            print("interrupted: nothing was tagged", file=sys.stderr)
-            raise Exit(code=130) from None
+        finally:
+            interrupts.uninstall()
     return wrapper
 
 
@@ -350,3 +358,51 @@ def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None
     engine = eng.for_task("docker", docker, dry)
     for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
         print(f"manifest list {line}")
+
+
+@task(auto_shortflags=False, iterable=["from_"], help={
+    **MATRIX_HELP,
+    "from": "read this ascend-deployer wheel or unpacked folder instead of fetching upstream.deployer (repeatable)",
+    "dry": "print what would change; write nothing",
+    "check": "write nothing; exit 1 when upstream has news (a changed imported part, or a newer ascend-deployer)",
+    "pip_index_url": "the pip index to fetch ascend-deployer from (default: pip's own settings)",
+    "ca_bundle": "CA bundle for pip behind a TLS proxy", "proxy": "proxy URL for pip"})
+@user_errors
+def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
+           proxy=None):
+    """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
+    wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
+    from ascend_build.upstream import deployer, update as upd
+    pip_args = ((["--index-url", pip_index_url] if pip_index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
+                + (["--proxy", proxy] if proxy else []))
+    path = Path(matrix)
+    result = upd.update(path, [Path(p) for p in from_ or []], pip_args)
+    for conflict in result.merged.conflicts:
+        print(f"conflict: {conflict}")
+    for line in result.summary.lines():
+        print(line)
+    for what, count in result.counts.items():
+        print(f"{what}: {count}")
+    newer = None
+    if check and not from_:
+        newest = deployer.newest_version(pip_args)
+        known = [d.version for d in result.merged.read]
+        newer = newest if newest not in known else None
+        if newer:
+            print(f"news: ascend-deployer {newest} is out; matrix.yaml reads {', '.join(known)} "
+                  f"(add it to upstream.deployer and run `invoke update`)")
+    if check or dry:
+        if result.changed:
+            print(f"{path}: the imported part would change (above)" + ("; nothing written" if dry else ""))
+        else:
+            print(f"{path}: the imported part is current")
+        if check and (result.changed or newer):
+            raise Exit(code=1)
+        return
+    if result.changed:
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(result.text)
+        tmp.replace(path)
+        print(f"wrote {path}; review with `git diff {path}`, then `invoke render`")
+    else:
+        print(f"{path}: the imported part is already current")

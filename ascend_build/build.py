@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import engine as eng
+from . import interrupts
 from .errors import PackageError, UserError
 from .matrix import Cell, Matrix
 from .network import Network, check as check_network, describe as describe_network, secret_files
@@ -166,7 +167,8 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
     if errors:   # report every missing or bad package at once, not one per run
         raise PackageError("\n\n".join(errors))
     toolkit, kernels = located
-    warn_unpinned(cell.unpinned())
+    warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned]
+                  + [n for n in cell.unpinned() if n.startswith("CPython")])
     engine = eng.for_task(engine_kind, client, opts.dry)
     _source_built_wheels(matrix, cell, opts, None if opts.dry else engine)
 
@@ -224,9 +226,10 @@ def build(matrix: Matrix, opts: BuildOptions, engine_kind: str = "docker", clien
         _copy_manifest(engine, image_id, cell.platform, work / "manifest.txt")
         return BuildResult(cell, image_id, tags, log, ctag)
     finally:
-        shutil.rmtree(secrets_dir, ignore_errors=True)
-        if ctx.exists() and not opts.dry:
-            shutil.rmtree(ctx, ignore_errors=True)
+        with interrupts.deferred():     # a second Ctrl-C does not leave secrets behind
+            shutil.rmtree(secrets_dir, ignore_errors=True)
+            if ctx.exists() and not opts.dry:
+                shutil.rmtree(ctx, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -241,9 +244,9 @@ class Outcome:
 def build_many(matrix: Matrix, cells: list[Cell], base: BuildOptions, engine_kind: str = "docker",
                client: str | None = None) -> list[Outcome]:
     """Build every cell; one failing does not stop the others. Ctrl-C stops them all
-    (nothing half-built is tagged)."""
+    (nothing half-built is tagged) and names the ones not built."""
     outcomes = []
-    for cell in cells:
+    for index, cell in enumerate(cells):
         opts = dataclasses.replace(base, stack=cell.stack.name, os=cell.os.name, python=cell.python, chip=cell.chip,
                                    platform=cell.platform)
         log = opts.work / f"{cell.name}-{arch_suffix(cell)}" / "build.log"
@@ -251,6 +254,11 @@ def build_many(matrix: Matrix, cells: list[Cell], base: BuildOptions, engine_kin
         try:
             result = build(matrix, opts, engine_kind, client)
             outcomes.append(Outcome(cell.name, cell.platform, "tagged", result.tags[0], result.log))
+        except KeyboardInterrupt:
+            if outcomes:
+                print("\n" + summary(outcomes), file=sys.stderr)
+            rest = [f"{c.name} ({c.platform})" for c in cells[index:]]
+            raise interrupts.Interrupted("not built: " + ", ".join(rest)) from None
         except UserError as exc:
             print(f"error: {exc}", file=sys.stderr)
             outcomes.append(Outcome(cell.name, cell.platform, "failed", str(exc).splitlines()[0][:160],
@@ -306,9 +314,12 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     if test(image_id) != 0:
         raise UserError(f"image tests failed for {image_id} ({what}); nothing was tagged. "
                         f"Rerun them with `invoke test --image {image_id}`")
-    for tag in tags:
-        if eng.run(engine.command("tag", image_id, tag)) != 0:
-            raise UserError(f"could not tag {image_id} as {tag}")
+    interrupts.check()                  # one that came between the steps
+    with interrupts.deferred():         # all tags or none: an interrupt waits for the last
+        for tag in tags:
+            if _quiet(engine.command("tag", image_id, tag)) != 0:
+                raise UserError(f"could not tag {image_id} as {tag}")
+        interrupts.record(f"tagged {tags[0]}")
     print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
     return image_id
 
@@ -358,4 +369,11 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
            "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client, "-v",
            *(extra or [])]
     print("$ " + eng.show(cmd), flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
+    return eng.run(cmd, cwd=ROOT)
+
+
+def _quiet(cmd: list[str]) -> int:
+    """A short engine command that is not interrupted half-way by Ctrl-C (its own
+    process group): the caller decides when to stop."""
+    return subprocess.run(cmd, start_new_session=True).returncode

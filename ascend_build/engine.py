@@ -8,9 +8,11 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import interrupts
 from .errors import EngineError
 
 
@@ -184,24 +186,38 @@ def _probe(kind: str, client: str) -> tuple[Engine | None, str]:
     return None, f"version {ver} has no buildx plugin, and without it `build` would use the legacy builder"
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> int:
-    """Run a command, streaming its output (and into `log` when given)."""
+def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None,
+        cwd: Path | None = None) -> int:
+    """Run a command, streaming its output (and into `log` when given). Returns its exit
+    code; raises `Interrupted` when it ended because of Ctrl-C, whichever process the
+    signal reached first (see interrupts)."""
     full_env = {**os.environ, **(env or {})}
-    if log is None:
-        return subprocess.run(cmd, env=full_env).returncode
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
+    tail: deque[str] = deque(maxlen=50)     # the last lines: a cancelled build says so there
+    fh = None
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(log, "w", buffering=1)     # line by line: `tail -f` shows progress
         fh.write("$ " + show(cmd, env) + "\n")
         fh.flush()
-        proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                bufsize=1)
-        assert proc.stdout is not None
+    try:
+        proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE if fh else None,
+                                stderr=subprocess.STDOUT if fh else None, text=True, bufsize=1, cwd=cwd)
         try:
-            for line in proc.stdout:
-                fh.write(line)
-                sys.stdout.write(line)
+            with interrupts.watching(proc) as watch:
+                for line in (proc.stdout if fh else ()):
+                    fh.write(line)
+                    sys.stdout.write(line)
+                    tail.append(line)
+                code = proc.wait()
         except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait()
+            # Python's own handler (no task installed ours): stop the client, pass it on.
+            with interrupts.deferred():
+                proc.terminate()
+                proc.wait()
             raise
-        return proc.wait()
+    finally:
+        if fh:
+            fh.close()
+    if watch.interrupted(code, "".join(tail)):
+        interrupts.stop()
+    return code

@@ -7,6 +7,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from . import engine as eng
+from . import interrupts
 from .build import LABEL_PREFIX
 from .errors import UserError
 from .matrix import Cell
@@ -63,6 +64,7 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
                     elif eng.run(cmd) != 0:
                         raise UserError(f"push of {remote} failed")
                 report.pushed.append(remote)
+                interrupts.record(f"pushed {remote}")
     if join_lists:
         report.lists = join_all(engine, cells, registry, dry)
     return report

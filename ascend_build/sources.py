@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import engine as eng
+from . import interrupts
 from .build import (LABEL_PREFIX, BuildOptions, arch_suffix, build_test_tag, content_tag,
                     current_dockerfile, run_image_tests)
 from .errors import UserError
@@ -78,7 +79,8 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, opts: BuildOptions, engine
                        lambda image: run_image_tests(image, matrix.path, engine, suite="builder_image"))
         return tags[0]
     finally:
-        shutil.rmtree(secrets_dir, ignore_errors=True)
+        with interrupts.deferred():
+            shutil.rmtree(secrets_dir, ignore_errors=True)
 
 
 def _image_id(engine: eng.Engine, ref: str) -> str | None:
@@ -150,12 +152,13 @@ def checkout(location: str, ref: str | None, cache: Path) -> Checkout:
             shutil.rmtree(tmp, ignore_errors=True)
             raise UserError(f"cannot fetch {location}{'@' + ref if ref else ''}: {out.stderr.strip()[-300:]}\n"
                             f"Pass a local checkout instead (--torch-npu-src PATH / --apex-src PATH).")
-        try:
-            os.replace(tmp, dest)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not (dest / ".git").is_dir():          # not a concurrent run that got there first
-                raise
+        with interrupts.deferred():
+            try:
+                os.replace(tmp, dest)
+            except OSError:
+                shutil.rmtree(tmp, ignore_errors=True)
+                if not (dest / ".git").is_dir():      # not a concurrent run that got there first
+                    raise
     rev = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     return Checkout(dest, rev, f"{location}@{ref}" if ref else location)
 
@@ -180,6 +183,8 @@ def find_cached(cache: Path, kind: str, torch: str, python: str, arch: str) -> P
     """The newest cached wheel of `kind` built for this torch, Python and arch."""
     best: tuple[float, Path] | None = None
     for meta_path in wheel_cache(cache, kind).glob("*/meta.json"):
+        if meta_path.parent.name.startswith("."):
+            continue                    # a build's scratch folder, not a published entry
         meta = json.loads(meta_path.read_text())
         if (meta["torch"], meta["python"], meta["arch"]) == (torch, python, arch):
             wheel = meta_path.parent / meta["wheel"]
@@ -246,15 +251,17 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
         meta = {"kind": kind.name, "wheel": wheels[0].name, "revision": src.revision, "source": src.origin,
                 "builder": tag, "builder_id": builder_id, "python": python, "arch": bcell.arch,
                 "torch": bcell.stack.torch, "gcc": bcell.flavor.gcc}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        try:
-            os.replace(tmp, out_dir)          # atomic: the cache never holds half a result
-        except OSError:
-            if not any(out_dir.glob(f"{kind.wheel_prefix}*.whl")):
-                raise                         # not a concurrent build that published this key
+        with interrupts.deferred():           # published whole, or not at all
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+            try:
+                os.replace(tmp, out_dir)      # atomic: the cache never holds half a result
+            except OSError:
+                if not any(out_dir.glob(f"{kind.wheel_prefix}*.whl")):
+                    raise                     # not a concurrent build that published this key
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(secrets_dir, ignore_errors=True)
+        with interrupts.deferred():
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(secrets_dir, ignore_errors=True)
     wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
     print(f"{kind.name}: built {wheel}")
     return wheel

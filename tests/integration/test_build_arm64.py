@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -164,41 +165,67 @@ def test_no_secret_leaves_a_byte_in_the_image(engine, built_behind_proxy, ca_bun
     assert not found, f"in the image's bytes: {sorted(found)}"
 
 
+def _client_of(task_pid: int) -> int:
+    """The engine client the task runs (its child whose program is the docker client)."""
+    for pid in Path(f"/proc/{task_pid}/task/{task_pid}/children").read_text().split():
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if Path(argv[0].decode()).name == "docker":
+            return int(pid)
+    raise AssertionError(f"no docker client under task {task_pid}")
+
+
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# Who gets the SIGINT, each order made deterministic instead of raced:
+ORDERS = {
+    # A terminal's Ctrl-C to the whole group, the task started as a script's background job
+    # (SIGINT ignored): the client dies of it first, the task never sees one. The CI failure.
+    "group-task-ignoring": lambda task: os.killpg(task.pid, signal.SIGINT),
+    "task-first": lambda task: os.kill(task.pid, signal.SIGINT),        # forwarded to the client
+    "client-first": lambda task: os.kill(_client_of(task.pid), signal.SIGINT),
+}
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
 def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, built, packages, ca_bundle,
-                                                                       tmp_path):
-    """Ctrl-C in the middle of a build: exit 130, no tag; the rerun completes and takes
-    the steps finished before the interrupt from the cache. Chip 910 makes the kernels
-    step and all after it new work."""
-    import shutil as sh
-    import signal
+                                                                       tmp_path, order):
+    """Ctrl-C in the middle of a build: exit 130, "interrupted", no tag, whichever process
+    the signal reaches first. After the first order, the rerun completes and takes the steps
+    finished before the interrupt from the cache. Chip 910 makes the kernels step and all
+    after it new work."""
     from tests.doubles.cann_double import make_run
     pk = tmp_path / "pk"
     pk.mkdir()
-    sh.copy(next(packages.glob("Ascend-cann-toolkit_*")), pk)
+    shutil.copy(next(packages.glob("Ascend-cann-toolkit_*")), pk)
     # Random filler makes this kernels file new on every run, so the build has real work
     # to interrupt even on a machine whose layer cache has seen this test before.
     make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910", pad_bytes=4096)
-    import uuid
     repo = f"ascend-build-test/interrupted-{uuid.uuid4().hex[:8]}"     # this run's tags only
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
            "--chip", "910", "--packages", str(pk), "--offline", "--base-image", f"debian:bookworm={BASE}",
            "--repository", repo] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=_ignore_sigint if order == "group-task-ignoring" else None)
     seen = []
     assert proc.stdout is not None
     for line in proc.stdout:
         seen.append(line)
         if "Collecting torch" in line or "Downloading torch-2.1.0" in line:
-            os.killpg(proc.pid, signal.SIGINT)     # what Ctrl-C in a terminal does
+            ORDERS[order](proc)
             break
     else:
         pytest.fail("the build ended before reaching the torch step:\n" + "".join(seen[-40:]))
     rest = proc.stdout.read()
     assert proc.wait(timeout=300) == 130, rest[-3000:]
-    assert "interrupted: nothing was tagged" in rest
+    assert "interrupted: nothing was tagged" in rest and "error:" not in rest, rest[-3000:]
     assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
+    assert not any((ROOT / ".build").glob("*/context")), "the staged context was left behind"
+    if order != "group-task-ignoring":
+        return
 
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]

@@ -17,7 +17,8 @@ from .yamlsource import Located, load
 ARCHES = ("aarch64", "x86_64")
 PLATFORM_ARCH = {"linux/arm64": "aarch64", "linux/amd64": "x86_64"}
 VERSION = r"[0-9][0-9A-Za-z.+-]*"
-MINOR = r"[23]\.[0-9]+"
+MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
+DRIVER = r"[0-9]{2}\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?"
 SHA256 = r"[0-9a-f]{64}"
 
 
@@ -46,6 +47,15 @@ class CannFile:
     url: str           # full download URL
     sha256: str | None
     key: tuple[Any, ...]   # where it sits in matrix.yaml, for `invoke pin`
+    zip_sha256: str | None = None   # Huawei's sum of the published .zip around the .run
+
+    @property
+    def zip(self) -> str:
+        return self.file[:-len(".run")] + ".zip"
+
+    @property
+    def zip_url(self) -> str:
+        return self.url[:-len(".run")] + ".zip"
 
     @property
     def arch(self) -> str:
@@ -144,7 +154,8 @@ class Cell:
         return self.stack.torch_index.get(self.arch)
 
     def unpinned(self) -> list[str]:
-        names = [f.file for f in (self.toolkit, self.kernels) if not f.sha256]
+        # A published .zip sum verifies the .run taken out of it.
+        names = [f.file for f in (self.toolkit, self.kernels) if not f.sha256 and not f.zip_sha256]
         if self.python_source and not self.python_source.sha256:
             names.append(f"CPython {self.python_source.version} source tarball")
         return names
@@ -268,7 +279,9 @@ class Matrix:
 
 def _file_entry() -> s.Check:
     return s.record({"file": s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name"),
-                     "sha256": s.optional(s.string(SHA256, "64 lowercase hex digits, or null"))})
+                     "sha256": s.optional(s.string(SHA256, "64 lowercase hex digits, or null"))},
+                    # Huawei's published sum of the .zip around the .run (imported)
+                    {"zip_sha256": s.string(SHA256, "64 lowercase hex digits")})
 
 
 def _per_arch(item: s.Check) -> s.Check:
@@ -291,14 +304,15 @@ _SCHEMA = s.record({
     })),
     "cann": s.map_of(s.string(VERSION, "a CANN version like 8.0.RC3"), s.record({
         "url": s.string(r"https?://\S+/", "a base URL ending in /"),
-        "driver": s.string(),
+        "driver": s.string(DRIVER, "an NPU driver version like 24.1.RC3"),
         "toolkit": _per_arch(_file_entry()),
-        "kernels": s.map_of(s.string(r"[0-9a-z]+", "a chip like 910b"), _per_arch(_file_entry())),
-    }, {"numpy": s.optional(s.specifier)})),
+        "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 910b"), _per_arch(_file_entry())),
+    }, {"numpy": s.optional(s.specifier), "source": s.string()})),
     "torch_npu_releases": s.map_of(s.string(VERSION, "a torch_npu version"), s.record({
-        "branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"),
-        "cann": s.list_of(s.string()),
-    })),
+        "cann": s.list_of(s.string(), non_empty=False),
+    }, {"branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"), "source": s.string(),
+        "wheels": s.map_of(s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64"),
+                           s.map_of(s.one_of("torch", "torch_npu"), s.string(SHA256, "64 hex digits")))})),
     "cann_python_deps": s.list_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name")),
     "stacks": s.map_of(s.string(VERSION, "a torch version like \"2.1.0\""), s.record({
         "torch": s.string(VERSION),
@@ -329,6 +343,14 @@ _SCHEMA = s.record({
         "os": s.list_of(s.string()),
         "platforms": s.list_of(s.one_of(*PLATFORM_ARCH)),
     }, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag")})),
+}, {
+    # Hand-written facts that sit beside the imported ones.
+    "cann_numpy": s.map_of(s.string(VERSION, "a CANN version"), s.specifier),
+    "torch_npu_branches": s.map_of(s.string(VERSION, "a torch_npu version"),
+                                   s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
+    "upstream": s.record({"deployer": s.list_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a release like \"26.0.0\""))},
+                         {"choices": s.map_of(s.string(), s.record({"take": s.string(), "why": s.string()}),
+                                              non_empty=False)}),
 })
 
 
@@ -371,6 +393,11 @@ def load_matrix(path: str | Path = "matrix.yaml") -> Matrix:
         text = path.read_text()
     except OSError as exc:
         raise UserError(f"cannot read the matrix file {path}: {exc.strerror}") from None
+    return load_text(text, path)
+
+
+def load_text(text: str, path: Path) -> Matrix:
+    """A matrix from its text (`path` names it in errors), checked like a file."""
     source = load(text, str(path))
     checker = s.Checker(source)
     _SCHEMA(checker, source.data, ())
@@ -391,17 +418,19 @@ def _build(path: Path, src: Located) -> Matrix:
     cann = {}
     for ver, c in d["cann"].items():
         def entry(kind: str, e: dict, key: tuple) -> CannFile:
-            return CannFile(kind, e["file"], c["url"] + e["file"], e.get("sha256"), key)
+            return CannFile(kind, e["file"], c["url"] + e["file"], e.get("sha256"), key, e.get("zip_sha256"))
         toolkit = {a: entry("toolkit", c["toolkit"][a], ("cann", ver, "toolkit", a)) for a in ARCHES}
         kernels = {chip: {a: entry("kernels", per[a], ("cann", ver, "kernels", chip, a)) for a in ARCHES}
                    for chip, per in c["kernels"].items()}
-        cann[ver] = CannRelease(ver, c["url"], c["driver"], c.get("numpy"), toolkit, kernels)
+        numpy = c.get("numpy") or (d.get("cann_numpy") or {}).get(ver)
+        cann[ver] = CannRelease(ver, c["url"], c["driver"], numpy, toolkit, kernels)
     releases = d["torch_npu_releases"]
     stacks = {}
     for name, st in d["stacks"].items():
         rel = releases.get(st["torch_npu"], {})
         stacks[name] = Stack(
-            name=name, torch=st["torch"], torch_npu=st["torch_npu"], torch_npu_branch=rel.get("branch", ""),
+            name=name, torch=st["torch"], torch_npu=st["torch_npu"],
+            torch_npu_branch=rel.get("branch") or (d.get("torch_npu_branches") or {}).get(st["torch_npu"], ""),
             cann=st["cann"], python_min=st["python"]["min"], python_max=st["python"]["max"],
             python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
             torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),

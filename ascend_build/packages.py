@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 import zlib
 import urllib.error
 import urllib.request
@@ -65,18 +66,80 @@ class PackageStore:
         self._checked: set[Path] = set()
 
     def locate(self, f: CannFile, require_pin: bool = False) -> Located:
-        if require_pin and not f.sha256:
+        """The .run installer: as a bare .run (checked against its pin), or taken out of
+        the .zip Huawei publishes (checked against Huawei's sum), or downloaded."""
+        if require_pin and not f.sha256 and not f.zip_sha256:
             raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({'.'.join(f.key)}) and --require-pins "
                                f"is set; pin it with `invoke pin --file PATH-TO-{f.file}`")
         for folder in self.dirs + [self.cache / "cann"]:
             candidate = folder / f.file
             if candidate.is_file():
+                if require_pin and not f.sha256:
+                    raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({'.'.join(f.key)}), "
+                                       f"and --require-pins is set; use Huawei's {f.zip} (its sum is in the matrix), "
+                                       f"or pin this file with `invoke pin --file {candidate}`")
                 return self._verified(f, candidate)
+        if f.zip_sha256:
+            unpacked = self._unpacked(f)
+            if unpacked:
+                return unpacked
+            for folder in self.dirs + [self.cache / "cann"]:
+                if (folder / f.zip).is_file():
+                    return self._from_zip(f, folder / f.zip)
         if not self.download:
             raise self._missing(f, "downloads are off (--offline)")
+        if f.zip_sha256:
+            return self._from_zip(f, self._download(f, zipped=True))
         return self._download(f)
 
-    def _verified(self, f: CannFile, path: Path) -> Located:
+    def _zip_dir(self, f: CannFile) -> Path:
+        # One folder per published .zip (by its sum): the .run taken out of it, and its sum.
+        return self.cache / "cann" / "from-zip" / f.zip_sha256[:24]
+
+    def _unpacked(self, f: CannFile) -> Located | None:
+        """The .run from an earlier verified .zip, if its bytes are still the ones taken out."""
+        folder = self._zip_dir(f)
+        run, recorded = folder / f.file, folder / (f.file + ".sha256")
+        if not (run.is_file() and recorded.is_file()):
+            return None
+        if sha256_of(run) != recorded.read_text().strip():
+            return None                 # changed since: take it out of the .zip again
+        return self._verified(f, run, from_zip=True)
+
+    def _from_zip(self, f: CannFile, zipped: Path) -> Located:
+        """Check the .zip against Huawei's published sum, then take the .run out of it
+        (on the host, beside the cache: the build bind-mounts the .run as before, so no
+        byte of either lands in a layer, and the payload checks read it first)."""
+        actual = sha256_of(zipped)
+        if actual != f.zip_sha256:
+            raise PackageError(f"{zipped}: sha256 mismatch for {f.zip}\n  expected {f.zip_sha256} (Huawei's published "
+                               f"sum, matrix.yaml {'.'.join(f.key)}.zip_sha256)\n  actual   {actual}\n"
+                               f"The file is corrupt or not the release the matrix names; fetch it again from {f.zip_url}")
+        try:
+            with zipfile.ZipFile(zipped) as archive:
+                members = [m for m in archive.namelist() if m.endswith(".run")]
+                member = next((m for m in members if Path(m).name == f.file), None)
+                if member is None:
+                    raise PackageError(f"{zipped} holds no {f.file} (it holds: {', '.join(archive.namelist()) or 'nothing'})")
+                folder = self._zip_dir(f)
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp_name = tempfile.mkstemp(prefix=f".{f.file}.", suffix=".part", dir=folder)
+                with os.fdopen(fd, "wb") as out, archive.open(member) as src:
+                    shutil.copyfileobj(src, out, CHUNK)
+        except zipfile.BadZipFile as exc:
+            raise PackageError(f"{zipped}: not a readable zip ({exc})") from None
+        tmp = Path(tmp_name)
+        try:
+            tmp.chmod(0o755)
+            digest = sha256_of(tmp)
+            os.replace(tmp, folder / f.file)
+            (folder / (f.file + ".sha256")).write_text(digest + "\n")
+        finally:
+            tmp.unlink(missing_ok=True)
+        print(f"{f.zip}: sha256 matches Huawei's published sum; took {f.file} out of it")
+        return self._verified(f, folder / f.file, from_zip=True)
+
+    def _verified(self, f: CannFile, path: Path, from_zip: bool = False) -> Located:
         if path.stat().st_size == 0:
             raise PackageError(f"{path} is empty: a truncated download? Delete it and fetch {f.url} again")
         actual = sha256_of(path)
@@ -87,10 +150,10 @@ class PackageStore:
         with open(path, "rb") as fh:
             if fh.read(2) != b"#!":
                 raise PackageError(f"{path} does not start with a shell header: not a CANN .run installer")
-        if not f.sha256:
+        if not f.sha256 and not from_zip:
             self._self_check(f, path)
         check_contents(f, path)
-        return Located(f, path, actual, bool(f.sha256))
+        return Located(f, path, actual, bool(f.sha256) or from_zip)
 
     def _self_check(self, f: CannFile, path: Path) -> None:
         """No pin to compare with: let the installer verify its own payload (`--check`,
@@ -108,27 +171,29 @@ class PackageStore:
                                + "\n  ".join(tail) + f"\nFetch it again from {f.url}.")
         self._checked.add(path)
 
-    def _download(self, f: CannFile) -> Located:
-        target = self.cache / "cann" / f.file
+    def _download(self, f: CannFile, zipped: bool = False):
+        """The .run from its URL (a Located), or with `zipped` the published .zip (its path)."""
+        name, url, expected = (f.zip, f.zip_url, f.zip_sha256) if zipped else (f.file, f.url, f.sha256)
+        target = self.cache / "cann" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         # Download next to the target and rename: a concurrent or killed download
         # never leaves a partial file under the real name.
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{f.file}.", suffix=".part", dir=target.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=target.parent)
         os.close(fd)
         tmp = Path(tmp_name)
         try:
             try:
-                self.fetch(f.url, tmp)
+                self.fetch(url, tmp)
             except (urllib.error.URLError, OSError, ValueError) as exc:
-                raise self._missing(f, f"download from {f.url} failed: {getattr(exc, 'reason', exc)}") from None
+                raise self._missing(f, f"download from {url} failed: {getattr(exc, 'reason', exc)}") from None
             actual = sha256_of(tmp)
-            if f.sha256 and actual != f.sha256:
-                raise PackageError(f"downloaded {f.url}: sha256 mismatch\n  expected {f.sha256}\n  actual   {actual}\n"
+            if expected and actual != expected:
+                raise PackageError(f"downloaded {url}: sha256 mismatch\n  expected {expected}\n  actual   {actual}\n"
                                    f"Nothing was kept. A proxy may have altered it, or the release was re-published.")
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
-        return Located(f, target, actual, bool(f.sha256))
+        return target if zipped else Located(f, target, actual, bool(f.sha256))
 
     def _near_misses(self, f: CannFile) -> list[str]:
         """Files of the same kind and release that are there: the wrong chip or arch."""
@@ -270,7 +335,7 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
 
 def _set_sha(line: str, file: str, digest: str) -> str:
     # Entries are written inline: {file: NAME, sha256: null|HEX}
-    new, count = re.subn(r"(sha256:\s*)(null|~|[0-9a-f]{64})", rf"\g<1>{digest}", line)
+    new, count = re.subn(r"(?<![\w])(sha256:\s*)(null|~|[0-9a-f]{64})", rf"\g<1>{digest}", line)
     if count != 1 or file not in line:
         raise PackageError(f"expected an inline entry '{{file: {file}, sha256: ...}}' on this line of the "
                            f"matrix: {line.strip()!r}")

@@ -124,9 +124,11 @@ def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
 
 
 def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
+    """Bare .run files (a release with no published sums in this copy of the matrix)."""
+    import re
     from ascend_build.packages import fetch_release
     matrix_path = tmp_path / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", matrix_path)
+    matrix_path.write_text(re.sub(r", zip_sha256: [0-9a-f]{64}", "", (ROOT / "matrix.yaml").read_text()))
     m = load_matrix(matrix_path)
     fetch = FetchDouble()
     store = PackageStore([], tmp_path / "cache", fetch=fetch)
@@ -134,8 +136,9 @@ def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     assert sorted(f.name for f in files) == sorted({
         "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", "Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run",
         "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-910b_8.0.RC3_linux-x86_64.run",
+        "Ascend-cann-kernels-310p_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-310p_8.0.RC3_linux-x86_64.run",
         "Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", "Ascend-cann-kernels-910_8.0.RC3_linux-x86_64.run"})
-    assert fetch.calls == 6
+    assert fetch.calls == 8
     pin(m, files)
     pinned = load_matrix(matrix_path).cann["8.0.RC3"]
     assert pinned.toolkit["aarch64"].sha256 == SHA and pinned.kernels["910"]["x86_64"].sha256 == SHA
@@ -228,3 +231,76 @@ def test_pin_refuses_a_package_whose_contents_contradict_its_name(tmp_path):
     with pytest.raises(PackageError, match="binaries are for x86_64"):
         pin(load_matrix(copy), [wrong])
     assert copy.read_bytes() == before, "nothing pinned"
+
+
+# ---------------------------------------------------------------- the published .zip form
+
+def zipped(folder: Path, run: Path, extra: dict[str, bytes] | None = None) -> Path:
+    """A .zip around a .run, as Huawei publishes CANN files."""
+    import zipfile
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / (run.name[:-4] + ".zip")
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.write(run, run.name)
+        for name, data in (extra or {}).items():
+            archive.writestr(name, data)
+    return out
+
+
+def zip_file_entry(run_name: str, zip_sum: str, sha: str | None = None) -> CannFile:
+    return CannFile("toolkit", run_name, "https://example.invalid/" + run_name, sha,
+                    ("cann", "8.0.RC3", "toolkit", "aarch64"), zip_sum)
+
+
+def test_a_published_zip_is_checked_against_huaweis_sum_and_its_run_taken_out(tmp_path):
+    from tests.doubles.cann_double import make_run
+    run = make_run(tmp_path / "made", "toolkit", "8.0.RC3", "aarch64")
+    archive = zipped(tmp_path / "pk", run, {"Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run.sig": b"sig"})
+    entry = zip_file_entry(run.name, sha256_of(archive))
+    got = PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry, require_pin=True)
+    assert got.pinned and got.sha256 == sha256_of(run) and got.path.read_bytes() == run.read_bytes()
+    assert got.path.is_relative_to(tmp_path / "cache") and os.access(got.path, os.X_OK)
+    # Taken out once: the next build finds the verified .run without the .zip.
+    archive.unlink()
+    again = PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry, require_pin=True)
+    assert again.path == got.path and again.pinned
+
+
+def test_a_zip_that_fails_the_published_sum_is_refused(tmp_path):
+    from tests.doubles.cann_double import make_run
+    run = make_run(tmp_path / "made", "toolkit", "8.0.RC3", "aarch64")
+    archive = zipped(tmp_path / "pk", run)
+    entry = zip_file_entry(run.name, "0" * 64)
+    with pytest.raises(PackageError, match="sha256 mismatch for Ascend-cann-toolkit_8.0.RC3_linux-aarch64.zip"):
+        PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry)
+    assert not (tmp_path / "cache" / "cann" / "from-zip").exists(), "nothing was taken out"
+    assert archive.exists()
+
+
+def test_the_payload_checks_apply_to_the_run_inside_the_zip(tmp_path):
+    from tests.doubles.cann_double import make_run
+    # Named for aarch64, x86_64 binaries inside, wrapped in a zip whose own sum is right.
+    run = make_run(tmp_path / "made", "toolkit", "8.0.RC3", "x86_64",
+                   name="Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run")
+    archive = zipped(tmp_path / "pk", run)
+    entry = zip_file_entry(run.name, sha256_of(archive))
+    with pytest.raises(PackageError, match="named for aarch64 but its binaries are for x86_64"):
+        PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry)
+
+
+def test_the_zip_is_downloaded_when_the_matrix_has_its_published_sum(tmp_path):
+    from tests.doubles.cann_double import make_run
+    run = make_run(tmp_path / "made", "toolkit", "8.0.RC3", "aarch64")
+    body = zipped(tmp_path / "served", run).read_bytes()
+    fetch = FetchDouble(body)
+    entry = zip_file_entry(run.name, hashlib.sha256(body).hexdigest())
+    got = PackageStore([], tmp_path / "cache", fetch=fetch).locate(entry)
+    assert fetch.calls == 1 and got.pinned and got.sha256 == sha256_of(run)
+
+
+def test_require_pins_refuses_a_bare_run_that_only_the_zip_sum_could_verify(tmp_path):
+    from tests.doubles.cann_double import make_run
+    run = make_run(tmp_path / "pk", "toolkit", "8.0.RC3", "aarch64")
+    entry = zip_file_entry(run.name, "1" * 64)
+    with pytest.raises(PackageError, match="a bare .run with no sha256"):
+        PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry, require_pin=True)

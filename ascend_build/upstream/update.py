@@ -1,0 +1,273 @@
+"""`invoke update`: Huawei's release data (ascend-deployer, several releases of it) merged
+and written into the imported part of matrix.yaml, between two marker lines. The rest of
+the file (pins, stacks, builders, images, comments) stays byte for byte. Each entry
+names its source; where the sources disagree, the matrix's `upstream.choices` decides,
+and an undecided disagreement stops the update with both values shown."""
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import Version
+
+from ..errors import UserError
+from .deployer import CannData, DeployerData, Published, Source, TorchNpuData, fetch, read
+
+BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
+END = "# <<< end of the imported part <<<"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str                      # e.g. torch_npu_releases.2.1.0.post11.cann
+    values: dict[str, str]         # source -> value
+    taken: str | None              # the value upstream.choices picked, None: undecided
+    why: str = ""
+
+    def __str__(self) -> str:
+        seen = "; ".join(f"{src}: {val}" for src, val in self.values.items())
+        if self.taken is None:
+            return f"{self.path}: sources disagree ({seen}): undecided"
+        return f"{self.path}: sources disagree ({seen}): took {self.taken} ({self.why})"
+
+
+@dataclass
+class Merged:
+    cann: dict[str, CannData]
+    torch_npu: dict[str, TorchNpuData]
+    conflicts: list[Conflict] = field(default_factory=list)
+    read: list[DeployerData] = field(default_factory=list)
+
+
+def _version_key(v: str) -> Version:
+    return Version(v.replace(".RC", "rc").replace(".rc", "rc"))
+
+
+def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]]) -> Merged:
+    """One view of several deployer releases: the newest one's entry wins where they
+    agree; where they disagree, `choices` must say which value to take."""
+    ordered = sorted(datasets, key=lambda d: Version(d.version), reverse=True)
+    merged = Merged({}, {}, read=ordered)
+
+    def decide(path: str, values: dict[str, str], default: str) -> str:
+        if len(set(values.values())) <= 1:
+            return default
+        choice = choices.get(path)
+        taken = choice.get("take") if choice else None
+        if taken is not None and taken not in values.values():
+            taken = None              # a stale choice decides nothing
+        merged.conflicts.append(Conflict(path, values, taken, choice.get("why", "") if choice else ""))
+        return taken if taken is not None else default
+
+    for version in sorted({v for d in ordered for v in d.cann}, key=_version_key):
+        entries = [(d.version, d.cann[version]) for d in ordered if version in d.cann]
+        best = entries[0][1]
+        driver = decide(f"cann.{version}.driver", {f"ascend-deployer {dv}": c.driver for dv, c in entries}, best.driver)
+        chosen = CannData(version, driver, best.source, dict(best.toolkit), {k: dict(v) for k, v in best.kernels.items()},
+                          list(best.unused))
+        for dv, other in entries[1:]:
+            for arch, pub in other.toolkit.items():
+                _file_conflict(decide, version, pub, best.toolkit.get(arch), entries[0][0], dv, chosen.toolkit, arch)
+            for chip, per in other.kernels.items():
+                for arch, pub in per.items():
+                    mine = best.kernels.get(chip, {}).get(arch)
+                    if mine is None:          # a chip only an older release lists: keep it, from there
+                        chosen.kernels.setdefault(chip, {})[arch] = pub
+                    else:
+                        _file_conflict(decide, version, pub, mine, entries[0][0], dv, chosen.kernels[chip], arch)
+        merged.cann[version] = chosen
+
+    for release in sorted({r for d in ordered for r in d.torch_npu}, key=Version):
+        entries = [(d.version, d.torch_npu[release]) for d in ordered if release in d.torch_npu]
+        paired = [(dv, t) for dv, t in entries if t.cann]
+        with_wheels = [(dv, t) for dv, t in entries if t.wheels]
+        cann = None
+        source = None
+        if paired:
+            cann = decide(f"torch_npu_releases.{release}.cann",
+                          {f"ascend-deployer {dv}": t.cann for dv, t in paired}, paired[0][1].cann)
+            source = next(t.pairing_source for dv, t in paired if t.cann == cann)
+        wheels, wheels_source = ({}, None)
+        if with_wheels:
+            wheels, wheels_source = with_wheels[0][1].wheels, with_wheels[0][1].wheels_source
+        merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels, wheels_source)
+    return merged
+
+
+def _file_conflict(decide, version: str, other: Published, mine: Published | None, mine_v: str, other_v: str,
+                   into: dict[str, Published], arch: str) -> None:
+    if mine is None:
+        into[arch] = other
+        return
+    if mine.sha256 != other.sha256:
+        taken = decide(f"cann.{version}.{mine.zip}.sha256",
+                       {f"ascend-deployer {mine_v}": mine.sha256, f"ascend-deployer {other_v}": other.sha256},
+                       mine.sha256)
+        into[arch] = mine if taken == mine.sha256 else other
+
+
+# ---------------------------------------------------------------------------- writing
+
+def render_region(merged: Merged, pins: dict[str, str]) -> str:
+    """The imported part of matrix.yaml. `pins`: sha256 of bare .run files pinned with
+    `invoke pin` (a site's own fact, kept across updates)."""
+    out = [BEGIN]
+    sources = ", ".join(f"{d.version}" + (f" (wheel sha256 {d.archive_sha256})" if d.archive_sha256 else "")
+                        for d in merged.read)
+    out += [f"# ascend-deployer (PyPI) {sources}.",
+            "# Each CANN file is published as a .zip around the .run installer: zip_sha256 is Huawei's sum of",
+            "# the .zip; sha256 is the .run's, pinned with `invoke pin` (null: unpinned, taken from a verified",
+            "# .zip, or checked by the installer's own --check). driver: the NPU driver the release requires.",
+            "cann:"]
+    for version, rel in merged.cann.items():
+        out += [f"  {version}:",
+                f"    source: \"{rel.source}\"",
+                f"    url: {rel.url}",
+                f"    driver: {rel.driver}",
+                "    toolkit:"]
+        out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.toolkit.items())]
+        out.append("    kernels:")
+        for chip in sorted(rel.kernels, key=lambda c: (c.lower() != "910b", c.lower())):
+            out.append(f"      {_key(chip)}:")
+            out += [_file_line(8, arch, pub, pins) for arch, pub in sorted(rel.kernels[chip].items())]
+    out += ["", "# torch_npu release -> the CANN release it was published for, and the torch (CPU build) and",
+            "# torch_npu wheels Huawei lists per Python and arch, with sha256.",
+            "torch_npu_releases:"]
+    for release, rel in merged.torch_npu.items():
+        out.append(f"  {release}:")
+        out.append(f"    cann: [{rel.cann}]" if rel.cann else "    cann: []     # no CANN pairing published")
+        if rel.pairing_source:
+            out.append(f"    source: \"{rel.pairing_source}\"")
+        if rel.wheels:
+            out.append(f"    wheels:        # {rel.wheels_source}")
+            for tag, sums in rel.wheels.items():
+                inner = ", ".join(f"{k}: {v}" for k, v in sorted(sums.items(), key=lambda kv: kv[0] != "torch_npu"))
+                out.append(f"      {tag}: {{{inner}}}")
+    out.append(END)
+    return "\n".join(out) + "\n"
+
+
+def _key(chip: str) -> str:
+    return f"\"{chip}\"" if chip.isdigit() else chip
+
+
+def _file_line(indent: int, arch: str, pub: Published, pins: dict[str, str]) -> str:
+    return (" " * indent + f"{arch}: {{file: {pub.run}, sha256: {pins.get(pub.run) or 'null'}, "
+            f"zip_sha256: {pub.sha256}}}")
+
+
+def split(text: str, file: str) -> tuple[str, str, str]:
+    """(before, imported part, after) of matrix.yaml."""
+    begin, end = text.find(BEGIN), text.find(END)
+    if begin < 0 or end < begin:
+        raise UserError(f"{file}: no imported part; it is the text between the lines\n  {BEGIN}\n  {END}\n"
+                        f"Put those two lines where the cann: and torch_npu_releases: sections go, then update.")
+    end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+    return text[:begin], text[begin:end], text[end:]
+
+
+# ---------------------------------------------------------------------------- summary
+
+@dataclass
+class Summary:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return ([f"+ {a}" for a in self.added] + [f"~ {c}" for c in self.changed] + [f"- {r}" for r in self.removed])
+
+
+def _flatten(cann: dict, releases: dict) -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for version, rel in (cann or {}).items():
+        flat[f"cann {version}"] = "release"
+        flat[f"cann {version} driver"] = str(rel.get("driver"))
+        files = [("toolkit", a, e) for a, e in (rel.get("toolkit") or {}).items()]
+        files += [(f"kernels {chip}", a, e) for chip, per in (rel.get("kernels") or {}).items() for a, e in per.items()]
+        for what, arch, entry in files:
+            flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
+    for release, rel in (releases or {}).items():
+        flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        wheels = rel.get("wheels") or {}
+        if wheels:
+            flat[f"torch_npu {release} wheels"] = " ".join(wheels)
+            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
+            flat[f"torch_npu {release} wheel sums"] = f"(digest {digest})"
+    return flat
+
+
+def summarize(old: dict, new: dict) -> Summary:
+    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {})
+    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {})
+    s = Summary()
+    for key in b:
+        if key not in a:
+            s.added.append(key + ("" if b[key] == "release" else f": {b[key]}"))
+        elif a[key] != b[key]:
+            s.changed.append(f"{key}: {a[key]} -> {b[key]}")
+    s.removed = [k for k in a if k not in b]
+    return s
+
+
+# ---------------------------------------------------------------------------- the task
+
+@dataclass
+class Result:
+    text: str                      # the new matrix.yaml
+    changed: bool
+    summary: Summary
+    merged: Merged
+    counts: dict[str, int]
+
+
+def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[str]) -> list[DeployerData]:
+    """The deployer releases to read: the given copies, else the matrix's list via pip."""
+    if given:
+        return [read(p) for p in given]
+    return [read(fetch(v, work, pip_args)) for v in versions]
+
+
+def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None) -> Result:
+    import yaml
+    from ..matrix import load_text
+    text = matrix_path.read_text()
+    before, region, after = split(text, str(matrix_path))
+    data = yaml.safe_load(text) or {}
+    upstream = data.get("upstream") or {}
+    versions = [str(v) for v in upstream.get("deployer") or []]
+    if not versions and not given:
+        raise UserError(f"{matrix_path}: upstream.deployer lists no ascend-deployer release to read")
+    choices = {str(k): dict(v) for k, v in (upstream.get("choices") or {}).items()}
+    with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
+        datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
+    merged = merge(datasets, choices)
+    undecided = [c for c in merged.conflicts if c.taken is None]
+    if undecided:
+        raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
+                        + "\n  ".join(map(str, undecided))
+                        + "\nRecord the choice under upstream.choices, e.g.\n  upstream:\n    choices:\n      "
+                        + f"\"{undecided[0].path}\": {{take: {next(iter(undecided[0].values.values()))}, why: \"...\"}}")
+    old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
+    pins = {e["file"]: e["sha256"] for rel in (old.get("cann") or {}).values()
+            for e in list((rel.get("toolkit") or {}).values())
+            + [x for per in (rel.get("kernels") or {}).values() for x in per.values()] if e.get("sha256")}
+    new_region = render_region(merged, pins)
+    new_text = before + new_region + after
+    load_text(new_text, matrix_path)             # the result must be a valid matrix, or nothing is written
+    new = yaml.safe_load(new_region) or {}
+    files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values())
+             + [x for per in rel.kernels.values() for x in per.values()]]
+    counts = {"deployer releases read": len(merged.read), "CANN releases": len(merged.cann),
+              "CANN files imported": len({f.zip for f in files}),
+              "CANN checksums (sha256 of the published .zip)": len({f.zip for f in files if f.sha256}),
+              "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
+              "torch_npu releases": len(merged.torch_npu),
+              "torch_npu releases with a CANN pairing": sum(1 for r in merged.torch_npu.values() if r.cann),
+              "wheel checksums (torch and torch_npu)": sum(len(s) for r in merged.torch_npu.values()
+                                                           for s in r.wheels.values()),
+              "conflicts between sources": len(merged.conflicts)}
+    return Result(new_text, new_text != text, summarize(old, new), merged, counts)

@@ -1,0 +1,175 @@
+"""`invoke update` on synthetic ascend-deployer releases in the real layout (the fixture
+in tests/doubles/deployer_fixture.py): the imported part is rewritten with its sources,
+the hand-written rest stays byte for byte, disagreements are never settled silently."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import MatrixError, UserError
+from ascend_build.matrix import load_matrix
+from ascend_build.upstream.deployer import read
+from ascend_build.upstream.update import BEGIN, END, split, update
+from tests.doubles.deployer_fixture import fake_sum, make_deployer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def matrix(tmp_path) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text((ROOT / "matrix.yaml").read_text())
+    return path
+
+
+def hand_written(text: str) -> tuple[str, str]:
+    before, _, after = split(text, "matrix.yaml")
+    return before, after
+
+
+def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
+    old = matrix.read_text()
+    result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")])
+    assert result.changed
+    assert hand_written(result.text) == hand_written(old), "a hand-written byte changed"
+    m_text = result.text
+    matrix.write_text(m_text)
+    m = load_matrix(matrix)
+    rel = m.cann["8.0.RC3"]
+    assert rel.driver == "24.1.RC3"
+    name = "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.zip"
+    assert rel.toolkit["aarch64"].zip_sha256 == fake_sum(name) and rel.toolkit["aarch64"].file == name[:-4] + ".run"
+    # Up to 8.0.RC2 one kernels file serves both arches; 8.5.0 names operator packages.
+    assert m.cann["8.0.RC1"].kernels["910b"]["x86_64"].file == "Ascend-cann-kernels-910b_8.0.RC1_linux.run"
+    assert m.cann["8.5.0"].kernels["910"]["aarch64"].file == "Ascend-cann-910-ops_8.5.0_linux-aarch64.run"
+    assert 'source: "ascend-deployer 6.0.0: ascend_deployer/downloader/software/CANN_8.0.RC3.json"' in m_text
+    assert 'source: "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"' in m_text
+    assert re.search(r"cp310-aarch64: \{torch_npu: [0-9a-f]{64}, torch: [0-9a-f]{64}\}", m_text)
+    assert "Ascend-cann-nnrt" not in m_text, "files the images do not use are counted, not imported"
+    assert result.counts["CANN releases"] == 5 and result.counts["torch_npu releases"] == 7
+    assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 10
+    lines = result.summary.lines()      # against the real import committed in matrix.yaml
+    assert "- cann 8.2.RC1" in lines and "~ cann 8.0.RC3 toolkit aarch64: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run " \
+        f"zip_sha256 872691b3734908536a7526fa14ff2b90bed81d38c38e9e6124ae447da6029471 -> " \
+        f"Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run zip_sha256 {fake_sum(name)}" in lines
+    # A second run on its own output changes nothing.
+    assert not update(matrix, [make_deployer(tmp_path / "d", "6.0.0")]).changed
+
+
+def test_run_pins_survive_an_update(matrix, tmp_path):
+    source = [make_deployer(tmp_path / "d", "6.0.0")]
+    matrix.write_text(update(matrix, source).text)
+    pin = "ab" * 32
+    text = matrix.read_text().replace("{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
+                                      f"{{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: {pin}", 1)
+    matrix.write_text(text)
+    again = update(matrix, source)
+    assert not again.changed and f"sha256: {pin}" in again.text
+
+
+def test_a_disagreement_stops_the_update_until_the_matrix_records_a_choice(matrix, tmp_path):
+    newer = make_deployer(tmp_path / "a", "7.3.0", pairs={"2.1.0.post8": "8.1.RC1"})
+    older = make_deployer(tmp_path / "b", "6.0.0")
+    before = matrix.read_text()
+    with pytest.raises(UserError) as info:
+        update(matrix, [newer, older])
+    msg = str(info.value)
+    assert "torch_npu_releases.2.1.0.post8.cann: sources disagree" in msg
+    assert "ascend-deployer 7.3.0: 8.1.RC1" in msg and "ascend-deployer 6.0.0: 8.0.RC3" in msg
+    assert "upstream.choices" in msg
+    assert matrix.read_text() == before
+    # Recorded: the choice is taken and reported, and the matrix says why.
+    matrix.write_text(before.replace("  choices: {}", '  choices:\n    "torch_npu_releases.2.1.0.post8.cann": '
+                                                      '{take: 8.0.RC3, why: "the 6.0.rc3 branch was built for it"}'))
+    result = update(matrix, [newer, older])
+    assert [str(c) for c in result.merged.conflicts] == [
+        "torch_npu_releases.2.1.0.post8.cann: sources disagree (ascend-deployer 7.3.0: 8.1.RC1; ascend-deployer "
+        "6.0.0: 8.0.RC3): took 8.0.RC3 (the 6.0.rc3 branch was built for it)"]
+    assert "  2.1.0.post8:\n    cann: [8.0.RC3]\n" in result.text
+
+
+def test_a_newer_release_wins_where_the_sources_agree_and_adds_what_is_new(matrix, tmp_path):
+    newer = make_deployer(tmp_path / "a", "7.3.0", pairs={"2.5.1": "8.1.RC1", "2.6.0": "8.1.RC1"},
+                          drivers={"8.1.RC1": "25.0.RC1"})
+    older = make_deployer(tmp_path / "b", "6.0.0")
+    result = update(matrix, [older, newer])
+    assert not result.merged.conflicts
+    assert 'ascend-deployer 7.3.0: ascend_deployer/downloader/software/CANN_8.1.RC1.json' in result.text
+    assert "  2.6.0:\n    cann: [8.1.RC1]\n" in result.text
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda d: _edit(d, "software/CANN_8.0.RC3.json", '"24.1.RC3"', '"abc"'), "expected one NPU driver version"),
+    (lambda d: _edit(d, "version_match.json", '"CANN_8.0.RC3"', '"CANN_banana"'), "expected CANN_<version>"),
+    (lambda d: _edit(d, "software/CANN_8.0.0.json", '"sha256": "', '"sha256": "zz'), "expected 64 hex digits"),
+    (lambda d: (d / "ascend_deployer/downloader/version_match.json").unlink(), "version_match.json is missing"),
+], ids=["driver", "pairing", "sha256", "layout"])
+def test_nonsense_in_the_upstream_data_is_refused_with_its_file(matrix, tmp_path, spoil, message):
+    folder = make_deployer(tmp_path / "d", "6.0.0")
+    spoil(folder)
+    before = matrix.read_text()
+    with pytest.raises(UserError, match=message):
+        update(matrix, [folder])
+    assert matrix.read_text() == before
+
+
+def _edit(folder: Path, name: str, old: str, new: str) -> None:
+    path = folder / "ascend_deployer/downloader" / name
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def test_an_import_that_leaves_a_stack_unpaired_writes_nothing(matrix, tmp_path):
+    """Upstream no longer lists the release a stack uses: refused by the matrix checks."""
+    pairs = {"1.11.0.post11": "8.0.RC1", "2.1.0.post10": "8.0.0", "2.3.1.post4": "8.0.0", "2.4.0.post2": "8.0.0",
+             "2.5.1": "8.1.RC1"}
+    before = matrix.read_text()
+    with pytest.raises(MatrixError, match="got '2.1.0.post8', which torch_npu_releases does not list"):
+        update(matrix, [make_deployer(tmp_path / "d", "6.0.0", pairs=pairs)])
+    assert matrix.read_text() == before
+
+
+def test_a_wheel_reads_like_its_folder(tmp_path):
+    wheel = read(make_deployer(tmp_path / "w", "6.0.0", as_wheel=True))
+    folder = read(make_deployer(tmp_path / "f", "6.0.0"))
+    assert wheel.version == folder.version == "6.0.0" and wheel.archive_sha256
+    assert wheel.cann.keys() == folder.cann.keys() and wheel.torch_npu.keys() == folder.torch_npu.keys()
+    assert wheel.cann["8.0.0"].toolkit == folder.cann["8.0.0"].toolkit
+
+
+def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp_path):
+    source = str(make_deployer(tmp_path / "d", "6.0.0"))
+    before = matrix.read_text()
+    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", source]
+    dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    assert "would change" in dry.stdout and "CANN releases: 5" in dry.stdout
+    check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
+    assert check.returncode == 1 and matrix.read_text() == before
+    wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)
+    assert wrote.returncode == 0 and "wrote" in wrote.stdout
+    assert hand_written(matrix.read_text()) == hand_written(before)
+    current = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
+    assert current.returncode == 0 and "is current" in current.stdout
+
+
+def test_markers_missing_is_a_clear_error(matrix, tmp_path):
+    matrix.write_text(matrix.read_text().replace(BEGIN, "# gone"))
+    with pytest.raises(UserError, match="no imported part"):
+        update(matrix, [make_deployer(tmp_path / "d", "6.0.0")])
+    assert END in matrix.read_text()
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('    python: "3.11"        # bookworm', '    python: "3.99"        # bookworm', "got '3.99'; expected a python minor"),
+    ("    driver: 24.1.RC3", "    driver: abc", "got 'abc'; expected an NPU driver version"),
+])
+def test_nonsense_versions_in_the_matrix_are_refused(matrix, old, new, message):
+    text = matrix.read_text()
+    assert old in text
+    matrix.write_text(text.replace(old, new, 1))
+    with pytest.raises(MatrixError, match=message):
+        load_matrix(matrix)

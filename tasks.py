@@ -14,7 +14,7 @@ from ascend_build import engine as eng
 from ascend_build import interrupts
 from ascend_build import packages as pkgs
 from ascend_build import render as rnd
-from ascend_build.errors import UserError
+from ascend_build.errors import BuildFailed, UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.network import proxy_settings
 from ascend_build.report import ci_matrix as ci_cells, matrix_table
@@ -175,7 +175,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
     print("\n" + builds.summary(outcomes))
     failed = [o for o in outcomes if o.status != "tagged"]
     if failed:
-        raise UserError(f"{len(failed)} of {len(outcomes)} images failed (above)")
+        raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",

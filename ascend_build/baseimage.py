@@ -11,9 +11,8 @@ from pathlib import Path
 
 from . import engine as eng
 from .errors import UserError
-from .matrix import PLATFORM_ARCH
+from .platforms import get as get_platform
 
-DEBIAN_ARCH = {"linux/arm64": "arm64", "linux/amd64": "amd64"}
 # What debootstrap leaves that a base image should not carry (the official Debian images
 # ship without it): package lists and caches, which every image step would otherwise
 # delete or rewrite in a layer of its own, as dead bytes on top of the base.
@@ -22,13 +21,12 @@ JUNK = ("var/lib/apt/lists/*", "var/cache/apt/*.bin", "var/cache/apt/archives/*.
 
 def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
                 mirror: str = "http://deb.debian.org/debian", dry: bool = False) -> None:
-    if platform not in PLATFORM_ARCH:
-        raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+    target = get_platform(platform)
     if not shutil.which("debootstrap") and not dry:
         raise UserError("debootstrap is not installed (Debian: apt-get install debootstrap)")
     with tempfile.TemporaryDirectory(prefix="ascend-base-") as tmp:
         root, ctx = Path(tmp) / "root", Path(tmp) / "ctx"
-        boot = ["debootstrap", "--variant=minbase", f"--arch={DEBIAN_ARCH[platform]}", suite, str(root), mirror]
+        boot = ["debootstrap", "--variant=minbase", f"--arch={target.suffix}", suite, str(root), mirror]
         ctx.mkdir()
         (ctx / "Dockerfile").write_text(
             f"# Debian {suite} root file system from debootstrap ({mirror})\n"

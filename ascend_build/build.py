@@ -16,7 +16,7 @@ from typing import Callable
 
 from . import engine as eng
 from . import interrupts
-from .errors import PackageError, UserError
+from .errors import BuildFailed, PackageError, TestsFailed, UserError
 from .matrix import Cell, Matrix
 from .network import Network, check as check_network, describe as describe_network, secret_files
 from .packages import Located as PkgLocated, PackageStore, default_cache, sha256_of, warn_unpinned
@@ -309,10 +309,10 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     print(f"building {what}; log: {log}", flush=True)
     code = eng.run(cmd, env, log)
     if code != 0:
-        raise UserError(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}")
+        raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}")
     image_id = req.iidfile.read_text().strip()
     if test(image_id) != 0:
-        raise UserError(f"image tests failed for {image_id} ({what}); nothing was tagged. "
+        raise TestsFailed(f"image tests failed for {image_id} ({what}); nothing was tagged. "
                         f"Rerun them with `invoke test --image {image_id}`")
     interrupts.check()                  # one that came between the steps
     with interrupts.deferred():         # all tags or none: an interrupt waits for the last

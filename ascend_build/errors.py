@@ -1,5 +1,8 @@
 """Errors a user can act on. Everything the tool refuses is one of these: tasks print
-them and exit non-zero, never with a traceback."""
+them and exit with the class's code, never with a traceback. The codes (README, "Exit
+codes"): 2 bad input (options, matrix.yaml), 3 a CANN package or source missing or
+corrupt, 4 a build failed, 5 an image's tests failed, 6 no usable container engine;
+130 interrupted (interrupts.Interrupted)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,6 +35,22 @@ class MatrixError(UserError):
 class PackageError(UserError):
     """A CANN package or source tarball is missing, corrupt or does not fit."""
 
+    exit_code = 3
+
+
+class BuildFailed(UserError):
+    """An image or wheel build ran and failed (its log says why)."""
+
+    exit_code = 4
+
+
+class TestsFailed(UserError):
+    """An image was built but its test suite failed: it was not tagged."""
+
+    exit_code = 5
+
 
 class EngineError(UserError):
     """No usable container engine, or it refused a command."""
+
+    exit_code = 6

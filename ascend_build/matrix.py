@@ -12,10 +12,10 @@ from packaging.version import Version
 
 from . import schema as s
 from .errors import MatrixError, UserError
+from .platforms import ARCHES, PLATFORMS, Platform, get as get_platform
 from .yamlsource import Located, load
 
-ARCHES = ("aarch64", "x86_64")
-PLATFORM_ARCH = {"linux/arm64": "aarch64", "linux/amd64": "x86_64"}
+PLATFORM_ARCH = {name: p.arch for name, p in PLATFORMS.items()}   # for the schema
 VERSION = r"[0-9][0-9A-Za-z.+-]*"
 MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
 DRIVER = r"[0-9]{2}\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?"
@@ -136,8 +136,12 @@ class Cell:
     alias: str | None = None
 
     @property
+    def target(self) -> Platform:
+        return PLATFORMS[self.platform]
+
+    @property
     def arch(self) -> str:
-        return PLATFORM_ARCH[self.platform]
+        return self.target.arch
 
     @property
     def dockerfile(self) -> Path:
@@ -170,8 +174,12 @@ class BuilderCell:
     platform: str
 
     @property
+    def target(self) -> Platform:
+        return PLATFORMS[self.platform]
+
+    @property
     def arch(self) -> str:
-        return PLATFORM_ARCH[self.platform]
+        return self.target.arch
 
     @property
     def dockerfile(self) -> Path:
@@ -228,8 +236,7 @@ class Matrix:
 
     def _platform(self, platform: str | None) -> str:
         platform = platform or self.defaults["platform"]
-        if platform not in PLATFORM_ARCH:
-            raise UserError(f"unknown platform {platform!r}; choose one of: {', '.join(PLATFORM_ARCH)}")
+        get_platform(platform)
         return platform
 
     # ------------------------------------------------------------ resolution

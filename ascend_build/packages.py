@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 from .errors import PackageError
 from .matrix import CannFile, Matrix
+from .platforms import of_arch
 
 CHUNK = 1 << 20
 
@@ -271,7 +272,7 @@ def check_contents(f: CannFile, path: Path) -> Contents:
     if wrong_arch:
         raise PackageError(f"{path}: named for {f.arch} but its binaries are for {', '.join(sorted(wrong_arch))} "
                            f"(ELF headers in the payload). It would fail to install in a linux/"
-                           f"{'arm64' if f.arch == 'aarch64' else 'amd64'} image; get the {f.arch} file from "
+                           f"{of_arch(f.arch).suffix} image; get the {f.arch} file from "
                            f"{f.url}")
     if f.chip and facts.chips and f.chip not in facts.chips:
         raise PackageError(f"{path}: named for chip {f.chip} but it carries kernels for "

@@ -12,8 +12,6 @@ from .build import LABEL_PREFIX
 from .errors import UserError
 from .matrix import Cell
 
-ARCH_SUFFIX = {"linux/arm64": "arm64", "linux/amd64": "amd64"}
-
 
 @dataclass
 class PushReport:
@@ -43,7 +41,7 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
     and join the arches of each readable tag and alias into one manifest list."""
     report = PushReport()
     for cell in cells:
-        suffix = ARCH_SUFFIX[cell.platform]
+        suffix = cell.target.suffix
         local = f"{local_repository}:{cell.name}-{suffix}"
         labels = _ok(engine, "image", "inspect", "--format",
                      '{{index .Config.Labels "' + LABEL_PREFIX + '.content-tag"}}', local)
@@ -76,7 +74,7 @@ def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = F
     wanted: dict[str, set[str]] = {}
     for cell in cells:
         for name in [cell.name] + ([cell.alias] if cell.alias else []):
-            wanted.setdefault(name, set()).add(ARCH_SUFFIX[cell.platform])
+            wanted.setdefault(name, set()).add(cell.target.suffix)
     written = []
     for name, suffixes in sorted(wanted.items()):
         parts = [f"{registry}:{name}-{s}" for s in sorted(suffixes)]

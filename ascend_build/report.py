@@ -43,12 +43,8 @@ def matrix_table(matrix: Matrix) -> str:
     return text
 
 
-# GitHub-hosted runners per platform: arm64 natively where such runners exist.
-RUNNERS = {"linux/arm64": "ubuntu-24.04-arm", "linux/amd64": "ubuntu-24.04"}
-
-
 def ci_matrix(matrix: Matrix) -> list[dict[str, str]]:
     """The CI build matrix, derived from `images:` so no image list is written twice."""
-    return [{"name": f"{c.name}-{c.platform.split('/')[1]}", "torch": c.stack.name, "os": c.os.name,
-             "python": c.python, "chip": c.chip, "platform": c.platform, "runner": RUNNERS[c.platform]}
+    return [{"name": f"{c.name}-{c.target.suffix}", "torch": c.stack.name, "os": c.os.name,
+             "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner}
             for c in matrix.image_cells()]

@@ -16,7 +16,7 @@ from . import engine as eng
 from . import interrupts
 from .build import (LABEL_PREFIX, BuildOptions, arch_suffix, build_test_tag, content_tag,
                     current_dockerfile, run_image_tests)
-from .errors import UserError
+from .errors import BuildFailed, UserError
 from .matrix import BuilderCell, Matrix
 from .network import check as check_network, secret_files
 from .packages import default_cache
@@ -246,7 +246,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: e
         code = eng.run(cmd, None, log)
         wheels = sorted(tmp.glob(f"{kind.wheel_prefix}*.whl"))
         if code != 0 or len(wheels) != 1:
-            raise UserError(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
+            raise BuildFailed(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
                             f"and nothing tagged. Log: {log}")
         meta = {"kind": kind.name, "wheel": wheels[0].name, "revision": src.revision, "source": src.origin,
                 "builder": tag, "builder_id": builder_id, "python": python, "arch": bcell.arch,

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import UserError
+from ..platforms import ARCHES
 
 PACKAGE = "ascend-deployer"
 DATA_DIR = "ascend_deployer/downloader"
-SYSTEM_ARCH = {"linux_aarch64": "aarch64", "linux_x86_64": "x86_64"}
-ARCHES = ("aarch64", "x86_64")
+SYSTEM_ARCH = {f"linux_{arch}": arch for arch in ARCHES}     # the deployer's name for an arch
 SHA256 = re.compile(r"[0-9a-f]{64}")
 CANN_VERSION = re.compile(r"[0-9]+\.[0-9]+\.(RC[0-9]+|[0-9]+)")
 DRIVER_VERSION = re.compile(r"[0-9]+\.[0-9]+\.(RC[0-9]+|[0-9]+)", re.IGNORECASE)

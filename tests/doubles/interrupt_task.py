@@ -19,7 +19,7 @@ from invoke import Exit  # noqa: E402
 import tasks  # noqa: E402
 from ascend_build import engine as eng  # noqa: E402
 from ascend_build import interrupts  # noqa: E402
-from ascend_build.errors import UserError  # noqa: E402
+from ascend_build.errors import BuildFailed  # noqa: E402
 
 CLIENT = Path(__file__).with_name("client_double.py")
 
@@ -30,7 +30,7 @@ def work(folder: Path, what: str, fail: bool) -> None:
             cmd = [sys.executable, str(CLIENT), str(folder)] + (["--fail"] if fail else [])
             code = eng.run(cmd, log=folder / "build.log")
             if code != 0:
-                raise UserError(f"build failed (exit {code}); nothing was tagged")
+                raise BuildFailed(f"build failed (exit {code}); nothing was tagged")
         else:
             (folder / "tagging").write_text("")
             with interrupts.deferred():

@@ -66,7 +66,7 @@ def test_failed_compile_keeps_its_log_and_caches_nothing(builder, cache, tmp_pat
     (broken / "csrc" / "standin.c").write_text("this is not C;\n")
     before = set((cache / "wheels" / "torch_npu").glob("*")) if (cache / "wheels" / "torch_npu").exists() else set()
     out = invoke(cache, "torch-npu", "--flavor", "debian11", "--src", str(broken), *COMMON)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 4 and "Traceback" not in out.stderr     # BuildFailed
     assert "torch_npu build failed" in out.stderr and "nothing was cached" in out.stderr
     log = Path(out.stderr.split("Log: ")[1].split()[0])
     assert log.is_file() and "error" in log.read_text()

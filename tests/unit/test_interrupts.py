@@ -91,7 +91,7 @@ def test_ctrl_c_to_the_group_when_the_task_was_started_with_sigint_ignored(tmp_p
 def test_a_build_that_fails_on_its_own_is_a_failure_not_an_interrupt(tmp_path):
     proc = start(tmp_path, "build", "--fail")
     code, err = finish(proc)
-    assert code == 2 and "error: build failed (exit 1)" in err and "interrupted" not in err, err
+    assert code == 4 and "error: build failed (exit 1)" in err and "interrupted" not in err, err
     assert (tmp_path / "cleaned").exists()
 
 

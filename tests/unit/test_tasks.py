@@ -42,7 +42,7 @@ def test_build_stops_before_docker_when_packages_are_missing(tmp_path):
     out = invoke("build", "--torch", "2.1.0", "--packages", str(tmp_path / "none"), "--offline",
                  env={"PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
                       "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 3 and "Traceback" not in out.stderr      # PackageError
     assert "CANN toolkit package not found: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run" in out.stderr
     assert "CANN kernels package not found: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run" in out.stderr
     assert not calls.exists()

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from ascend_build import build as builds
+from ascend_build.images import build as builds
 from ascend_build import engine as eng
-from ascend_build import interrupts
-from ascend_build import packages as pkgs
-from ascend_build import render as rnd
+from ascend_build.engine import interrupts
+from ascend_build.images import packages as pkgs
+from ascend_build.images import render as rnd
 from ascend_build.errors import BuildFailed, UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.network import proxy_settings
-from ascend_build.report import ci_matrix as ci_cells, matrix_table
+from ascend_build.engine.network import proxy_settings
+from ascend_build.matrix.report import ci_matrix as ci_cells, matrix_table
 
 ROOT = Path(__file__).resolve().parent
 
@@ -199,7 +199,7 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
 def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://deb.debian.org/debian",
                docker=None, dry=False):
     """Make a Debian base image with debootstrap, for sites with no registry access."""
-    from ascend_build.baseimage import debian_base
+    from ascend_build.images.baseimage import debian_base
     engine = eng.for_task("docker", docker, dry)
     debian_base(engine, suite, platform, tag, mirror, dry)
 
@@ -229,7 +229,7 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
             pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
             network=None):
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
-    from ascend_build.sources import build_builder
+    from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     build_builder(m, m.builder_cell(torch, flavor, python, platform), _source_opts(base_image, ca_bundle,
@@ -237,7 +237,7 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
 
 
 def _wheel_task(kind, torch, flavor, python, platform, src, opts: builds.BuildOptions, docker, dry, matrix):
-    from ascend_build.sources import WheelRequest, build_wheel
+    from ascend_build.images.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
@@ -274,7 +274,7 @@ RUN_HELP = {
 
 
 def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive):
-    from ascend_build.hostrun import RunOptions, compose
+    from ascend_build.host.run import RunOptions, compose
     engine = eng.for_task("docker", docker, dry)
     runtimes = frozenset()
     if not dry or runtime == "auto":
@@ -332,7 +332,7 @@ def _push_cells(m, torch, os, python, chip, platform):
 def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
          join=True, docker=None, dry=False, matrix="matrix.yaml"):
     """Push tested images (skipping content the registry has) and join their arches."""
-    from ascend_build.registry import push as push_images
+    from ascend_build.images.registry import push as push_images
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     report = push_images(engine, _push_cells(m, torch, os, python, chip, platform), repository, registry, dry, join)
@@ -353,7 +353,7 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
 def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, dry=False,
          matrix="matrix.yaml"):
     """Join the per-arch images already in the registry into one manifest list per tag."""
-    from ascend_build.registry import join_all
+    from ascend_build.images.registry import join_all
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
@@ -372,7 +372,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
            proxy=None):
     """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
     wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
-    from ascend_build.upstream import deployer, update as upd
+    from ascend_build.matrix.upstream import deployer, update as upd
     pip_args = ((["--index-url", pip_index_url] if pip_index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
                 + (["--proxy", proxy] if proxy else []))
     path = Path(matrix)

@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
-from ascend_build.baseimage import debian_base  # noqa: E402
-from ascend_build.build import BuildOptions, build  # noqa: E402
+from ascend_build.images.baseimage import debian_base  # noqa: E402
+from ascend_build.images.build import BuildOptions, build  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
-from ascend_build.packages import pin  # noqa: E402
-from ascend_build.render import render_all  # noqa: E402
+from ascend_build.images.packages import pin  # noqa: E402
+from ascend_build.images.render import render_all  # noqa: E402
 from tests.doubles.cann_double import make_run  # noqa: E402
 
 BASE = "ascend-build-bench/debian:bookworm-{arch}"     # made anew on every run: the base code measured too

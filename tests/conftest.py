@@ -75,7 +75,7 @@ def labels(inspect) -> dict[str, str]:
 
 
 def label(labels: dict[str, str], key: str) -> str:
-    from ascend_build.build import LABEL_PREFIX
+    from ascend_build.images.build import LABEL_PREFIX
     full = f"{LABEL_PREFIX}.{key}"
     assert full in labels, f"image lacks the label {full} that ties it to the matrix"
     return labels[full]

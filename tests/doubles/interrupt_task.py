@@ -18,7 +18,7 @@ from invoke import Exit  # noqa: E402
 
 import tasks  # noqa: E402
 from ascend_build import engine as eng  # noqa: E402
-from ascend_build import interrupts  # noqa: E402
+from ascend_build.engine import interrupts  # noqa: E402
 from ascend_build.errors import BuildFailed  # noqa: E402
 
 CLIENT = Path(__file__).with_name("client_double.py")

@@ -10,8 +10,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ascend_build.build import LABEL_PREFIX
-from ascend_build.checks import env_gaps, missing_libraries
+from ascend_build.images.build import LABEL_PREFIX
+from ascend_build.images.checks import env_gaps, missing_libraries
 
 SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 
@@ -87,7 +87,7 @@ def test_pins_hold(host, cell):
 
 def test_torch_npu_libraries_resolve(host):
     """Every shared library torch_npu's extensions need resolves inside the image,
-    except the host driver's (listed in ascend_build.checks.HOST_DRIVER_LIBS)."""
+    except the host driver's (listed in ascend_build.images.checks.HOST_DRIVER_LIBS)."""
     root, torch_lib = pyjson(host, "import json, os, importlib.util as u; "
                                    "loc = lambda m: u.find_spec(m).submodule_search_locations[0]; "
                                    "print(json.dumps([loc('torch_npu'), os.path.join(loc('torch'), 'lib')]))")
@@ -139,7 +139,7 @@ def test_npu_smoke(client, image):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""
     import subprocess
-    from ascend_build.hostrun import RunOptions, compose, host_cards
+    from ascend_build.host.run import RunOptions, compose, host_cards
     cards = host_cards(Path("/"))
     if not cards:
         pytest.skip("no /dev/davinciN on this host: the NPU tensor test needs a 910B host")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.baseimage import debian_base
+from ascend_build.images.baseimage import debian_base
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.build import BuildOptions, build
+from ascend_build.images.build import BuildOptions, build
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
 

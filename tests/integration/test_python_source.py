@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build import engine as eng
-from ascend_build.baseimage import debian_base
+from ascend_build.images.baseimage import debian_base
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]

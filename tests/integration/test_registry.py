@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from ascend_build.baseimage import debian_base
+from ascend_build.images.baseimage import debian_base
 from ascend_build.matrix import load_matrix
-from ascend_build.registry import join, platforms_of
+from ascend_build.images.registry import join, platforms_of
 from tests.conftest import in_ci
 from tests.integration.conftest import BOOKWORM, REPO, ROOT, STACK, image_exists
 

@@ -1,7 +1,7 @@
 """The debootstrap base: what is left out of its root file system."""
 from __future__ import annotations
 
-from ascend_build.baseimage import _tidy
+from ascend_build.images.baseimage import _tidy
 
 
 def test_package_lists_and_caches_are_left_out_but_apt_folders_stay(tmp_path):

@@ -1,4 +1,4 @@
-from ascend_build.checks import env_gaps, missing_libraries, unresolved
+from ascend_build.images.checks import env_gaps, missing_libraries, unresolved
 
 LDD = """\
 \tlinux-vdso.so.1 (0x0000ffff)

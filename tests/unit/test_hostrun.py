@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import UserError
-from ascend_build.hostrun import RunOptions, compose
+from ascend_build.host.run import RunOptions, compose
 
 ROOT = Path(__file__).resolve().parents[2]
 

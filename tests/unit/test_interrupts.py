@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.interrupts import died_of_interrupt
+from ascend_build.engine.interrupts import died_of_interrupt
 
 TASK = Path(__file__).resolve().parents[1] / "doubles" / "interrupt_task.py"
 

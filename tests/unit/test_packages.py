@@ -14,7 +14,7 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.matrix import CannFile, load_matrix
-from ascend_build.packages import PackageStore, pin, sha256_of
+from ascend_build.images.packages import PackageStore, pin, sha256_of
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64
@@ -126,7 +126,7 @@ def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
 def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     """Bare .run files (a release with no published sums in this copy of the matrix)."""
     import re
-    from ascend_build.packages import fetch_release
+    from ascend_build.images.packages import fetch_release
     matrix_path = tmp_path / "matrix.yaml"
     matrix_path.write_text(re.sub(r", zip_sha256: [0-9a-f]{64}", "", (ROOT / "matrix.yaml").read_text()))
     m = load_matrix(matrix_path)
@@ -198,7 +198,7 @@ def test_a_package_for_the_other_arch_under_the_right_name_is_refused(tmp_path):
     """A renamed download or a mislabelled mirror: the name says aarch64, the binaries
     inside are x86_64. Refused from the ELF headers in its payload, pinned or not."""
     from tests.doubles.cann_double import make_run
-    from ascend_build.packages import read_contents
+    from ascend_build.images.packages import read_contents
     right = make_run(tmp_path / "right", "toolkit", "8.0.RC3", "aarch64")
     wrong = make_run(tmp_path / "wrong", "toolkit", "8.0.RC3", "x86_64", name=right.name)
     assert read_contents(right).arches == {"aarch64"} and read_contents(wrong).arches == {"x86_64"}

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ascend_build.matrix import load_matrix
-from ascend_build.render import render, render_all
+from ascend_build.images.render import render, render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +74,7 @@ def test_lint_task_passes_on_the_committed_files():
 def test_every_downloading_step_takes_the_network_secrets():
     """A proxy or private index only works if every RUN that reaches the network mounts
     the secrets and sources them; a step that forgot would fail only behind a proxy."""
-    from ascend_build.render import NET_MOUNTS, NET_SETUP
+    from ascend_build.images.render import NET_MOUNTS, NET_SETUP
     downloaders = ("apt-get update", "dnf install", "yum install", "pip install --no-cache-dir", "curl ")
     checked = 0
     for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):

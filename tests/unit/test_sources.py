@@ -11,8 +11,8 @@ import pytest
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.render import render_all
-from ascend_build.sources import checkout, find_cached, parse_source, tree_hash
+from ascend_build.images.render import render_all
+from ascend_build.images.sources import checkout, find_cached, parse_source, tree_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = (ROOT / "matrix.yaml").read_text()
@@ -100,9 +100,9 @@ def test_wheel_build_gets_the_network_secrets_as_read_only_files(tmp_path):
     """A source build behind a proxy: the proxy, index and CA reach the builder container
     as read-only files under /run/secrets (as in image builds), never in its command
     line or environment, and are gone after."""
-    from ascend_build.build import BuildOptions
+    from ascend_build.images.build import BuildOptions
     from ascend_build.engine import Engine
-    from ascend_build.sources import WheelRequest, build_wheel
+    from ascend_build.images.sources import WheelRequest, build_wheel
     record = tmp_path / "run-args"
     client = tmp_path / "docker"       # a client double: an image that exists, a run that makes a wheel
     client.write_text(f"""#!/bin/bash

@@ -12,8 +12,8 @@ import pytest
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.upstream.deployer import read
-from ascend_build.upstream.update import BEGIN, END, split, update
+from ascend_build.matrix.upstream.deployer import read
+from ascend_build.matrix.upstream.update import BEGIN, END, split, update
 from tests.doubles.deployer_fixture import fake_sum, make_deployer
 
 ROOT = Path(__file__).resolve().parents[2]

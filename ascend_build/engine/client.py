@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import interrupts
-from .errors import EngineError
+from ..errors import EngineError
 
 
 @dataclass

@@ -5,7 +5,7 @@ from typing import Any
 
 import yaml
 
-from .errors import MatrixError, Problem
+from ..errors import MatrixError, Problem
 
 KeyPath = tuple[Any, ...]
 

@@ -12,13 +12,13 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import engine as eng
-from . import interrupts
+from .. import engine as eng
+from ..engine import interrupts
 from .build import (LABEL_PREFIX, BuildOptions, arch_suffix, build_test_tag, content_tag,
                     current_dockerfile, run_image_tests)
-from .errors import BuildFailed, UserError
-from .matrix import BuilderCell, Matrix
-from .network import check as check_network, secret_files
+from ..errors import BuildFailed, UserError
+from ..matrix import BuilderCell, Matrix
+from ..engine.network import check as check_network, secret_files
 from .packages import default_cache
 from .render import NET_SETUP, builder_dockerfile
 

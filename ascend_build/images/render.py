@@ -7,9 +7,9 @@ from pathlib import Path
 
 import jinja2
 
-from .matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
+from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
 
 # Every RUN that downloads mounts the site's network secrets (network.py) and takes them

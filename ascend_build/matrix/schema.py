@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import Problem
+from ..errors import Problem
 from .yamlsource import KeyPath, Located
 
 Check = Callable[["Checker", Any, KeyPath], None]

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import PackageError
-from .matrix import CannFile, Matrix
-from .platforms import of_arch
+from ..errors import PackageError
+from ..matrix import CannFile, Matrix
+from ..platforms import of_arch
 
 CHUNK = 1 << 20
 

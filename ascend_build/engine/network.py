@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .errors import UserError
+from ..errors import UserError
 
 
 @dataclass(frozen=True)

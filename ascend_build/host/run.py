@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 DRIVER_LIB = "/usr/local/Ascend/driver/lib64"

@@ -1,7 +1,7 @@
 """Human-readable views of the matrix: the table `invoke matrix` prints."""
 from __future__ import annotations
 
-from .matrix import Cell, Matrix
+from .model import Cell, Matrix
 
 
 def cell_row(cell: Cell) -> dict[str, str]:

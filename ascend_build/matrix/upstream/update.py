@@ -13,7 +13,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..errors import UserError
+from ...errors import UserError
 from .deployer import CannData, DeployerData, Published, Source, TorchNpuData, fetch, read
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
@@ -233,7 +233,7 @@ def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[s
 
 def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None) -> Result:
     import yaml
-    from ..matrix import load_text
+    from ..model import load_text
     text = matrix_path.read_text()
     before, region, after = split(text, str(matrix_path))
     data = yaml.safe_load(text) or {}

@@ -11,8 +11,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from . import schema as s
-from .errors import MatrixError, UserError
-from .platforms import ARCHES, PLATFORMS, Platform, get as get_platform
+from ..errors import MatrixError, UserError
+from ..platforms import ARCHES, PLATFORMS, Platform, get as get_platform
 from .yamlsource import Located, load
 
 PLATFORM_ARCH = {name: p.arch for name, p in PLATFORMS.items()}   # for the schema

@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import engine as eng
-from .errors import UserError
-from .platforms import get as get_platform
+from .. import engine as eng
+from ..errors import UserError
+from ..platforms import get as get_platform
 
 # What debootstrap leaves that a base image should not carry (the official Debian images
 # ship without it): package lists and caches, which every image step would otherwise

@@ -15,8 +15,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..errors import UserError
-from ..platforms import ARCHES
+from ...errors import UserError
+from ...platforms import ARCHES
 
 PACKAGE = "ascend-deployer"
 DATA_DIR = "ascend_deployer/downloader"
@@ -169,7 +169,7 @@ def read(location: Path) -> DeployerData:
         entry.wheels, entry.wheels_source = _read_wheels(doc, src), src
     archive = None
     if location.is_file():
-        from ..packages import sha256_of
+        from ...images.packages import sha256_of
         archive = sha256_of(location)
     return DeployerData(version, cann, torch_npu, archive)
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import engine as eng
-from . import interrupts
-from .errors import BuildFailed, PackageError, TestsFailed, UserError
-from .matrix import Cell, Matrix
-from .network import Network, check as check_network, describe as describe_network, secret_files
+from .. import engine as eng
+from ..engine import interrupts
+from ..errors import BuildFailed, PackageError, TestsFailed, UserError
+from ..matrix import Cell, Matrix
+from ..engine.network import Network, check as check_network, describe as describe_network, secret_files
 from .packages import Located as PkgLocated, PackageStore, default_cache, sha256_of, warn_unpinned
 from .render import ROOT, runtime_dockerfile
 
@@ -267,7 +267,7 @@ def build_many(matrix: Matrix, cells: list[Cell], base: BuildOptions, engine_kin
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    from .report import table
+    from ..matrix.report import table
     return table([{"image": o.image, "platform": o.platform, "status": o.status,
                    "log": str(o.log) if o.log else "-", "detail": o.detail} for o in outcomes])
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 
-from . import engine as eng
-from . import interrupts
+from .. import engine as eng
+from ..engine import interrupts
 from .build import LABEL_PREFIX
-from .errors import UserError
-from .matrix import Cell
+from ..errors import UserError
+from ..matrix import Cell
 
 
 @dataclass

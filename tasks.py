@@ -10,6 +10,8 @@ from pathlib import Path
 from invoke import Exit, task
 
 from ascend_build.images import build as builds
+from ascend_build.images import steps
+from ascend_build.images.options import Inputs, Site, parse_base_images
 from ascend_build import engine as eng
 from ascend_build.engine import interrupts
 from ascend_build.images import packages as pkgs
@@ -155,23 +157,19 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None):
     """Build a runtime image, run its tests, and tag it only if they pass."""
-    opts = builds.BuildOptions(torch_npu_src=torch_npu_src, apex_src=apex_src, builder_flavor=builder_flavor,
-                               cache_registry=cache_registry, no_cache=no_cache,
-                               proxy=proxy_settings(proxy, no_proxy), network=network,
-        stack=torch, os=os, python=python, chip=chip, platform=platform, repository=repository,
-        packages=[Path(p) for p in packages] if packages else [Path("packages")], offline=offline,
-        require_pins=require_pins, base_images=builds.parse_base_images(base_image or []),
-        pip_index_url=pip_index_url, ca_bundle=Path(ca_bundle) if ca_bundle else None,
-        wheelhouse=Path(wheelhouse) if wheelhouse else None,
-        torch_npu_wheel=Path(torch_npu_wheel) if torch_npu_wheel else None,
-        apex_wheel=Path(apex_wheel) if apex_wheel else None, dry=dry)
+    site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
+                 packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
+                 require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache)
+    inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
+                    apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
+                    builder_flavor=builder_flavor)
     m = load_matrix(matrix)
     if not all:
-        builds.build(m, opts, engine, docker)
+        builds.build(m, m.cell(torch, os, python, chip, platform), site, inputs, engine, docker)
         return
     if any((torch, os, python, chip, platform)):
         raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
-    outcomes = builds.build_many(m, m.image_cells(), opts, engine, docker)
+    outcomes = builds.build_many(m, m.image_cells(), site, inputs, engine, docker)
     print("\n" + builds.summary(outcomes))
     failed = [o for o in outcomes if o.status != "tagged"]
     if failed:
@@ -184,7 +182,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
 def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
     """Run the whole test suite, or with --image only the image tests on that image."""
     if image:
-        code = builds.run_image_tests(image, Path(matrix), eng.detect(engine, docker))
+        code = steps.run_image_tests(image, Path(matrix), eng.detect(engine, docker))
     else:
         code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra"],
                               cwd=ROOT).returncode
@@ -216,11 +214,14 @@ SOURCE_HELP = {
 }
 
 
-def _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None,
-                 network=None) -> builds.BuildOptions:
-    return builds.BuildOptions(base_images=builds.parse_base_images(base_image or []), pip_index_url=pip_index_url,
-                               ca_bundle=Path(ca_bundle) if ca_bundle else None, dry=dry,
-                               proxy=proxy_settings(proxy, no_proxy), network=network)
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _site(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None, network=None, **more) -> Site:
+    """This site's settings from the options every building task shares."""
+    return Site(base_images=parse_base_images(base_image or []), pip_index_url=pip_index_url,
+                ca_bundle=_path(ca_bundle), dry=dry, proxy=proxy_settings(proxy, no_proxy), network=network, **more)
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help=SOURCE_HELP)
@@ -232,16 +233,16 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
     from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
-    build_builder(m, m.builder_cell(torch, flavor, python, platform), _source_opts(base_image, ca_bundle,
+    build_builder(m, m.builder_cell(torch, flavor, python, platform), _site(base_image, ca_bundle,
                   pip_index_url, dry, proxy, no_proxy, network), engine)
 
 
-def _wheel_task(kind, torch, flavor, python, platform, src, opts: builds.BuildOptions, docker, dry, matrix):
+def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix):
     from ascend_build.images.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
-    print(build_wheel(m, req, opts, engine))
+    print(build_wheel(m, req, site, engine))
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
@@ -251,7 +252,7 @@ def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, 
               network=None):
     """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("torch_npu", torch, flavor, python, platform, src,
-                _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
@@ -261,7 +262,7 @@ def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_
          network=None):
     """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("apex", torch, flavor, python, platform, src,
-                _source_opts(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
 
 
 RUN_HELP = {
@@ -276,11 +277,7 @@ RUN_HELP = {
 def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive):
     from ascend_build.host.run import RunOptions, compose
     engine = eng.for_task("docker", docker, dry)
-    runtimes = frozenset()
-    if not dry or runtime == "auto":
-        out = subprocess.run(engine.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"),
-                             capture_output=True, text=True)
-        runtimes = frozenset(out.stdout.split())
+    runtimes = engine.runtimes() if not dry or runtime == "auto" else frozenset()
     opts = RunOptions(image=image, command=tuple(command), devices=devices, interactive=interactive,
                       shm_size=shm_size, network_host=network_host, runtime=runtime)
     cmd = compose(engine.client, opts, Path(host_root), runtimes)
@@ -372,37 +369,23 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
            proxy=None):
     """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
     wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
-    from ascend_build.matrix.upstream import deployer, update as upd
-    pip_args = ((["--index-url", pip_index_url] if pip_index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
-                + (["--proxy", proxy] if proxy else []))
+    from ascend_build.matrix.upstream import update as upd
     path = Path(matrix)
+    pip_args = upd.pip_options(pip_index_url, ca_bundle, proxy)
     result = upd.update(path, [Path(p) for p in from_ or []], pip_args)
-    for conflict in result.merged.conflicts:
-        print(f"conflict: {conflict}")
-    for line in result.summary.lines():
+    for line in upd.report(result):
         print(line)
-    for what, count in result.counts.items():
-        print(f"{what}: {count}")
-    newer = None
-    if check and not from_:
-        newest = deployer.newest_version(pip_args)
-        known = [d.version for d in result.merged.read]
-        newer = newest if newest not in known else None
-        if newer:
-            print(f"news: ascend-deployer {newest} is out; matrix.yaml reads {', '.join(known)} "
-                  f"(add it to upstream.deployer and run `invoke update`)")
+    newer = upd.newer_release(result, pip_args) if check and not from_ else None
+    if newer:
+        print(f"news: ascend-deployer {newer} is out; matrix.yaml reads "
+              f"{', '.join(d.version for d in result.merged.read)} (add it to upstream.deployer, `invoke update`)")
     if check or dry:
-        if result.changed:
-            print(f"{path}: the imported part would change (above)" + ("; nothing written" if dry else ""))
-        else:
-            print(f"{path}: the imported part is current")
+        print(f"{path}: the imported part " + ("would change (above)" if result.changed else "is current"))
         if check and (result.changed or newer):
             raise Exit(code=1)
         return
     if result.changed:
-        tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(result.text)
-        tmp.replace(path)
+        upd.write(path, result)
         print(f"wrote {path}; review with `git diff {path}`, then `invoke render`")
     else:
         print(f"{path}: the imported part is already current")

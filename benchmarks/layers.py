@@ -19,6 +19,8 @@ Layer bytes come from `docker save` (uncompressed layer tars), image sizes from 
 """
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import os
@@ -38,7 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
 from ascend_build.images.baseimage import debian_base  # noqa: E402
-from ascend_build.images.build import BuildOptions, build  # noqa: E402
+from ascend_build.images.build import build  # noqa: E402
+from ascend_build.images.options import Inputs, Site  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.images.render import render_all  # noqa: E402
@@ -147,9 +150,19 @@ def du(engine: eng.Engine, ref: str, path: str) -> int:
     return int(out.stdout.split()[0])
 
 
+SITE_FIELDS = {f.name for f in dataclasses.fields(Site)}
+
+
+def build_with(matrix, stack: str, os: str, python: str, platform: str, **kw):
+    """One build from flat keyword options, split into the cell, the site and the inputs."""
+    site = Site(**{k: tuple(v) if k == "packages" else v for k, v in kw.items() if k in SITE_FIELDS})
+    inputs = Inputs(**{k: v for k, v in kw.items() if k not in SITE_FIELDS})
+    return build(matrix, matrix.cell(stack, os, python, None, platform), site, inputs)
+
+
 def timed_build(matrix, **kw) -> tuple[float, str]:
     start = time.monotonic()
-    result = build(matrix, BuildOptions(**kw))
+    result = build_with(matrix, **kw)
     return time.monotonic() - start, result.tags[0]
 
 
@@ -260,7 +273,7 @@ def main() -> None:
     rebuilt = (("2.1.0", {}), ("2.1.0", {"torch_npu_wheel": bumped_wheel, "repository": REPO + "-bump"}),
                ("2.1.0-cann8.0.0", {}), ("2.3.1", {}), ("2.4.0", {}))
     for stack, extra in rebuilt:
-        build(matrix, BuildOptions(stack=stack, **{**common, **extra}))
+        build_with(matrix, stack=stack, **{**common, **extra})
     rows.append((f"no-op rebuild of the {len(rebuilt)} images built here (build + image tests)",
                  f"{time.monotonic() - start:.0f} s", "-"))
 

@@ -18,7 +18,9 @@ def pytest_addoption(parser):
     parser.addoption("--engine-client", default=None, help="container client for the image suite")
 
 
-IMAGE_SUITES = ("image", "builder_image")
+from ascend_build.images.kinds import KINDS  # noqa: E402
+
+IMAGE_SUITES = tuple(kind.suite for kind in KINDS.values())     # one testinfra suite per image kind
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -75,7 +77,7 @@ def labels(inspect) -> dict[str, str]:
 
 
 def label(labels: dict[str, str], key: str) -> str:
-    from ascend_build.images.build import LABEL_PREFIX
+    from ascend_build.images.kinds import LABEL_PREFIX
     full = f"{LABEL_PREFIX}.{key}"
     assert full in labels, f"image lacks the label {full} that ties it to the matrix"
     return labels[full]

@@ -89,6 +89,11 @@ class Engine:
     def command(self, *args: str) -> list[str]:
         return [self.client, *args]
 
+    def runtimes(self) -> frozenset[str]:
+        """The container runtimes the engine offers (e.g. `ascend`, the Ascend Docker Runtime)."""
+        out = _output(self.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"))
+        return frozenset(out.stdout.split()) if out.returncode == 0 else frozenset()
+
 
 def show(cmd: list[str], env: dict[str, str] | None = None) -> str:
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from .. import engine as eng
 from ..engine import interrupts
-from .build import LABEL_PREFIX
-from ..errors import UserError
+from ..platforms import PLATFORMS
+from .kinds import RUNTIME, label, readable_tag
+from ..errors import EngineError, UserError
 from ..matrix import Cell
 
 
@@ -41,26 +42,25 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
     and join the arches of each readable tag and alias into one manifest list."""
     report = PushReport()
     for cell in cells:
-        suffix = cell.target.suffix
-        local = f"{local_repository}:{cell.name}-{suffix}"
+        local = readable_tag(local_repository, cell.name, cell.target)
         labels = _ok(engine, "image", "inspect", "--format",
-                     '{{index .Config.Labels "' + LABEL_PREFIX + '.content-tag"}}', local)
+                     '{{index .Config.Labels "' + label("content-tag") + '"}}', local)
         if labels.returncode != 0 or not labels.stdout.strip():
             report.missing.append(local)
             continue
         content = labels.stdout.strip()
-        names = [cell.name] + ([cell.alias] if cell.alias else [])
-        remote_content = f"{registry}:{content}-{suffix}"
-        if not dry and in_registry(engine, remote_content, registry):
+        # The same tags the build set locally (kinds.ImageKind.tags), content tag first.
+        remotes = RUNTIME.tags(registry, cell.name, content, cell.target, cell.alias)
+        remotes.insert(0, remotes.pop(1))
+        if not dry and in_registry(engine, remotes[0], registry):
             report.skipped.append(f"{local} (content {content} already in {registry})")
         else:
-            for tag in [f"{content}-{suffix}"] + [f"{n}-{suffix}" for n in names]:
-                remote = f"{registry}:{tag}"
+            for remote in remotes:
                 for cmd in (engine.command("tag", local, remote), engine.command("push", remote)):
                     if dry:
                         print(eng.show(cmd))
                     elif eng.run(cmd) != 0:
-                        raise UserError(f"push of {remote} failed")
+                        raise EngineError(f"push of {remote} failed")
                 report.pushed.append(remote)
                 interrupts.record(f"pushed {remote}")
     if join_lists:
@@ -74,10 +74,10 @@ def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = F
     wanted: dict[str, set[str]] = {}
     for cell in cells:
         for name in [cell.name] + ([cell.alias] if cell.alias else []):
-            wanted.setdefault(name, set()).add(cell.target.suffix)
+            wanted.setdefault(name, set()).add(cell.platform)
     written = []
-    for name, suffixes in sorted(wanted.items()):
-        parts = [f"{registry}:{name}-{s}" for s in sorted(suffixes)]
+    for name, platforms in sorted(wanted.items()):
+        parts = [readable_tag(registry, name, PLATFORMS[p]) for p in sorted(platforms)]
         if not dry:
             parts = [p for p in parts if in_registry(engine, p, registry)]
         if parts:
@@ -93,7 +93,7 @@ def join(engine: eng.Engine, target: str, parts: list[str], registry: str, dry: 
         if dry:
             print(eng.show(cmd))
         elif eng.run(cmd) != 0:
-            raise UserError(f"could not write the manifest list {target} from {', '.join(parts)}")
+            raise EngineError(f"could not write the manifest list {target} from {', '.join(parts)}")
 
 
 def platforms_of(engine: eng.Engine, ref: str, registry: str) -> list[str]:

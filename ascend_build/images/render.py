@@ -8,6 +8,7 @@ from pathlib import Path
 import jinja2
 
 from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
+from .kinds import BUILDER, LABEL_PREFIX, RUNTIME
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
@@ -104,8 +105,8 @@ def builder_toolchain(b: Builder, pythons: list[str]) -> str:
 def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     pythons = [p for p in b.pythons if p in stack.pythons()]
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
-    text = _env().get_template("builder.Dockerfile.j2").render(
-        stack=stack, flavor=b, default_base=b.image.replace("{arch}", "aarch64"),
+    text = _env().get_template(BUILDER.template).render(
+        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, default_base=b.image.replace("{arch}", "aarch64"),
         toolchain=builder_toolchain(b, pythons),
         cc=f"gcc-{b.gcc}" if versioned else "gcc", cxx=f"g++-{b.gcc}" if versioned else "g++",
         ccache_dir="/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache",
@@ -128,8 +129,8 @@ def _env() -> jinja2.Environment:
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     cann = matrix.cann[stack.cann]
     source = matrix.pythons.get(stack.python_default)
-    text = _env().get_template("runtime.Dockerfile.j2").render(
-        stack=stack, os=os, cann=cann,
+    text = _env().get_template(RUNTIME.template).render(
+        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann,
         default_python_from="distro" if os.python == stack.python_default else "source",
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
@@ -155,11 +156,21 @@ def _quoted(requirements) -> list[str]:
     return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
 
 
+def _all_runtime(matrix: Matrix) -> list[Rendered]:
+    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
+
+
+def _all_builders(matrix: Matrix) -> list[Rendered]:
+    return [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
+            for b in matrix.builders.values() if b.gcc == stack.gcc and any(p in stack.pythons() for p in b.pythons)]
+
+
+# Every Dockerfile of a kind (kinds.py), for `invoke render`.
+_EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders}
+
+
 def render_all(matrix: Matrix) -> list[Rendered]:
-    runtime = [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
-    builders = [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
-                for b in matrix.builders.values() if b.gcc == stack.gcc and any(p in stack.pythons() for p in b.pythons)]
-    return runtime + builders
+    return [r for kind in (RUNTIME, BUILDER) for r in _EVERY[kind.name](matrix)]
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from .. import engine as eng
 from ..engine import interrupts
-from .build import (LABEL_PREFIX, BuildOptions, arch_suffix, build_test_tag, content_tag,
-                    current_dockerfile, run_image_tests)
+from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
 from ..matrix import BuilderCell, Matrix
-from ..engine.network import check as check_network, secret_files
-from .packages import default_cache
+from . import steps
+from .kinds import BUILDER, content_tag, readable_tag
+from .options import Site
 from .render import NET_SETUP, builder_dockerfile
 
 
@@ -31,7 +31,7 @@ class SourceKind:
     wheel_prefix: str
 
 
-KINDS = {
+SOURCE_KINDS = {
     # torch_npu: `bash ci/build.sh --python=3.9` leaves dist/torch_npu-*.whl
     "torch_npu": SourceKind("torch_npu", "ci/build.sh", "dist", "torch_npu-"),
     # Ascend apex: `bash scripts/build.sh --python=3.9` leaves apex/dist/apex-*+ascend*.whl
@@ -43,44 +43,33 @@ IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
 # ---------------------------------------------------------------------------- builders
 
 def builder_tag(repository: str, bcell: BuilderCell) -> str:
-    return f"{repository}:{bcell.name}-{arch_suffix(bcell)}"
+    return readable_tag(repository, bcell.name, bcell.target)
 
 
-def build_builder(matrix: Matrix, bcell: BuilderCell, opts: BuildOptions, engine: eng.Engine | None,
-                  repository: str = "ascend-builder") -> str:
+def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine | None,
+                  repository: str = BUILDER.repository) -> str:
     """Build, test and tag a builder image; returns its tag."""
-    check_network(opts.net)
+    check_network(site.net)
     rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
-    dockerfile = current_dockerfile(rendered)
-    short = arch_suffix(bcell)
-    base = bcell.flavor.image.replace("{arch}", bcell.arch)
-    build_args = {"BASE_IMAGE": opts.base_images.get(base, base).replace("{arch}", short),
+    dockerfile = steps.current_dockerfile(rendered)
+    build_args = {"BASE_IMAGE": site.base(bcell.flavor.image.replace("{arch}", bcell.arch), bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
-    ctag = content_tag(rendered.text, build_args, {})
-    tags = [builder_tag(repository, bcell), f"{repository}:{ctag}-{short}"]
-    labels = {f"{LABEL_PREFIX}.pythons": " ".join(bcell.pythons), f"{LABEL_PREFIX}.platform": bcell.platform,
-              f"{LABEL_PREFIX}.content-tag": ctag, "org.opencontainers.image.base.name": build_args["BASE_IMAGE"]}
-    work = opts.work / f"builder-{bcell.name}-{short}"
+    content = content_tag(rendered.text, build_args, {})
+    tags = BUILDER.tags(repository, bcell.name, content, bcell.target)
+    work = site.work / f"builder-{bcell.name}-{bcell.target.suffix}"
     ctx = work / "context"
     ctx.mkdir(parents=True, exist_ok=True)      # the builder needs no files: an empty context
-    secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
-    try:
+    with steps.secrets(site.net) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform, build_args=build_args,
-                               secrets=secret_files(opts.net, secrets_dir), labels=labels, iidfile=work / "image-id",
-                               network=opts.network)
-        if engine is None or opts.dry:
-            shown = engine or eng.Engine("docker", "docker", "buildx", "?")
-            cmd, env = shown.build_command(req)
+                               secrets=secrets, labels=BUILDER.labels(bcell, content, build_args["BASE_IMAGE"]),
+                               iidfile=work / "image-id", network=site.network)
+        if engine is None or site.dry:
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
-            print(eng.show(cmd, env))
-            print("# then: pytest tests/builder_image --image <built id>; on success: tag " + " ".join(tags))
+            steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER.suite)
             return tags[0]
-        build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
-                       lambda image: run_image_tests(image, matrix.path, engine, suite="builder_image"))
+        steps.build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
+                             lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite))
         return tags[0]
-    finally:
-        with interrupts.deferred():
-            shutil.rmtree(secrets_dir, ignore_errors=True)
 
 
 def _image_id(engine: eng.Engine, ref: str) -> str | None:
@@ -193,75 +182,94 @@ def find_cached(cache: Path, kind: str, torch: str, python: str, arch: str) -> P
     return best[1] if best else None
 
 
-def build_wheel(matrix: Matrix, req: WheelRequest, opts: BuildOptions, engine: eng.Engine | None,
-                builder_repository: str = "ascend-builder") -> Path:
-    kind = KINDS[req.kind]
-    check_network(opts.net)
-    cache = opts.cache or default_cache()
-    stack = req.stack or matrix.defaults["torch"]
-    full = matrix.builder_cell(stack, req.flavor, None, req.platform)
-    python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])
-    bcell = replace(full, pythons=(python,)) if python in full.pythons else matrix.builder_cell(
-        stack, req.flavor, python, req.platform)        # raises with the choices
-    location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, stack)
-    if opts.dry or engine is None:
+def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engine | None,
+                builder_repository: str = BUILDER.repository) -> Path:
+    """A torch_npu or apex wheel compiled in the stack's builder, from the wheel cache
+    when the same source, builder and Python made one before."""
+    kind = SOURCE_KINDS[req.kind]
+    check_network(site.net)
+    bcell = _builder_cell(matrix, req)
+    python = bcell.pythons[0]
+    location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
+    if site.dry or engine is None:
         print(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
               f"python {python}")
-        build_builder(matrix, bcell, opts, engine, builder_repository)
+        build_builder(matrix, bcell, site, engine, builder_repository)
         print(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
-        return wheel_cache(cache, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
+        return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
-    src = checkout(location, ref, cache)
+    src = checkout(location, ref, site.cache_dir)
     tag = builder_tag(builder_repository, bcell)
     if _image_id(engine, tag) is None:
         print(f"{kind.name}: builder {tag} not present; building it first")
-        build_builder(matrix, bcell, opts, engine, builder_repository)
+        build_builder(matrix, bcell, site, engine, builder_repository)
     builder_id = _image_id(engine, tag)
     key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}".encode()).hexdigest()[:16]
-    out_dir = wheel_cache(cache, req.kind) / key
+    out_dir = wheel_cache(site.cache_dir, req.kind) / key
     cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))
     if cached:
         print(f"{kind.name}: reusing {cached[0]} (source {src.revision[:16]}, builder {builder_id[:19]}, "
               f"python {python})")
         return cached[0]
-
-    log = opts.work / f"{kind.name}-{key}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
-    # The site's proxy, index and CA, as in image builds: read-only files for this run
-    # only (a container of the builder, removed after; the wheel carries none of them).
-    secrets_dir = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
-    mounts = [arg for sid, path in sorted(secret_files(opts.net, secrets_dir).items())
-              for arg in ("-v", f"{path}:/run/secrets/{sid}:ro")]
-    network = ["--network", opts.network] if opts.network else []
+    try:
+        wheel = _compile(engine, kind, src, bcell, tag, tmp, site, site.work / f"{kind.name}-{key}.log")
+        _publish(tmp, out_dir, kind, {"kind": kind.name, "wheel": wheel.name, "revision": src.revision,
+                                      "source": src.origin, "builder": tag, "builder_id": builder_id,
+                                      "python": python, "arch": bcell.arch, "torch": bcell.stack.torch,
+                                      "gcc": bcell.flavor.gcc})
+    finally:
+        with interrupts.deferred():
+            shutil.rmtree(tmp, ignore_errors=True)
+    wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
+    print(f"{kind.name}: built {wheel}")
+    return wheel
+
+
+def _builder_cell(matrix: Matrix, req: WheelRequest) -> BuilderCell:
+    """The builder for one wheel: the request's Python, else the stack's default where the
+    builder has it, else the builder's first."""
+    stack = req.stack or matrix.defaults["torch"]
+    full = matrix.builder_cell(stack, req.flavor, None, req.platform)
+    python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])
+    if python in full.pythons:
+        return replace(full, pythons=(python,))
+    return matrix.builder_cell(stack, req.flavor, python, req.platform)        # raises with the choices
+
+
+def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: BuilderCell, tag: str, out: Path,
+             site: Site, log: Path) -> Path:
+    """Run the upstream entry point in a builder container; the one wheel it leaves."""
+    python = bcell.pythons[0]
+    log.parent.mkdir(parents=True, exist_ok=True)
     script = (f"{NET_SETUP} set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
               f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
               f"bash {kind.entry} --python={python}; ccache --show-stats | grep -E 'cache (hit|miss)' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
-    cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts, "-v", f"{src.path}:/src:ro",
-                         "-v", f"{tmp}:/out", "-v", "ascend-build-ccache:/ccache", tag, "bash", "-c", script)
-    print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
-    try:
+    network = ["--network", site.network] if site.network else []
+    # The site's proxy, index and CA, as in image builds: read-only files for this run
+    # only (a container of the builder, removed after; the wheel carries none of them).
+    with steps.secrets(site.net) as secrets:
+        mounts = [arg for sid, path in sorted(secrets.items()) for arg in ("-v", f"{path}:/run/secrets/{sid}:ro")]
+        cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts,
+                             "-v", f"{src.path}:/src:ro", "-v", f"{out}:/out", "-v", "ascend-build-ccache:/ccache",
+                             tag, "bash", "-c", script)
+        print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
         code = eng.run(cmd, None, log)
-        wheels = sorted(tmp.glob(f"{kind.wheel_prefix}*.whl"))
-        if code != 0 or len(wheels) != 1:
-            raise BuildFailed(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
-                            f"and nothing tagged. Log: {log}")
-        meta = {"kind": kind.name, "wheel": wheels[0].name, "revision": src.revision, "source": src.origin,
-                "builder": tag, "builder_id": builder_id, "python": python, "arch": bcell.arch,
-                "torch": bcell.stack.torch, "gcc": bcell.flavor.gcc}
-        with interrupts.deferred():           # published whole, or not at all
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-            try:
-                os.replace(tmp, out_dir)      # atomic: the cache never holds half a result
-            except OSError:
-                if not any(out_dir.glob(f"{kind.wheel_prefix}*.whl")):
-                    raise                     # not a concurrent build that published this key
-    finally:
-        with interrupts.deferred():
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.rmtree(secrets_dir, ignore_errors=True)
-    wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
-    print(f"{kind.name}: built {wheel}")
-    return wheel
+    wheels = sorted(out.glob(f"{kind.wheel_prefix}*.whl"))
+    if code != 0 or len(wheels) != 1:
+        raise BuildFailed(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
+                          f"and nothing tagged. Log: {log}")
+    return wheels[0]
+
+
+def _publish(tmp: Path, out_dir: Path, kind: SourceKind, meta: dict) -> None:
+    """Move a finished wheel into the cache: whole, or not at all."""
+    with interrupts.deferred():
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        try:
+            os.replace(tmp, out_dir)          # atomic: the cache never holds half a result
+        except OSError:
+            if not any(out_dir.glob(f"{kind.wheel_prefix}*.whl")):
+                raise                         # not a concurrent build that published this key

@@ -2,6 +2,7 @@
 resolved into build cells. Nothing here touches docker or the network."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,8 +121,21 @@ class ImageSpec:
     alias: str | None
 
 
+class _OnPlatform:
+    """What a cell knows of its platform: the Platform record and CANN's arch name."""
+    platform: str
+
+    @property
+    def target(self) -> Platform:
+        return PLATFORMS[self.platform]
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch
+
+
 @dataclass(frozen=True)
-class Cell:
+class Cell(_OnPlatform):
     """One image to build: every choice made, every file named."""
     stack: Stack
     os: OSBase
@@ -134,14 +148,6 @@ class Cell:
     kernels: CannFile
     pins: tuple[str, ...]                # pip requirement strings
     alias: str | None = None
-
-    @property
-    def target(self) -> Platform:
-        return PLATFORMS[self.platform]
-
-    @property
-    def arch(self) -> str:
-        return self.target.arch
 
     @property
     def dockerfile(self) -> Path:
@@ -166,20 +172,12 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class BuilderCell:
+class BuilderCell(_OnPlatform):
     """One builder image: a stack's toolchain on one flavor, for some Pythons."""
     stack: Stack
     flavor: Builder
     pythons: tuple[str, ...]
     platform: str
-
-    @property
-    def target(self) -> Platform:
-        return PLATFORMS[self.platform]
-
-    @property
-    def arch(self) -> str:
-        return self.target.arch
 
     @property
     def dockerfile(self) -> Path:
@@ -270,6 +268,12 @@ class Matrix:
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip,
                     platform=platform, cann=cann, toolkit=cann.toolkit[arch],
                     kernels=cann.kernels[chip][arch], pins=tuple(pins), alias=alias)
+
+    def aliased(self, cell: Cell) -> Cell:
+        """The cell with the alias `images:` gives this very image, if any."""
+        key = lambda c: (c.stack.name, c.os.name, c.python, c.chip, c.platform)
+        alias = next((c.alias for c in self.image_cells() if key(c) == key(cell) and c.alias), None)
+        return dataclasses.replace(cell, alias=alias)
 
     def image_cells(self) -> list[Cell]:
         """Every cell the `images:` list asks for (the CI matrix)."""
@@ -451,7 +455,15 @@ def _build(path: Path, src: Located) -> Matrix:
 
 
 def _check_semantics(m: Matrix, c: s.Checker) -> None:
-    releases = m.source.data["torch_npu_releases"]
+    """What the schema cannot see: names per era, references between sections, ranges."""
+    _check_cann(m, c)
+    for name, st in m.stacks.items():
+        _check_stack(m, c, ("stacks", name), st)
+    _check_defaults(m, c)
+    _check_images(m, c)
+
+
+def _check_cann(m: Matrix, c: s.Checker) -> None:
     for ver, rel in m.cann.items():
         for arch in ARCHES:
             want = expected_toolkit(ver, arch)
@@ -464,53 +476,59 @@ def _check_semantics(m: Matrix, c: s.Checker) -> None:
                 if per[arch].file != want:
                     c.fail(("cann", ver, "kernels", chip, arch, "file"),
                            f"got {per[arch].file!r}; CANN {ver} names its {chip} kernels {want!r}")
-    for name, rel in releases.items():
+    for name, rel in m.source.data["torch_npu_releases"].items():
         for i, cv in enumerate(rel["cann"]):
             if cv not in m.cann and not re.fullmatch(VERSION, cv):
                 c.fail(("torch_npu_releases", name, "cann", i), f"got {cv!r}; expected a CANN version")
 
-    for name, st in m.stacks.items():
-        path = ("stacks", name)
-        if st.cann not in m.cann:
-            c.fail(path + ("cann",), f"got {st.cann!r}; CANN releases defined under cann: {', '.join(m.cann)}")
-        if st.torch_npu not in releases:
-            c.fail(path + ("torch_npu",), f"got {st.torch_npu!r}, which torch_npu_releases does not list; "
-                   f"known releases for torch {st.torch}: "
-                   f"{', '.join(r for r in releases if r.startswith(st.torch)) or 'none'}")
-        else:
-            allowed = releases[st.torch_npu]["cann"]
-            if st.cann not in allowed:
-                fits = [r for r, v in releases.items() if st.cann in v["cann"] and r.startswith(st.torch)]
-                c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
-                       f"not {st.cann}; use cann: {allowed[0]}"
-                       + (f", or torch_npu: {fits[0]} for CANN {st.cann}" if fits else ""))
-        if not st.torch_npu.startswith(st.torch):
-            c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} does not belong to torch {st.torch}; "
-                   f"expected a version starting with {st.torch}")
-        lo, hi, default = _minor(st.python_min), _minor(st.python_max), _minor(st.python_default)
-        if lo > hi:
-            c.fail(path + ("python", "min"), f"min {st.python_min} is above max {st.python_max}")
-        elif not lo <= default <= hi:
-            c.fail(path + ("python", "default"), f"got {st.python_default!r}; expected a version from "
-                   f"{st.python_min} to {st.python_max}")
-        cann = m.cann.get(st.cann)
-        if cann and cann.numpy:
-            numpy = st.pins.get("numpy")
-            if numpy is None:
-                c.fail(path + ("pins",), f"CANN {st.cann} needs numpy{cann.numpy}; add numpy: \"{cann.numpy}\" to the pins")
-            elif _allows_outside(numpy, cann.numpy):
-                c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "
-                       f"breaks with; it needs numpy{cann.numpy}")
 
-        if st.builder:
-            b = m.builders.get(st.builder)
-            if b is None:
-                c.fail(path + ("builder",), f"got {st.builder!r}; builders defined: {', '.join(m.builders)}")
-            elif b.gcc != st.gcc:
-                fits = [n for n, x in m.builders.items() if x.gcc == st.gcc]
-                c.fail(path + ("builder",), f"builder {st.builder} has gcc {b.gcc}, but this stack needs gcc "
-                       f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
+def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
+    releases = m.source.data["torch_npu_releases"]
+    if st.cann not in m.cann:
+        c.fail(path + ("cann",), f"got {st.cann!r}; CANN releases defined under cann: {', '.join(m.cann)}")
+    if st.torch_npu not in releases:
+        c.fail(path + ("torch_npu",), f"got {st.torch_npu!r}, which torch_npu_releases does not list; "
+               f"known releases for torch {st.torch}: "
+               f"{', '.join(r for r in releases if r.startswith(st.torch)) or 'none'}")
+    else:
+        allowed = releases[st.torch_npu]["cann"]
+        fits = [r for r, v in releases.items() if st.cann in v["cann"] and r.startswith(st.torch)]
+        other = f", or torch_npu: {fits[0]} for CANN {st.cann}" if fits else ""
+        if not allowed:
+            c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} is unpaired: no CANN release is published "
+                   f"for it (torch_npu_releases.{st.torch_npu}.cann is empty); choose a paired release{other}")
+        elif st.cann not in allowed:
+            c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
+                   f"not {st.cann}; use cann: {allowed[0]}{other}")
+    if not st.torch_npu.startswith(st.torch):
+        c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} does not belong to torch {st.torch}; "
+               f"expected a version starting with {st.torch}")
+    lo, hi, default = _minor(st.python_min), _minor(st.python_max), _minor(st.python_default)
+    if lo > hi:
+        c.fail(path + ("python", "min"), f"min {st.python_min} is above max {st.python_max}")
+    elif not lo <= default <= hi:
+        c.fail(path + ("python", "default"), f"got {st.python_default!r}; expected a version from "
+               f"{st.python_min} to {st.python_max}")
+    cann = m.cann.get(st.cann)
+    if cann and cann.numpy:
+        numpy = st.pins.get("numpy")
+        if numpy is None:
+            c.fail(path + ("pins",), f"CANN {st.cann} needs numpy{cann.numpy}; add numpy: \"{cann.numpy}\" to the pins")
+        elif _allows_outside(numpy, cann.numpy):
+            c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "
+                   f"breaks with; it needs numpy{cann.numpy}")
 
+    if st.builder:
+        b = m.builders.get(st.builder)
+        if b is None:
+            c.fail(path + ("builder",), f"got {st.builder!r}; builders defined: {', '.join(m.builders)}")
+        elif b.gcc != st.gcc:
+            fits = [n for n, x in m.builders.items() if x.gcc == st.gcc]
+            c.fail(path + ("builder",), f"builder {st.builder} has gcc {b.gcc}, but this stack needs gcc "
+                   f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
+
+
+def _check_defaults(m: Matrix, c: s.Checker) -> None:
     defaults = m.defaults
     for key, table in (("torch", m.stacks), ("os", m.os)):
         if defaults[key] not in table:
@@ -521,6 +539,9 @@ def _check_semantics(m: Matrix, c: s.Checker) -> None:
             c.fail(("defaults", "chip"), f"got {defaults['chip']!r}; the default stack's CANN has kernels for: "
                    f"{', '.join(chips)}")
 
+
+def _check_images(m: Matrix, c: s.Checker) -> None:
+    defaults = m.defaults
     for i, img in enumerate(m.images):
         path = ("images", i)
         st = m.stacks.get(img.stack)

@@ -10,7 +10,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ascend_build.images.build import LABEL_PREFIX
+from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.images.checks import env_gaps, missing_libraries
 
 SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.images.build import BuildOptions, build
+from ascend_build.images.build import build
+from ascend_build.images.options import Inputs, Site
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
 
@@ -22,10 +23,14 @@ from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_
 
 
 
-def options(packages: Path, repository: str = REPO, **extra) -> BuildOptions:
-    return BuildOptions(**STACK, packages=[packages], repository=repository, offline=True, require_pins=True,
-                        base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
-                        cache=packages / "cache", work=packages / "work", **extra)
+def site(packages: Path, require_pins: bool = True) -> Site:
+    return Site(packages=(packages,), offline=True, require_pins=require_pins, base_images={"debian:bookworm": BASE},
+                ca_bundle=CA if CA.exists() else None, cache=packages / "cache", work=packages / "work")
+
+
+def build_in(matrix: Path, packages: Path, repository: str, require_pins: bool = True, **kw):
+    m = load_matrix(matrix)
+    return build(m, m.cell(**STACK), site(packages, require_pins), Inputs(repository=repository), **kw)
 
 
 def test_build_tests_then_tags(engine, built, pinned_matrix):
@@ -56,7 +61,7 @@ def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix)
     # Same inputs: the build is all cache hits; only the verdict differs.
     repo = "ascend-build-test/never-tagged"
     with pytest.raises(UserError, match="image tests failed .* nothing was tagged"):
-        build(load_matrix(pinned_matrix), options(packages, repo), run_tests=lambda *args: 1)
+        build_in(pinned_matrix, packages, repo, run_tests=lambda *args: 1)
     listed = subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout
     assert listed.strip() == ""
 
@@ -96,10 +101,9 @@ def test_a_bad_package_is_refused_before_any_build(engine, packages, pinned_matr
         matrix = tmp_path / "matrix.yaml"
         matrix.write_text(re.sub(r"(file: Ascend-[^,]+, sha256: )[0-9a-f]{64}", r"\1null", pinned_matrix.read_text()))
     repo = "ascend-build-test/refused-" + spoil.__name__.strip("_")
-    opts = options(bad, repo)
-    opts.require_pins = pinned
     with pytest.raises(PackageError, match=message):
-        build(load_matrix(matrix), opts, run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
+        build_in(matrix, bad, repo, require_pins=pinned,
+                 run_tests=lambda *args: pytest.fail("no test may run for a refused package"))
     assert not (bad / "work").exists(), "nothing was staged"
     assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
 

@@ -173,3 +173,12 @@ def test_nonsense_versions_in_the_matrix_are_refused(matrix, old, new, message):
     matrix.write_text(text.replace(old, new, 1))
     with pytest.raises(MatrixError, match=message):
         load_matrix(matrix)
+
+
+def test_a_stack_on_an_unpaired_torch_npu_is_refused_with_that_reason(matrix):
+    text = matrix.read_text()
+    old = "  2.1.0.post8:\n    cann: [8.0.RC3]\n"
+    assert old in text
+    matrix.write_text(text.replace(old, "  2.1.0.post8:\n    cann: []\n", 1))
+    with pytest.raises(MatrixError, match=r"torch_npu 2.1.0.post8 is unpaired: no CANN release is published"):
+        load_matrix(matrix)

@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ...errors import UserError
-from .deployer import CannData, DeployerData, Published, Source, TorchNpuData, fetch, read
+from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, read
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
 END = "# <<< end of the imported part <<<"
@@ -271,3 +271,27 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
                                                            for s in r.wheels.values()),
               "conflicts between sources": len(merged.conflicts)}
     return Result(new_text, new_text != text, summarize(old, new), merged, counts)
+
+
+def report(result: Result) -> list[str]:
+    """What an update found, for review: conflicts, additions, changes, removals, counts."""
+    return ([f"conflict: {c}" for c in result.merged.conflicts] + result.summary.lines()
+            + [f"{what}: {count}" for what, count in result.counts.items()])
+
+
+def write(path: Path, result: Result) -> None:
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(result.text)
+    tmp.replace(path)
+
+
+def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:
+    """pip's own options for the site's index, CA and proxy (pip also reads its config)."""
+    return ((["--index-url", index_url] if index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
+            + (["--proxy", proxy] if proxy else []))
+
+
+def newer_release(result: Result, pip_args: list[str]) -> str | None:
+    """The newest ascend-deployer on the index, when the matrix does not read it yet."""
+    newest = newest_version(pip_args)
+    return None if newest in {d.version for d in result.merged.read} else newest

@@ -1,0 +1,71 @@
+"""The image graph as data: each kind of image this project builds, with its template,
+its cell type, the kind it takes input from, its labels, its test suite and its tags.
+Rendering, building, testing, tagging and pushing look a kind up here instead of
+knowing it; a new kind is a new row."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from ..matrix import BuilderCell, Cell
+from ..platforms import Platform
+
+LABEL_PREFIX = "io.ascend-build"
+
+
+def label(key: str) -> str:
+    return f"{LABEL_PREFIX}.{key}"
+
+
+@dataclass(frozen=True)
+class ImageKind:
+    name: str                    # the value of the io.ascend-build.kind label
+    template: str                # templates/<template>
+    cell_type: type              # what one image of the kind is resolved to
+    parent: str | None           # the kind whose output it consumes (runtime <- builder: wheels)
+    suite: str                   # tests/<suite>: run on every candidate before its tag
+    repository: str              # the default local repository
+    labels: Callable[..., dict[str, str]]   # the labels set at build time, from the cell
+
+    def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> list[str]:
+        """readable (what is inside), content (what went in), and the alias where one is set."""
+        return [readable_tag(repository, name, target), readable_tag(repository, content, target)] + \
+            ([readable_tag(repository, alias, target)] if alias else [])
+
+
+def readable_tag(repository: str, name: str, target: Platform) -> str:
+    """One arch's tag; the arches of a name are joined under `repository:name`."""
+    return f"{repository}:{name}-{target.suffix}"
+
+
+def content_tag(dockerfile_text: str, build_args: dict[str, str], hashes: dict[str, str]) -> str:
+    """An immutable tag from what goes into the image: the rendered Dockerfile, every
+    build arg, and the sha256 of every staged file."""
+    digest = hashlib.sha256()
+    digest.update(dockerfile_text.encode())
+    digest.update(json.dumps(build_args, sort_keys=True).encode())
+    digest.update(json.dumps(hashes, sort_keys=True).encode())
+    return "sha-" + digest.hexdigest()[:16]
+
+
+def _common(platform: str, content: str, base: str) -> dict[str, str]:
+    return {label("platform"): platform, label("content-tag"): content, "org.opencontainers.image.base.name": base}
+
+
+def _runtime_labels(cell: Cell, content: str, base: str, apex: str, packages: str) -> dict[str, str]:
+    return {**_common(cell.platform, content, base), label("python"): cell.python, label("chip"): cell.chip,
+            label("apex"): apex, label("cann-packages"): packages, "org.opencontainers.image.version": cell.name}
+
+
+def _builder_labels(cell: BuilderCell, content: str, base: str) -> dict[str, str]:
+    return {**_common(cell.platform, content, base), label("pythons"): " ".join(cell.pythons)}
+
+
+KINDS: dict[str, ImageKind] = {k.name: k for k in (
+    ImageKind("builder", "builder.Dockerfile.j2", BuilderCell, None, "builder_image", "ascend-builder",
+              _builder_labels),
+    ImageKind("runtime", "runtime.Dockerfile.j2", Cell, "builder", "image", "ascend-runtime", _runtime_labels),
+)}
+RUNTIME, BUILDER = KINDS["runtime"], KINDS["builder"]

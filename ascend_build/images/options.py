@@ -1,0 +1,70 @@
+"""What a build is told, split the way cibuildwheel splits it: the selection is a matrix
+cell (resolved before anything runs); `Site` is how this site builds (packages, caches,
+network, mirrors, the engine's cache), frozen; `Inputs` are the wheels that go into a
+runtime image besides the cell's. What a build finds or makes is returned, never
+written back into these."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ..engine.network import Network
+from ..errors import UserError
+from ..platforms import Platform
+from .packages import default_cache
+
+
+@dataclass(frozen=True)
+class Site:
+    packages: tuple[Path, ...] = (Path("packages"),)
+    cache: Path | None = None
+    offline: bool = False
+    require_pins: bool = False
+    base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
+    pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
+    ca_bundle: Path | None = None          # secret only
+    proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
+    network: str | None = None             # "host": RUN steps share the host's network
+    cache_registry: str | None = None      # registry repository for layer cache
+    no_cache: bool = False                 # rebuild every step
+    dry: bool = False
+    work: Path = Path(".build")
+
+    @property
+    def net(self) -> Network:
+        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.cache or default_cache()
+
+    def base(self, image: str, target: Platform) -> str:
+        """The base image to build FROM: the matrix's, or this site's replacement."""
+        return self.base_images.get(image, image).replace("{arch}", target.suffix)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    repository: str = "ascend-runtime"
+    wheelhouse: Path | None = None
+    torch_npu_wheel: Path | None = None    # a source-built wheel (the builder's seam)
+    apex_wheel: Path | None = None
+    torch_npu_src: str | None = None       # PATH, URL@REF, or "upstream" (the matrix default)
+    apex_src: str | None = None
+    builder_flavor: str | None = None      # default: the stack's builder
+
+    def wheels(self) -> list[Path]:
+        """Every wheel file this build stages (the wheelhouse, then the slots)."""
+        found = sorted(self.wheelhouse.glob("*.whl")) if self.wheelhouse and self.wheelhouse.is_dir() else []
+        return found + [w for w in (self.torch_npu_wheel, self.apex_wheel) if w]
+
+
+def parse_base_images(items: list[str]) -> dict[str, str]:
+    mapping = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--base-image takes FROM=TO (e.g. ubuntu:22.04=mirror.local/ubuntu:22.04), got {item!r}")
+        src, dst = item.split("=", 1)
+        mapping[src.strip()] = dst.strip()
+    return mapping

@@ -25,11 +25,19 @@ def unresolved(ldd_output: str) -> set[str]:
     return {m.group(1) for line in ldd_output.splitlines() if (m := _NOT_FOUND.match(line))}
 
 
+# Libraries of optional CANN packages the images do not install (yet): the torch_npu
+# plugins that need them load only when their feature is used.
+OPTIONAL_PACKAGE_LIBS = {
+    "libatb.so": "Ascend-cann-nnal (ATB), needed by torch_npu's ATB op plugin from 2.6 on",
+}
+
+
 def missing_libraries(ldd_by_file: dict[str, str]) -> dict[str, set[str]]:
-    """Per file, the unresolved libraries that are not the host driver's."""
+    """Per file, the unresolved libraries that are neither the host driver's nor an
+    optional package's."""
     out = {}
     for path, text in ldd_by_file.items():
-        bad = unresolved(text) - HOST_DRIVER_LIBS
+        bad = unresolved(text) - HOST_DRIVER_LIBS - set(OPTIONAL_PACKAGE_LIBS)
         if bad:
             out[path] = bad
     return out

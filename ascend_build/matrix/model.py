@@ -14,6 +14,7 @@ from packaging.version import Version
 from . import schema as s
 from ..errors import MatrixError, UserError
 from ..platforms import ARCHES, PLATFORMS, Platform, get as get_platform
+from .eras import Era, era_of
 from .yamlsource import Located, load
 
 PLATFORM_ARCH = {name: p.arch for name, p in PLATFORMS.items()}   # for the schema
@@ -75,6 +76,10 @@ class CannRelease:
     numpy: str | None
     toolkit: dict[str, CannFile]
     kernels: dict[str, dict[str, CannFile]]   # chip -> arch -> file
+
+    @property
+    def era(self) -> Era:
+        return era_of(self.version)
 
 
 @dataclass(frozen=True)
@@ -321,7 +326,7 @@ _SCHEMA = s.record({
     }, {"numpy": s.optional(s.specifier), "source": s.string()})),
     "torch_npu_releases": s.map_of(s.string(VERSION, "a torch_npu version"), s.record({
         "cann": s.list_of(s.string(), non_empty=False),
-    }, {"branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"), "source": s.string(),
+    }, {"branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"), "source": s.string(), "pypi": s.boolean,
         "wheels": s.map_of(s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64"),
                            s.map_of(s.one_of("torch", "torch_npu"), s.string(SHA256, "64 hex digits")))})),
     "cann_python_deps": s.list_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name")),
@@ -376,24 +381,7 @@ def expected_toolkit(version: str, arch: str) -> str:
 
 
 def expected_kernels(version: str, chip: str, arch: str) -> str:
-    era = _cann_era(version)
-    if era == "noarch":
-        return f"Ascend-cann-kernels-{chip}_{version}_linux.run"
-    if era == "ops":
-        return f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
-    return f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
-
-
-def _cann_era(version: str) -> str:
-    m = re.match(r"(\d+)\.(\d+)\.(RC)?(\d+)", version, re.I)
-    if not m:
-        return "arch"
-    major, minor, rc, patch = int(m[1]), int(m[2]), bool(m[3]), int(m[4])
-    if (major, minor) < (8, 0) or ((major, minor) == (8, 0) and rc and patch <= 2):
-        return "noarch"        # up to 8.0.RC2: kernels file without arch
-    if (major, minor) >= (8, 5):
-        return "ops"           # 8.5.0 and later: Ascend-cann-<chip>-ops
-    return "arch"
+    return era_of(version).kernels_file.format(chip=chip, v=version, arch=arch)
 
 
 # ---------------------------------------------------------------------------- loading
@@ -500,6 +488,13 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
         elif st.cann not in allowed:
             c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
                    f"not {st.cann}; use cann: {allowed[0]}{other}")
+        _check_wheels(c, path, st, releases[st.torch_npu].get("wheels") or {})
+        if st.torch_npu_on_pypi and releases[st.torch_npu].get("pypi") is False:
+            on_pypi = [r for r, v in releases.items() if r.startswith(st.torch) and v.get("pypi") is not False
+                       and v["cann"]]
+            c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} is not on PyPI (Huawei's mirror only); "
+                   f"choose one that is ({', '.join(on_pypi) or 'none for this torch'}), or set "
+                   f"torch_npu_on_pypi: false and pass the wheel with --wheelhouse")
     if not st.torch_npu.startswith(st.torch):
         c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} does not belong to torch {st.torch}; "
                f"expected a version starting with {st.torch}")
@@ -526,6 +521,17 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
             fits = [n for n, x in m.builders.items() if x.gcc == st.gcc]
             c.fail(path + ("builder",), f"builder {st.builder} has gcc {b.gcc}, but this stack needs gcc "
                    f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
+
+
+def _check_wheels(c: s.Checker, path: tuple, st: Stack, wheels: dict) -> None:
+    """The stack's Python range must be one the torch_npu release has wheels for, on
+    every arch Huawei lists it for."""
+    for arch in sorted({tag.split("-")[1] for tag in wheels}):
+        listed = [t.split("-")[0] for t in wheels if t.endswith(arch)]
+        missing = [p for p in st.pythons() if f"cp{p.replace('.', '')}-{arch}" not in wheels]
+        if missing:
+            c.fail(path + ("python",), f"torch_npu {st.torch_npu} has no {arch} wheel for Python "
+                   f"{', '.join(missing)} (torch_npu_releases lists {', '.join(listed)}); narrow the range")
 
 
 def _check_defaults(m: Matrix, c: s.Checker) -> None:

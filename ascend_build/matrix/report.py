@@ -31,13 +31,30 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(out)
 
 
+def stacks_table(matrix: Matrix) -> str:
+    """Every torch line the matrix knows, buildable or not in `images:`."""
+    rows = []
+    for st in matrix.stacks.values():
+        cann = matrix.cann[st.cann]
+        rows.append({"stack": st.name, "torch / torch_npu": f"{st.torch} / {st.torch_npu}",
+                     "CANN (driver)": f"{cann.version} ({cann.driver})",
+                     "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
+                     "chips": ", ".join(cann.kernels), "toolchain": f"gcc {st.gcc}" + (
+                         f", builder {st.builder}" if st.builder else ", no builder flavor (release wheel only)")})
+    return table(rows)
+
+
 def matrix_table(matrix: Matrix) -> str:
     cells = matrix.image_cells()
     files = {}
     for c in cells:
         files.setdefault(c.toolkit.file, c.toolkit.url)
         files.setdefault(c.kernels.file, c.kernels.url)
-    text = table([cell_row(c) for c in cells])
+    text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
+    unpaired = [r for r, v in matrix.source.data["torch_npu_releases"].items() if not v["cann"]]
+    if unpaired:
+        text += (f"\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
+                 + ", ".join(unpaired))
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
     return text

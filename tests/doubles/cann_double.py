@@ -1,6 +1,7 @@
 """TEST DOUBLE of Ascend CANN .run installers. Not CANN: nothing here is Huawei code.
 
-Builds makeself-style archives (a bash header + a gzip tar payload) that take the real
+Lays out each CANN era's tree as the reference describes it (kept apart from the build
+system's own era table, so that a wrong table fails the image tests). Builds makeself-style archives (a bash header + a gzip tar payload) that take the real
 installer's flags (--install --quiet --install-for-all --install-path= --full --devel
 --check), refuse unknown flags, a wrong-arch host and a kernels install before the
 toolkit, verify their payload on --check, and lay out the real tree: set_env.sh,
@@ -29,7 +30,7 @@ CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"
 
 SET_ENV = """\
 # set_env.sh written by the CANN TEST DOUBLE installer (mirrors the real exports)
-export ASCEND_TOOLKIT_HOME=@PATH@/ascend-toolkit/latest
+export ASCEND_TOOLKIT_HOME=@HOME@
 export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/lib64:${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel:${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch):$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/tools/aml/lib64:${ASCEND_TOOLKIT_HOME}/tools/aml/lib64/plugin:$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:$LD_LIBRARY_PATH
@@ -47,6 +48,9 @@ DOUBLE_KIND=@KIND@
 DOUBLE_VERSION=@VERSION@
 DOUBLE_ARCH=@ARCH@
 DOUBLE_CHIP=@CHIP@
+DOUBLE_TREE=@TREE@
+DOUBLE_NEW_LAYOUT=@NEW@
+DOUBLE_CANN_SET_ENV=@CANNSETENV@
 PAYLOAD_SHA256=@SHA@
 HEADER_LINES=@LINES@
 set -eu
@@ -82,29 +86,40 @@ if [ "$check" = 1 ]; then echo "Verifying archive integrity...  100%   SHA256 ch
 if [ "$(uname -m)" != "$DOUBLE_ARCH" ]; then
     echo "[ERROR] this package is for $DOUBLE_ARCH, the host is $(uname -m)" >&2; exit 1
 fi
-home="$path/ascend-toolkit"
-info="$home/$DOUBLE_VERSION/$DOUBLE_ARCH-linux/ascend_toolkit_install.info"
+tree="$path/$DOUBLE_TREE"
+info="$tree/$DOUBLE_ARCH-linux/ascend_toolkit_install.info"
 if [ "$DOUBLE_KIND" = kernels ]; then
     if [ ! -f "$info" ] || ! grep -q "^version=$DOUBLE_VERSION\$" "$info"; then
         echo "[ERROR] the toolkit $DOUBLE_VERSION must be installed in $path before its kernels" >&2; exit 1
     fi
     if [ -z "${ASCEND_TOOLKIT_HOME:-}" ]; then
-        echo "[ERROR] source $home/set_env.sh before installing the kernels" >&2; exit 1
+        echo "[ERROR] source $path/ascend-toolkit/set_env.sh before installing the kernels" >&2; exit 1
     fi
 fi
 mkdir -p "$path" /etc/Ascend
 payload | tar -xzf - -C "$path" --no-same-owner
 if [ "$DOUBLE_KIND" = toolkit ]; then
-    ln -sfn "$DOUBLE_VERSION" "$home/latest"
+    # Up to 8.3: ascend-toolkit/<v> behind `latest`. From 8.5: the tree is cann-<v>,
+    # ASCEND_TOOLKIT_HOME points there, `ascend-toolkit/latest` is kept as a link; 9.x
+    # also writes cann/set_env.sh.
+    mkdir -p "$path/ascend-toolkit"
+    if [ "$DOUBLE_NEW_LAYOUT" = 1 ]; then
+        ln -sfn "../cann-$DOUBLE_VERSION" "$path/ascend-toolkit/latest"; home="$tree"
+    else
+        ln -sfn "$DOUBLE_VERSION" "$path/ascend-toolkit/latest"; home="$path/ascend-toolkit/latest"
+    fi
     mkdir -p "$(dirname "$info")"
     printf 'package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C19SPC001B001\narch=%s\nos=linux\npath=%s\n' \
-        "$DOUBLE_VERSION" "$DOUBLE_ARCH" "$home/$DOUBLE_VERSION/$DOUBLE_ARCH-linux" > "$info"
-    sed "s#@PATH@#$path#" "$home/$DOUBLE_VERSION/.set_env.sh.in" > "$home/set_env.sh"
-    rm "$home/$DOUBLE_VERSION/.set_env.sh.in"
+        "$DOUBLE_VERSION" "$DOUBLE_ARCH" "$tree/$DOUBLE_ARCH-linux" > "$info"
+    sed "s#@HOME@#$home#" "$tree/.set_env.sh.in" > "$path/ascend-toolkit/set_env.sh"
+    if [ "$DOUBLE_CANN_SET_ENV" = 1 ]; then
+        mkdir -p "$path/cann"; cp "$path/ascend-toolkit/set_env.sh" "$path/cann/set_env.sh"
+    fi
+    rm "$tree/.set_env.sh.in"
     printf 'Install_Path=%s\n' "$path" > /etc/Ascend/ascend_cann_install.info
 else
-    mkdir -p "$home/$DOUBLE_VERSION/opp_kernel"
-    printf 'Version=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_CHIP" > "$home/$DOUBLE_VERSION/opp_kernel/version.info"
+    mkdir -p "$tree/opp_kernel"
+    printf 'Version=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_CHIP" > "$tree/opp_kernel/version.info"
 fi
 say "[INFO] $DOUBLE_KIND $DOUBLE_VERSION installed in $path (CANN TEST DOUBLE)"
 exit 0
@@ -138,9 +153,19 @@ def _add_dir(tar: tarfile.TarFile, name: str) -> None:
     tar.addfile(info)
 
 
+def _layout(version: str) -> tuple[str, bool, bool]:
+    """(installed tree, new layout, cann/set_env.sh) of a release: up to 8.3
+    ascend-toolkit/<v>; from 8.5.0 cann-<v> with ascend-toolkit/latest linking to it;
+    9.x also /usr/local/Ascend/cann/set_env.sh (stack ref, section 2)."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if (major, minor) >= (8, 5):
+        return f"cann-{version}", True, major >= 9
+    return f"ascend-toolkit/{version}", False, False
+
+
 def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, workdir: Path) -> bytes:
     buf = io.BytesIO()
-    root = f"ascend-toolkit/{version}"
+    root = _layout(version)[0]
     # mtime=0 in the gzip header: the same inputs give the same bytes (and build cache hits).
     with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w") as tar:
@@ -177,7 +202,10 @@ def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910
         payload = _payload(kind, version, arch, chip, pad_bytes, Path(tmp))
     sha = hashlib.sha256(payload).hexdigest()
     header = HEADER
-    for key, value in (("@KIND@", kind), ("@VERSION@", version), ("@ARCH@", arch), ("@CHIP@", chip), ("@SHA@", sha)):
+    tree, new_layout, cann_set_env = _layout(version)
+    fields = (("@KIND@", kind), ("@VERSION@", version), ("@ARCH@", arch), ("@CHIP@", chip), ("@SHA@", sha),
+              ("@TREE@", tree), ("@NEW@", str(int(new_layout))), ("@CANNSETENV@", str(int(cann_set_env))))
+    for key, value in fields:
         header = header.replace(key, value)
     header = header.replace("@LINES@", str(header.count("\n")))
     if name is None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 BASE = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{v}/"
 DRIVERS = {"8.0.RC1": "24.1.RC1", "8.0.RC3": "24.1.RC3", "8.0.0": "24.1.0", "8.1.RC1": "25.0.RC1",
-           "8.5.0": "25.5.0"}
+           "8.5.0": "25.5.0", "9.0.0": "26.0.RC1"}
 # What the matrix's stacks use, so an update with this fixture gives a valid matrix.
 PAIRS = {"1.11.0.post11": "8.0.RC1", "2.1.0.post8": "8.0.RC3", "2.1.0.post10": "8.0.0", "2.3.1.post4": "8.0.0",
-         "2.4.0.post2": "8.0.0", "2.5.1": "8.1.RC1", "2.9.0": "8.5.0"}
+         "2.4.0.post2": "8.0.0", "2.5.1": "8.1.RC1", "2.9.0": "8.5.0", "2.6.0.post5": "8.5.0",
+         "2.7.1.post4": "9.0.0", "2.8.0.post4": "9.0.0", "2.9.0.post2": "9.0.0", "2.10.0": "9.0.0"}
 
 
 def fake_sum(text: str, salt: str = "") -> str:
@@ -55,7 +56,7 @@ def make_deployer(root: Path, version: str, pairs: dict[str, str] | None = None,
     for release in pairs:
         wheels = []
         for arch in ("aarch64", "x86_64"):
-            for tag in ("cp310", "cp311"):
+            for tag in ("cp37", "cp38", "cp39", "cp310", "cp311", "cp312"):
                 for project in ("torch", "torch_npu"):
                     name = f"{project}-{release}-{tag}-{tag}-manylinux_2_17_{arch}.whl"
                     wheels.append({"filename": name, "url": "https://example.invalid/" + name, "python": tag,

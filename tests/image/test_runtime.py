@@ -13,7 +13,12 @@ from packaging.version import Version
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.images.checks import env_gaps, missing_libraries
 
-SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+@pytest.fixture(scope="module")
+def set_env(cell) -> str:
+    """The set_env.sh of the image's CANN era (ascend-toolkit/ up to 8.5, cann/ from 9.0)."""
+    return cell.cann.era.set_env_path()
 
 
 def pyjson(host, code: str):
@@ -22,16 +27,16 @@ def pyjson(host, code: str):
     return json.loads(out.stdout)
 
 
-def test_set_env_exists_and_sources_cleanly(host):
-    assert host.file(SET_ENV).is_file
-    result = host.run(f"bash -c 'source {SET_ENV} && echo sourced'")
+def test_set_env_exists_and_sources_cleanly(host, set_env):
+    assert host.file(set_env).is_file
+    result = host.run(f"bash -c 'source {set_env} && echo sourced'")
     assert result.rc == 0 and result.stdout.strip() == "sourced", result.stderr
     assert result.stderr == ""
 
 
-def test_image_env_carries_everything_set_env_exports(host, image_env):
-    # Source set_env.sh in an empty environment and compare with the image's ENV.
-    out = host.run(f"env -i PATH=/usr/bin:/bin bash -c 'source {SET_ENV} >/dev/null && env -0'")
+def test_image_env_carries_everything_set_env_exports(host, image_env, set_env):
+    # Source the era's set_env.sh in an empty environment and compare with the image's ENV.
+    out = host.run(f"env -i PATH=/usr/bin:/bin bash -c 'source {set_env} >/dev/null && env -0'")
     assert out.rc == 0, out.stderr
     exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
     assert env_gaps(exported, image_env) == []
@@ -39,6 +44,10 @@ def test_image_env_carries_everything_set_env_exports(host, image_env):
 
 def test_toolkit_home_is_the_installed_release(host, cell, image_env):
     home = image_env["ASCEND_TOOLKIT_HOME"]
+    assert home == cell.cann.era.home(cell.cann.version)
+    # Every era keeps ascend-toolkit/latest (from 8.5 a link to the cann-<v> tree).
+    latest = host.run("readlink -f /usr/local/Ascend/ascend-toolkit/latest").stdout.strip()
+    assert latest and latest == host.run(f"readlink -f {home}").stdout.strip()
     info = host.file(f"{home}/{cell.arch}-linux/ascend_toolkit_install.info")
     assert info.is_file
     fields = dict(line.split("=", 1) for line in info.content_string.splitlines() if "=" in line)
@@ -87,7 +96,8 @@ def test_pins_hold(host, cell):
 
 def test_torch_npu_libraries_resolve(host):
     """Every shared library torch_npu's extensions need resolves inside the image,
-    except the host driver's (listed in ascend_build.images.checks.HOST_DRIVER_LIBS)."""
+    except the host driver's (listed in ascend_build.images.checks.HOST_DRIVER_LIBS) and
+    those of optional CANN packages not installed (OPTIONAL_PACKAGE_LIBS, named there)."""
     root, torch_lib = pyjson(host, "import json, os, importlib.util as u; "
                                    "loc = lambda m: u.find_spec(m).submodule_search_locations[0]; "
                                    "print(json.dumps([loc('torch_npu'), os.path.join(loc('torch'), 'lib')]))")
@@ -97,7 +107,7 @@ def test_torch_npu_libraries_resolve(host):
     # `import torch_npu` before the extensions that need them; ldd alone cannot know
     # that, so it gets those packages' own lib dirs. CANN's libraries must resolve from
     # the image ENV alone.
-    own = f"{torch_lib}:{root}/lib"
+    own = ":".join([torch_lib] + sorted({str(Path(f).parent) for f in files}))
     ldd = {f: host.run(f"LD_LIBRARY_PATH={shlex.quote(own)}:$LD_LIBRARY_PATH ldd {shlex.quote(f)}").stdout
            for f in files}
     assert missing_libraries(ldd) == {}

@@ -50,8 +50,8 @@ def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
     assert 'source: "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"' in m_text
     assert re.search(r"cp310-aarch64: \{torch_npu: [0-9a-f]{64}, torch: [0-9a-f]{64}\}", m_text)
     assert "Ascend-cann-nnrt" not in m_text, "files the images do not use are counted, not imported"
-    assert result.counts["CANN releases"] == 5 and result.counts["torch_npu releases"] == 7
-    assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 10
+    assert result.counts["CANN releases"] == 6 and result.counts["torch_npu releases"] == 12
+    assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 12
     lines = result.summary.lines()      # against the real import committed in matrix.yaml
     assert "- cann 8.2.RC1" in lines and "~ cann 8.0.RC3 toolkit aarch64: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run " \
         f"zip_sha256 872691b3734908536a7526fa14ff2b90bed81d38c38e9e6124ae447da6029471 -> " \
@@ -124,8 +124,8 @@ def _edit(folder: Path, name: str, old: str, new: str) -> None:
 
 def test_an_import_that_leaves_a_stack_unpaired_writes_nothing(matrix, tmp_path):
     """Upstream no longer lists the release a stack uses: refused by the matrix checks."""
-    pairs = {"1.11.0.post11": "8.0.RC1", "2.1.0.post10": "8.0.0", "2.3.1.post4": "8.0.0", "2.4.0.post2": "8.0.0",
-             "2.5.1": "8.1.RC1"}
+    from tests.doubles.deployer_fixture import PAIRS
+    pairs = {r: c for r, c in PAIRS.items() if r != "2.1.0.post8"}
     before = matrix.read_text()
     with pytest.raises(MatrixError, match="got '2.1.0.post8', which torch_npu_releases does not list"):
         update(matrix, [make_deployer(tmp_path / "d", "6.0.0", pairs=pairs)])
@@ -146,7 +146,7 @@ def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp
     task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", source]
     dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
-    assert "would change" in dry.stdout and "CANN releases: 5" in dry.stdout
+    assert "would change" in dry.stdout and "CANN releases: 6" in dry.stdout
     check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 1 and matrix.read_text() == before
     wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)
@@ -181,4 +181,37 @@ def test_a_stack_on_an_unpaired_torch_npu_is_refused_with_that_reason(matrix):
     assert old in text
     matrix.write_text(text.replace(old, "  2.1.0.post8:\n    cann: []\n", 1))
     with pytest.raises(MatrixError, match=r"torch_npu 2.1.0.post8 is unpaired: no CANN release is published"):
+        load_matrix(matrix)
+
+
+def test_a_python_range_beyond_the_published_wheels_is_refused(matrix):
+    text = matrix.read_text()
+    old = '''    python: {min: "3.10", max: "3.12", default: "3.11"}
+    gcc: 14'''
+    assert old in text
+    matrix.write_text(text.replace(old, old.replace('max: "3.12"', 'max: "3.13"'), 1))
+    with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 has no aarch64 wheel for Python 3.13 "
+                                          r"\(torch_npu_releases lists cp310, cp311, cp312\)"):
+        load_matrix(matrix)
+
+
+def test_pypi_marks_mirror_only_releases_and_lists_unpaired_ones(tmp_path):
+    from ascend_build.matrix.upstream.update import add_pypi, merge, render_region
+    merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
+    on_pypi = [r for r in merged.torch_npu if r != "2.10.0"] + ["2.14.0"]
+    add_pypi(merged, on_pypi)
+    region = render_region(merged, {})
+    assert "  2.10.0:\n    cann: [9.0.0]\n" in region and "    pypi: false" in region.split("  2.10.0:")[1]
+    assert region.count("pypi: false") == 1
+    assert ('  2.14.0:\n    cann: []     # unpaired: no CANN pairing published\n'
+            '    source: "PyPI index (pip index versions torch_npu)"\n') in region
+    assert list(merged.torch_npu)[-1] == "2.14.0", "in version order"
+
+
+def test_a_stack_on_a_release_pypi_does_not_serve_is_refused(matrix):
+    text = matrix.read_text()
+    old = "  2.10.0:\n    cann: [9.0.0]\n"
+    assert old in text
+    matrix.write_text(text.replace(old, old + "    pypi: false\n", 1))
+    with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 is not on PyPI \(Huawei's mirror only\)"):
         load_matrix(matrix)

@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ...errors import UserError
-from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, read
+from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, pypi_versions, read
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
 END = "# <<< end of the imported part <<<"
@@ -111,6 +111,20 @@ def _file_conflict(decide, version: str, other: Published, mine: Published | Non
 
 # ---------------------------------------------------------------------------- writing
 
+PYPI_SOURCE = "PyPI index (pip index versions torch_npu)"
+
+
+def add_pypi(merged: Merged, versions: list[str]) -> None:
+    """Mark which releases PyPI serves, and list the ones it serves that Huawei's data
+    pairs with no CANN release (unpaired: refused in a stack, shown by `invoke matrix`)."""
+    for rel in merged.torch_npu.values():
+        rel.on_pypi = rel.release in versions
+    for version in versions:
+        if version not in merged.torch_npu:
+            merged.torch_npu[version] = TorchNpuData(version, None, PYPI_SOURCE, on_pypi=True)
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+
+
 def render_region(merged: Merged, pins: dict[str, str]) -> str:
     """The imported part of matrix.yaml. `pins`: sha256 of bare .run files pinned with
     `invoke pin` (a site's own fact, kept across updates)."""
@@ -138,9 +152,11 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
             "torch_npu_releases:"]
     for release, rel in merged.torch_npu.items():
         out.append(f"  {release}:")
-        out.append(f"    cann: [{rel.cann}]" if rel.cann else "    cann: []     # no CANN pairing published")
+        out.append(f"    cann: [{rel.cann}]" if rel.cann else "    cann: []     # unpaired: no CANN pairing published")
         if rel.pairing_source:
             out.append(f"    source: \"{rel.pairing_source}\"")
+        if rel.on_pypi is False:
+            out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
         if rel.wheels:
             out.append(f"    wheels:        # {rel.wheels_source}")
             for tag, sums in rel.wheels.items():
@@ -192,6 +208,8 @@ def _flatten(cann: dict, releases: dict) -> dict[str, str]:
             flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
     for release, rel in (releases or {}).items():
         flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        if rel.get("pypi") is False:
+            flat[f"torch_npu {release} on PyPI"] = "no"
         wheels = rel.get("wheels") or {}
         if wheels:
             flat[f"torch_npu {release} wheels"] = " ".join(wheels)
@@ -245,6 +263,8 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
         datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
     merged = merge(datasets, choices)
+    if not given:                    # a site's own copies (--from) come without the index
+        add_pypi(merged, pypi_versions("torch_npu", pip_args or []))
     undecided = [c for c in merged.conflicts if c.taken is None]
     if undecided:
         raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
@@ -267,6 +287,9 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
               "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
               "torch_npu releases": len(merged.torch_npu),
               "torch_npu releases with a CANN pairing": sum(1 for r in merged.torch_npu.values() if r.cann),
+              "torch_npu releases on PyPI with no pairing (unpaired)": sum(
+                  1 for r in merged.torch_npu.values() if not r.cann and r.on_pypi),
+              "paired torch_npu releases not on PyPI": sum(1 for r in merged.torch_npu.values() if r.on_pypi is False),
               "wheel checksums (torch and torch_npu)": sum(len(s) for r in merged.torch_npu.values()
                                                            for s in r.wheels.values()),
               "conflicts between sources": len(merged.conflicts)}

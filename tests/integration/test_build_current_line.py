@@ -1,0 +1,77 @@
+"""A line users run today, built for real: torch 2.10.0 + torch_npu 2.10.0 (real aarch64
+wheels from PyPI) on CANN 9.0.0, linux/arm64, Debian 12 with its Python 3.11. The CANN
+installers are the test double of the 9.x era (operator package, cann-9.0.0 tree,
+cann/set_env.sh), handed in the form Huawei publishes them: .zip files, checked against
+the sums in a matrix copy where the doubles' sums stand in for Huawei's."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ascend_build.images.packages import sha256_of
+from ascend_build.matrix import load_matrix
+from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
+
+STACK = dict(stack="2.10.0", os="debian12", python="3.11", platform="linux/arm64")
+
+
+@pytest.fixture(scope="module")
+def zipped_packages(tmp_path_factory) -> Path:
+    from tests.doubles.cann_double import make_run
+    made, folder = tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips")
+    for run in (make_run(made, "toolkit", "9.0.0", "aarch64"), make_run(made, "kernels", "9.0.0", "aarch64", chip="910b")):
+        with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
+            archive.write(run, run.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def matrix_900(tmp_path_factory, zipped_packages) -> Path:
+    """matrix.yaml with the doubles' .zip sums in place of Huawei's, as `zip_sha256`."""
+    text = (ROOT / "matrix.yaml").read_text()
+    for archive in zipped_packages.glob("*.zip"):
+        run = archive.name[:-4] + ".run"
+        text, count = re.subn(rf"(\{{file: {re.escape(run)}, sha256: null, zip_sha256: )[0-9a-f]{{64}}",
+                              rf"\g<1>{sha256_of(archive)}", text)
+        assert count == 1, run
+    path = tmp_path_factory.mktemp("matrix-900") / "matrix.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def built_2100(engine, arm64_base, zipped_packages, matrix_900, tmp_path_factory):
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.10.0", "--os", "debian12", "--python", "3.11",
+           "--platform", "linux/arm64", "--packages", str(zipped_packages), "--offline", "--require-pins",
+           "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(matrix_900)]
+    if CA.exists():
+        cmd += ["--ca-bundle", str(CA)]
+    cache = tmp_path_factory.mktemp("cache-900")
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return out, cache
+
+
+def test_the_2_10_line_on_cann_9_builds_from_the_published_zips_and_passes_its_suite(engine, built_2100, matrix_900):
+    out, cache = built_2100
+    cell = load_matrix(matrix_900).cell(**STACK)
+    assert cell.cann.era.name == "9" and cell.kernels.file == "Ascend-cann-910b-ops_9.0.0_linux-aarch64.run"
+    # Both installers came out of their .zip after its sum was checked.
+    assert out.stdout.count("sha256 matches Huawei's published sum; took") == 2, out.stdout[-3000:]
+    assert not any(p.suffix == ".run" for p in (cache / "cann").glob("*")), "only the verified .run copies are kept"
+    suite = out.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
+    assert " passed" in suite and " failed" not in suite and " error" not in suite.lower()
+    tag = f"{REPO}:{cell.name}-arm64"
+    assert image_exists(engine, tag)
+    labels = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
+                            capture_output=True, text=True).stdout
+    assert '"io.ascend-build.driver":"26.0.RC1"' in labels and '"io.ascend-build.cann":"9.0.0"' in labels
+    env = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Env}}", tag),
+                         capture_output=True, text=True).stdout
+    assert "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.0.0" in env

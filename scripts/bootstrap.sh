@@ -2,7 +2,8 @@
 # Set up a Debian or Ubuntu machine for ascend-build: a Docker engine with BuildKit,
 # qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
 # a cross compiler (the test doubles' stub libraries), a local registry for the push tests,
-# and this project's Python deps.
+# and this project's Python deps in the checkout's virtual environment (.venv): Debian 12
+# and Ubuntu 24.04 refuse `pip install` into the system Python (PEP 668).
 # Safe to run again: it only installs and starts what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
-packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry)
+packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry python3-venv)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,5 +43,6 @@ if ! /usr/bin/docker info >/dev/null 2>&1; then
     /usr/bin/docker info >/dev/null 2>&1 || { echo "bootstrap: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
 fi
 
-python3 -m pip install -q -e '.[test]'
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 echo "bootstrap: ready ($(/usr/bin/docker version --format 'engine {{.Server.Version}}'))"

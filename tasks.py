@@ -145,6 +145,8 @@ BUILD_HELP = {
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
     "no_cache": "rebuild every step (ignore the layer cache)",
     "all": "build every image of the matrix's `images:`; one failing does not stop the others",
+    "for_host": "pick the newest line (of --torch, if given) whose CANN this host's driver runs, for its chip; "
+                "the value is the host's root folder (/ for this machine)",
     "cache_registry": "registry repository for layer cache (buildx: cache tags; classic: inline cache of pushed images)",
     "engine": "docker (default) or podman",
     "docker": "the container client to use (default: the first BuildKit-capable one on PATH)",
@@ -158,7 +160,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
-          cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None):
+          cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None):
     """Build a runtime image, run its tests, and tag it only if they pass."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
@@ -167,6 +169,15 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
                     builder_flavor=builder_flavor)
     m = load_matrix(matrix)
+    if for_host:
+        from ascend_build.host import doctor as doc
+        driver = doc.host_driver(Path(for_host))
+        if not driver:
+            raise UserError(f"--for-host {for_host}: no /{doc.DRIVER_INFO} there, so no driver version to match")
+        chip = chip or doc.host_chip(Path(for_host))
+        torch, skipped = doc.pick_stack(m, driver, chip, torch)
+        print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
+              + "".join(f"\n  skipped {line}" for line in skipped))
     if not all:
         builds.build(m, m.cell(torch, os, python, chip, platform), site, inputs, engine, docker)
         return
@@ -274,12 +285,24 @@ RUN_HELP = {
     "shm_size": "shared memory for data loaders (default 16g)", "network_host": "use the host network",
     "host_root": "read the host's devices and driver files below this folder (default /)",
     "docker": BUILD_HELP["docker"], "dry": "print the docker run command only",
+    "force": "run even when the image needs a newer driver or another chip than the host has",
 }
 
 
-def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive):
+def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive, force):
+    from ascend_build.host import doctor as doc
     from ascend_build.host.run import RunOptions, compose
     engine = eng.for_task("docker", docker, dry)
+    facts = doc.read_image(engine, image)
+    if facts is None:
+        print(f"WARNING: {image} is not here to read its labels: its driver and chip needs are not checked",
+              file=sys.stderr)
+    elif not force:
+        root = Path(host_root)
+        problems = [ch for ch in doc.examine(root, "root", facts) if ch.blocking and ch.name.startswith("image")]
+        if problems:
+            raise UserError("this host cannot run the image (`invoke doctor --image` for every check; --force to "
+                            "run anyway):\n  " + "\n  ".join(f"{p.cause}: {p.fix}" for p in problems))
     runtimes = engine.runtimes() if not dry or runtime == "auto" else frozenset()
     opts = RunOptions(image=image, command=tuple(command), devices=devices, interactive=interactive,
                       shm_size=shm_size, network_host=network_host, runtime=runtime)
@@ -295,19 +318,53 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-        dry=False):
+        dry=False, force=False):
     """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
-    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False)
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force)
 
 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def shell(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-          dry=False):
+          dry=False, force=False):
     """An interactive bash in an image on a 910B host, with its NPUs."""
-    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True)
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True, force)
+
+
+@task(auto_shortflags=False, help={
+    **MATRIX_HELP, "root": "read the host below this folder (default /)",
+    "image": "also check this image's needs (driver, chip, arch) against the host",
+    "json": "print the checks as JSON", "explain": "an error text, or a file holding a log: say what it means",
+    "user": "the user who will run containers (default: you)", "docker": BUILD_HELP["docker"]})
+@user_errors
+def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", docker=None):
+    """Check a 910B host (driver, devices, group, runtime, chip) and an image against it;
+    or explain an error. Exit 1 when something blocks."""
+    import getpass
+    import platform as host
+    from ascend_build.host import doctor as doc
+    if explain:
+        text = Path(explain).read_text(errors="replace") if Path(explain).is_file() else explain
+        found = doc.explain(text)
+        for k in found:
+            print(f"{k.name}\n  cause: {k.cause}\n  fix:   {k.fix}")
+        if not found:
+            print("not a failure this tool knows; it checked for: " + ", ".join(k.name for k in doc.KNOWN))
+            raise Exit(code=1)
+        return
+    here = Path(root).resolve() == Path("/")
+    engine = eng.for_task("docker", docker, dry=not image) if (image or here) else None
+    facts = doc.read_image(engine, image) if image else None
+    if image and facts is None:
+        raise UserError(f"image {image} is not here: pull it first")
+    checks = doc.examine(Path(root), user or getpass.getuser(), facts,
+                         engine.runtimes() if engine and here else None, doc.lines(load_matrix(matrix)),
+                         host.machine() if here else None)
+    print(doc.as_json(checks) if json else doc.table(checks))
+    if any(ch.blocking for ch in checks):
+        raise Exit(code=1)
 
 
 PUSH_HELP = {

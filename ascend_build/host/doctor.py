@@ -1,0 +1,289 @@
+"""`invoke doctor`: what a 910B host has, whether an image can run there, and what a
+pasted error means. Most failures Ascend users report happen on the host (a driver older
+than the image's CANN needs, no devices, no group membership, the Ascend Docker Runtime
+missing, A2 against A3 packages); each check says the cause and the fix in one line.
+Everything is read below `root`, so a stand-in host tree can be checked."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..platforms import PLATFORMS
+from .run import CONTROL_DEVICES, NPU_SMI, host_cards
+
+DRIVER_INFO = "usr/local/Ascend/driver/version.info"
+FIRMWARE_INFO = "usr/local/Ascend/firmware/version.info"
+GROUP = "HwHiAiUser"            # owns the davinci devices on a driver install
+DAEMON_JSON = "etc/docker/daemon.json"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    state: str           # ok | warn | fail | info
+    found: str
+    cause: str = ""
+    fix: str = ""
+
+    @property
+    def blocking(self) -> bool:
+        return self.state == "fail"
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What an image's labels say it needs (None: an image built before the label)."""
+    ref: str
+    cann: str | None
+    chip: str | None
+    driver: str | None
+    platform: str | None
+
+
+def driver_key(version: str) -> tuple[int, ...]:
+    """Order NPU driver versions: 24.1.RC2 < 24.1.RC3 < 24.1.0 < 25.0.RC1 (an RC comes
+    before the release of the same minor); later fields (24.1.rc2.1) break ties."""
+    parts = version.strip().split(".")
+    key = []
+    for i, part in enumerate(parts):
+        rc = re.fullmatch(r"[Rr][Cc](\d+)", part)
+        if i == 2:
+            key += [0, int(rc[1])] if rc else [1, int(re.sub(r"\D.*", "", part) or 0)]
+        elif re.fullmatch(r"\d+", part):
+            key.append(int(part))
+        else:
+            key.append(int(rc[1]) if rc else 0)
+    return tuple(key)
+
+
+def _kv(text: str) -> dict[str, str]:
+    return {k.strip().lower(): v.strip() for k, _, v in (line.partition("=") for line in text.splitlines()) if _}
+
+
+def host_driver(root: Path) -> str | None:
+    path = root / DRIVER_INFO
+    return _kv(path.read_text()).get("version") if path.is_file() else None
+
+
+def host_chip(root: Path) -> str | None:
+    """The chip from `npu-smi info` (910B2 -> 910b, 910B... -> 910b, 910_93 / A3 -> A3)."""
+    smi = next((root / p.lstrip("/") for p in NPU_SMI if (root / p.lstrip("/")).is_file()), None)
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([str(smi), "info"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if re.search(r"910_?93\d*|\bA3\b", out):       # Atlas A3 (910_93xx)
+        return "A3"
+    if re.search(r"\b910B\d?\b", out):
+        return "910b"
+    if re.search(r"\b(Ascend)?910[A-Z]?\b", out):
+        return "910"
+    return None
+
+
+def _group(root: Path) -> tuple[bool, list[str]]:
+    path = root / "etc/group"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        fields = line.split(":")
+        if fields[0] == GROUP:
+            return True, [m for m in (fields[3] if len(fields) > 3 else "").split(",") if m]
+    return False, []
+
+
+def _runtimes(root: Path) -> set[str]:
+    path = root / DAEMON_JSON
+    try:
+        return set((json.loads(path.read_text()) or {}).get("runtimes", {})) if path.is_file() else set()
+    except ValueError:
+        return set()
+
+
+def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runtimes: frozenset[str] | None = None,
+            choices: list[tuple[str, str, str]] | None = None, host_arch: str | None = None) -> list[Check]:
+    """Every check, in the order a user would fix them. `choices`: (stack, CANN, driver
+    it needs) for every line of the matrix, to say which image would run instead."""
+    checks: list[Check] = []
+    driver = host_driver(root)
+    if driver:
+        checks.append(Check("NPU driver", "ok", driver))
+    else:
+        checks.append(Check("NPU driver", "fail", f"no /{DRIVER_INFO}",
+                            "the NPU driver (HDK) is not installed, or not where containers mount it from",
+                            "install the Ascend driver and firmware for this card (Huawei's HDK), then reboot"))
+    firmware = root / FIRMWARE_INFO
+    checks.append(Check("firmware", "ok", _kv(firmware.read_text()).get("version", "?")) if firmware.is_file()
+                  else Check("firmware", "warn", f"no /{FIRMWARE_INFO}", "firmware version unknown",
+                             "install the firmware package that matches the driver"))
+    cards = host_cards(root)
+    missing = [d for d in CONTROL_DEVICES if not (root / d.lstrip("/")).exists()]
+    if not cards or missing:
+        checks.append(Check("devices", "fail", f"davinci cards: {len(cards)}; missing: {', '.join(missing) or '-'}",
+                            "no NPU device nodes: the driver is not loaded (or this is not an NPU host)",
+                            "load the driver (`npu-smi info` must list the cards), or run on the 910B host"))
+    else:
+        checks.append(Check("devices", "ok", f"{len(cards)} cards (davinci{cards[0]}..{cards[-1]}) + control devices"))
+    smi = [p for p in NPU_SMI if (root / p.lstrip("/")).is_file()]
+    checks.append(Check("npu-smi", "ok", smi[0]) if smi else
+                  Check("npu-smi", "warn", "not in /usr/local/bin or /usr/local/sbin",
+                        "npu-smi is not installed; `npu-smi info` in the container will not work",
+                        "install the driver's tools (npu-smi comes with the HDK)"))
+    exists, members = _group(root)
+    if not exists:
+        checks.append(Check(f"group {GROUP}", "warn", "absent", "the driver's device group does not exist",
+                            f"the driver installer creates {GROUP}; reinstall it with --install-username"))
+    elif user == "root" or user in members:
+        checks.append(Check(f"group {GROUP}", "ok", f"{user} may open the devices"))
+    else:
+        checks.append(Check(f"group {GROUP}", "fail", f"{user} is not a member",
+                            f"/dev/davinci* belong to {GROUP}: opening them gives 'permission denied'",
+                            f"usermod -aG {GROUP} {user} (then log in again)"))
+    runtimes = set(engine_runtimes or ()) | _runtimes(root)
+    checks.append(Check("Ascend Docker Runtime", "info", "present: `invoke run` uses --runtime ascend"
+                        if "ascend" in runtimes else "absent: `invoke run` passes the devices and driver mounts itself"))
+    chip = host_chip(root)
+    checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
+    if image is not None:
+        checks += _image_checks(image, driver, chip, choices or [], host_arch)
+    return checks
+
+
+def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str]],
+                  host_arch: str | None) -> list[Check]:
+    checks = []
+    if image.driver is None:
+        checks.append(Check("image driver need", "warn", f"{image.ref} has no driver label",
+                            "built before images carried it: cannot tell which driver it needs",
+                            "rebuild it with `invoke build`, or check CANN's driver pairing by hand"))
+    elif driver and driver_key(driver) < driver_key(image.driver):
+        runnable = [f"{s} on CANN {c}" for s, c, d in choices if driver_key(d) <= driver_key(driver)]
+        instead = f", or use the {runnable[-1]} image" if runnable else ""
+        checks.append(Check("image driver need", "fail", f"host {driver} < {image.driver}",
+                            f"host driver {driver} is older than {image.driver}, which CANN {image.cann} needs",
+                            f"upgrade the driver to {image.driver} or newer{instead}"))
+    elif driver:
+        checks.append(Check("image driver need", "ok", f"CANN {image.cann} needs {image.driver}; host has {driver}"))
+    if image.chip and chip and image.chip.lower() != chip.lower():
+        checks.append(Check("image chip", "fail", f"image {image.chip}, host {chip}",
+                            f"the image carries {image.chip} kernels; this host's cards are {chip} "
+                            f"(A2 and A3 need different packages)",
+                            f"build for this host: invoke build --chip {chip}"))
+    elif image.chip is None:
+        checks.append(Check("image chip", "warn", "no chip label", "cannot tell which chip the image was built for"))
+    arch = PLATFORMS[image.platform].arch if image.platform in PLATFORMS else None
+    if arch and host_arch and arch != host_arch:
+        checks.append(Check("image arch", "fail", f"image {arch}, host {host_arch}",
+                            f"the image is for {arch}; on this {host_arch} host it runs under emulation at best",
+                            f"build or pull the {host_arch} image (--platform)"))
+    return checks
+
+
+def table(checks: list[Check]) -> str:
+    from ..matrix.report import table as render
+    rows = [{"check": c.name, "state": c.state.upper() if c.state == "fail" else c.state, "found": c.found,
+             "cause -> fix": f"{c.cause} -> {c.fix}" if c.cause else ""} for c in checks]
+    return render(rows)
+
+
+def as_json(checks: list[Check]) -> str:
+    return json.dumps([{**asdict(c), "blocking": c.blocking} for c in checks], indent=1)
+
+
+def read_image(engine, ref: str) -> ImageFacts | None:
+    """The image's labels (None when the engine does not have the image)."""
+    from ..images.kinds import label
+    try:
+        out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    labels = json.loads(out.stdout or "null") or {}
+    return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
+                      labels.get(label("platform")))
+
+
+def lines(matrix) -> list[tuple[str, str, str]]:
+    """(stack, CANN, driver it needs) for every line, oldest torch first."""
+    from packaging.version import Version
+    stacks = sorted(matrix.stacks.values(), key=lambda st: (Version(st.torch), st.name))
+    return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
+
+
+def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
+    """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
+    and why each newer one was skipped."""
+    skipped = []
+    for name, cann, need in reversed(lines(matrix)):
+        stack = matrix.stacks[name]
+        if torch and stack.torch != torch and name != torch:
+            continue
+        if driver_key(need) > driver_key(driver):
+            skipped.append(f"{name}: CANN {cann} needs driver {need}, the host has {driver}")
+        elif chip and chip not in matrix.cann[cann].kernels:
+            skipped.append(f"{name}: CANN {cann} has no packages for chip {chip}")
+        else:
+            return name, skipped
+    from ..errors import UserError
+    raise UserError(f"no line{' of torch ' + torch if torch else ''} runs on driver {driver}"
+                    + (f" with chip {chip}" if chip else "") + ":\n  " + "\n  ".join(skipped)
+                    + "\nUpgrade the driver, or add a stack on an older CANN to matrix.yaml.")
+
+
+# ---------------------------------------------------------------------------- --explain
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    pattern: str
+    cause: str
+    fix: str
+
+
+KNOWN = [
+    Known("driver library missing", r"libascend_hal\.so: cannot open shared object file",
+          "the NPU driver's libraries are not in the container: no driver mount, or `import torch_npu` "
+          "during `docker build` (no driver there)",
+          "run with `invoke run` (it mounts /usr/local/Ascend/driver/lib64); in a build step set "
+          "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and do not import torch_npu"),
+    Known("CANN libraries not on the path", r"lib(hccl|ascendcl|ge_runner|graph|acl_op_compiler)\.so: cannot open",
+          "CANN's environment lives only in set_env.sh or .bashrc, so a plain `docker run` lacks it; or CANN "
+          "is missing or a different release than torch_npu's",
+          "use an image with the environment as ENV (every image this project builds), or `source "
+          "/usr/local/Ascend/ascend-toolkit/set_env.sh`; check CANN and torch_npu pair in `invoke matrix`"),
+    Known("CANN Python path missing", r"No module named '(tbe|te|acl)'",
+          "CANN's Python packages are not on PYTHONPATH (environment not set)",
+          "source the CANN set_env.sh, or use an image that sets it as ENV"),
+    Known("device permission", r"(Permission denied|permission denied).*davinci|davinci.*(Permission denied|permission denied)",
+          f"the user is not in {GROUP}, which owns /dev/davinci*",
+          f"usermod -aG {GROUP} USER, or run the container as a member"),
+    Known("Ascend Docker Runtime missing", r"unknown or invalid runtime name: ascend",
+          "--runtime ascend was asked for but the Ascend Docker Runtime is not installed or not in daemon.json",
+          "install Ascend Docker Runtime, or run without it: `invoke run --runtime runc` passes the devices itself"),
+    Known("protobuf too new", r"Descriptors cannot (not )?be created directly",
+          "protobuf 4+ with code generated for 3.x (torch 2.1 with CANN's Python packages)",
+          "pin protobuf==3.20.3 (the 2.1.0 stacks here do)"),
+    Known("numpy 2 against a numpy 1 build",
+          r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2|_ARRAY_API not found|numpy\.core\.multiarray failed to import",
+          "numpy 2 is installed; CANN up to 8.2 and older torch builds need numpy 1",
+          "pin numpy<2 (the stacks on CANN up to 8.2 here do)"),
+    Known("driver memory query failed", r"drvMemGetInfo",
+          "the runtime could not query device memory: a driver older than the CANN release needs, or a card "
+          "that is not usable (not mounted, in a bad state)",
+          "run `invoke doctor --image IMAGE` to compare the driver with the image's need; `npu-smi info` for the card"),
+    Known("device occupied", r"The device is occupied|device is busy|Resource busy",
+          "another process holds the card",
+          "`npu-smi info` lists the processes per card; pick free cards with --devices or ASCEND_RT_VISIBLE_DEVICES"),
+    Known("driver too old for CANN", r"Driver Version: \S+ is invalid or not supported",
+          "the host driver is older than (or unknown to) the CANN release in the image",
+          "upgrade the driver to the one CANN needs (`invoke doctor --image IMAGE` names it)"),
+]
+
+
+def explain(text: str) -> list[Known]:
+    return [k for k in KNOWN if re.search(k.pattern, text)]

@@ -1,0 +1,176 @@
+"""`invoke doctor` on stand-in host roots (tests/doubles/host_roots.py): each check's
+state and its cause and fix; the image checks against the matrix's lines; `--explain` on
+error texts from public issue threads; `build --for-host`; `run` refusing an image the
+host's driver cannot run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import UserError
+from ascend_build.host import doctor as doc
+from ascend_build.matrix import load_matrix
+from tests.doubles.host_roots import make_host
+
+ROOT = Path(__file__).resolve().parents[2]
+MATRIX = load_matrix(ROOT / "matrix.yaml")
+
+
+def by_name(checks) -> dict[str, doc.Check]:
+    return {c.name: c for c in checks}
+
+
+def image(driver: str | None = "25.5.0", cann: str = "8.5.0", chip: str | None = "910b") -> doc.ImageFacts:
+    return doc.ImageFacts("ascend-runtime:x", cann, chip, driver, "linux/arm64")
+
+
+def test_a_healthy_910b_host_passes_every_check(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path), "alice", image(), choices=doc.lines(MATRIX),
+                                 host_arch="aarch64"))
+    assert not [c for c in checks.values() if c.blocking]
+    assert checks["NPU driver"].found == "25.5.0" and checks["chip"].found == "910b"
+    assert checks["devices"].found.startswith("8 cards") and checks["image driver need"].state == "ok"
+
+
+def test_an_old_driver_names_the_need_and_the_image_that_would_run(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path, driver="25.0.RC1"), "alice", image(), choices=doc.lines(MATRIX)))
+    need = checks["image driver need"]
+    assert need.blocking
+    assert need.cause == "host driver 25.0.RC1 is older than 25.5.0, which CANN 8.5.0 needs"
+    assert need.fix == "upgrade the driver to 25.5.0 or newer, or use the 2.5.1 on CANN 8.1.RC1 image"
+
+
+def test_no_devices_no_group_membership_no_driver(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path, driver=None, cards=0, control=False, members=()), "bob"))
+    assert checks["NPU driver"].blocking and checks["devices"].blocking
+    group = checks["group HwHiAiUser"]
+    assert group.blocking and group.fix == "usermod -aG HwHiAiUser bob (then log in again)"
+    assert "missing: /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc" in checks["devices"].found
+
+
+def test_an_a3_host_refuses_a_910b_image(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path, chip="Ascend910_9391"), "alice", image()))
+    assert checks["chip"].found == "A3"
+    assert checks["image chip"].blocking and "A2 and A3 need different packages" in checks["image chip"].cause
+
+
+def test_the_ascend_docker_runtime_is_seen_in_the_engine_config(tmp_path):
+    with_runtime = by_name(doc.examine(make_host(tmp_path / "a", runtime=True), "alice"))
+    without = by_name(doc.examine(make_host(tmp_path / "b"), "alice"))
+    assert with_runtime["Ascend Docker Runtime"].found.startswith("present")
+    assert without["Ascend Docker Runtime"].found.startswith("absent")
+
+
+def test_an_image_without_labels_warns_and_does_not_guess(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path), "alice", image(driver=None, chip=None)))
+    assert checks["image driver need"].state == "warn" and checks["image chip"].state == "warn"
+
+
+def test_driver_versions_order_as_huawei_numbers_them():
+    ordered = ["24.1.RC1", "24.1.rc2", "24.1.RC3", "24.1.0", "25.0.RC1", "25.0.rc1.b070", "25.2.0", "25.5.0", "26.0.RC1"]
+    assert sorted(ordered, key=doc.driver_key) == ordered
+
+
+# Error texts as users posted them (the lines that matter), with where they were posted.
+REAL_ERRORS = [
+    # github.com/vllm-project/vllm-ascend/issues/1440
+    ("libascend_hal.so: cannot open shared object file: No such file or directory\nRuntimeError: Failed to load the "
+     "backend extension: torch_npu. You can disable extension auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.",
+     "driver library missing"),
+    # github.com/BytePioneer-AI/PaddleOCR-NPU/issues/7, github.com/vllm-project/vllm-ascend/issues/262
+    ("    from torch_npu import _C\nImportError: libhccl.so: cannot open shared object file: No such file or directory",
+     "CANN libraries not on the path"),
+    # the protobuf 4 error text (seen with torch 2.1 + CANN, stack ref section 1)
+    ("TypeError: Descriptors cannot be created directly.\nIf this call came from a _pb2.py file, your generated code "
+     "is out of date and must be regenerated with protoc >= 3.19.0.", "protobuf too new"),
+    # github.com/vllm-project/vllm-omni/issues/705
+    ("Warning: Driver Version: 25.0.rc1.b070 is invalid or not supported yet. (function operator())",
+     "driver too old for CANN"),
+    ("A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.0.2 as it may crash.", "numpy 2 against a numpy 1 build"),
+    ("docker: Error response from daemon: unknown or invalid runtime name: ascend.", "Ascend Docker Runtime missing"),
+    ("[ERROR] drvMemGetInfo failed, devId=0, ret=87", "driver memory query failed"),
+    ("EL0004: The device is occupied.", "device occupied"),
+]
+
+
+@pytest.mark.parametrize("text, name", REAL_ERRORS, ids=[n for _, n in REAL_ERRORS])
+def test_explain_names_cause_and_fix(text, name):
+    assert [k.name for k in doc.explain(text)] == [name]
+
+
+def test_explain_task_on_a_log_file_and_on_an_unknown_error(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1\n" + REAL_ERRORS[1][0] + "\n")
+    known = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--explain", str(log)], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert known.returncode == 0 and "CANN libraries not on the path" in known.stdout and "fix:" in known.stdout
+    unknown = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--explain", "segfault in my own code"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert unknown.returncode == 1 and "not a failure this tool knows; it checked for: driver library missing" \
+        in unknown.stdout
+
+
+def test_doctor_task_on_stand_in_roots_exits_on_blocking_problems(tmp_path):
+    task = [sys.executable, "-m", "invoke", "doctor", "--user", "alice", "--json", "--root"]
+    good = subprocess.run(task + [str(make_host(tmp_path / "good"))], cwd=ROOT, capture_output=True, text=True)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert {c["name"]: c["state"] for c in json.loads(good.stdout)}["devices"] == "ok"
+    bad = subprocess.run(task + [str(make_host(tmp_path / "bad", cards=0))], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 1 and any(c["blocking"] for c in json.loads(bad.stdout))
+
+
+@pytest.mark.parametrize("driver, chip, torch, expected, skipped", [
+    ("26.0.RC1", "910b", None, "2.10.0", None),
+    ("25.5.0", "910b", None, "2.6.0", "2.10.0: CANN 9.0.0 needs driver 26.0.RC1, the host has 25.5.0"),
+    ("25.0.RC1", "910b", None, "2.5.1", "2.6.0: CANN 8.5.0 needs driver 25.5.0, the host has 25.0.RC1"),
+    ("24.1.RC3", "910b", "2.1.0", "2.1.0", None),
+    ("25.5.0", "A3", None, "2.6.0", None),
+])
+def test_for_host_picks_the_newest_line_the_driver_runs(driver, chip, torch, expected, skipped):
+    name, notes = doc.pick_stack(MATRIX, driver, chip, torch)
+    assert name == expected
+    if skipped:
+        assert skipped in notes
+
+
+def test_for_host_with_no_runnable_line_says_why():
+    with pytest.raises(UserError, match="no line runs on driver 23.0.0"):
+        doc.pick_stack(MATRIX, "23.0.0", "910b")
+
+
+def test_build_for_host_dry_shows_the_choice(tmp_path):
+    root = make_host(tmp_path / "host", driver="25.0.RC1")
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry", "--offline",
+                          "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert "for this host (driver 25.0.RC1, chip 910b): torch line 2.5.1" in out.stdout
+    assert "skipped 2.10.0: CANN 9.0.0 needs driver 26.0.RC1" in out.stdout
+    assert "cann8.1.rc1-910b-" in out.stdout
+
+
+def test_run_refuses_an_image_the_host_driver_cannot_run(tmp_path):
+    root = make_host(tmp_path / "host", driver="24.1.RC3")
+    labels = {"io.ascend-build.cann": "9.0.0", "io.ascend-build.driver": "26.0.RC1", "io.ascend-build.chip": "910b",
+              "io.ascend-build.platform": "linux/arm64"}
+    client = tmp_path / "docker"     # a client double: answers version, info and image inspect
+    client.write_text(f"""#!/bin/sh
+case "$1" in
+  version) echo 20.10.24 ;;
+  info) echo "runc " ;;
+  image) echo '{json.dumps(labels)}' ;;
+  *) exit 1 ;;
+esac
+""")
+    client.chmod(0o755)
+    cmd = [sys.executable, "-m", "invoke", "run", "--image", "ascend-runtime:torch2.10.0-arm64", "--host-root",
+           str(root), "--docker", str(client), "--runtime", "runc", "--dry"]
+    refused = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "host driver 24.1.RC3 is older than 26.0.RC1, which CANN 9.0.0 needs" in refused.stderr
+    forced = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True)
+    assert forced.returncode == 0 and "--device /dev/davinci0" in forced.stdout, forced.stderr

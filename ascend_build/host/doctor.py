@@ -145,10 +145,31 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
     runtimes = set(engine_runtimes or ()) | _runtimes(root)
     checks.append(Check("Ascend Docker Runtime", "info", "present: `invoke run` uses --runtime ascend"
                         if "ascend" in runtimes else "absent: `invoke run` passes the devices and driver mounts itself"))
+    if root.resolve() == Path("/"):
+        checks += _limits()
     chip = host_chip(root)
     checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
     if image is not None:
         checks += _image_checks(image, driver, chip, choices or [], host_arch)
+    return checks
+
+
+def _limits() -> list[Check]:
+    """This machine's open-file limit and shared memory (a stand-in root has neither)."""
+    import os
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    checks = [Check("open files (ulimit -n)", "ok" if soft >= 65536 or soft == resource.RLIM_INFINITY else "warn",
+                    str(soft), "" if soft >= 65536 else "multi-card training with many data loader workers runs out "
+                    "of file descriptors", "" if soft >= 65536 else "raise it (ulimit -n 65536; docker run "
+                    "--ulimit nofile=65536:65536)")]
+    try:
+        st = os.statvfs("/dev/shm")
+        size = st.f_frsize * st.f_blocks
+        checks.append(Check("/dev/shm", "info", f"{size >> 20} MiB on the host; containers get --shm-size "
+                            f"(invoke run: 16g)"))
+    except OSError:
+        pass
     return checks
 
 

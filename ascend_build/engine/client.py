@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import interrupts
@@ -86,8 +86,17 @@ class Engine:
             return ["--cache-from", ref, "--build-arg", "BUILDKIT_INLINE_CACHE=1"]
         return ["--layers", "--cache-from", ref.rsplit(":", 1)[0], "--cache-to", ref.rsplit(":", 1)[0]]
 
+    skipped: tuple[str, ...] = ()     # clients on PATH passed over, and why
+
     def command(self, *args: str) -> list[str]:
         return [self.client, *args]
+
+    def describe(self) -> str:
+        """One line for the start of a build: which client, which version, which builder."""
+        how = {"buildx": "docker buildx", "classic-buildkit": "its built-in BuildKit (DOCKER_BUILDKIT=1)",
+               "podman": "podman build"}[self.mode]
+        passed = "".join(f"; passed over {s}" for s in self.skipped)
+        return f"engine: {self.client} {self.version}, building with {how}{passed}"
 
     def runtimes(self) -> frozenset[str]:
         """The container runtimes the engine offers (e.g. `ascend`, the Ascend Docker Runtime)."""
@@ -142,6 +151,7 @@ def detect(kind: str = "docker", client: str | None = None, need_server: bool = 
         if engine is None:
             reasons.append(f"{cand}: {why}")
             continue
+        engine = replace(engine, skipped=tuple(reasons))
         if need_server:
             info = _output([cand, "info", "--format", "{{.ServerVersion}}"])
             if info.returncode != 0 or not info.stdout.strip():

@@ -57,6 +57,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     _refuse_early(cell, site, inputs)
     toolkit, kernels = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
+    print(engine.describe())
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
     plan = _plan(matrix, cell, site, inputs, toolkit, kernels)
     ctx = plan.work / "context"
@@ -74,12 +75,14 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
         try:
             _stage(plan, ctx)
             test = run_tests or steps.run_image_tests
-            image_id = steps.build_test_tag(engine, req, plan.what, plan.tags, plan.work / "build.log",
-                                            lambda image: test(image, matrix.path, engine))
+            image_id = steps.build_test_tag(
+                engine, req, plan.what, plan.tags, plan.work / "build.log",
+                lambda image: test(image, matrix.path, engine),
+                # The manifest beside the log for every candidate: a failed one is when it is needed.
+                lambda image: steps.copy_manifest(engine, image, cell.platform, plan.work / "manifest.txt"))
         finally:
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
-    steps.copy_manifest(engine, image_id, cell.platform, plan.work / "manifest.txt")
     return BuildResult(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
 
 
@@ -98,7 +101,8 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
 
 
 def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
-    store = PackageStore(site.packages, site.cache_dir, download=not site.offline)
+    # A dry run touches no network: it says what a real run would download instead.
+    store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry)
     located, errors = [], []
     for f in (cell.toolkit, cell.kernels):
         try:
@@ -107,7 +111,7 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
             errors.append(str(exc))
     if errors:   # report every missing or bad package at once, not one per run
         raise PackageError("\n\n".join(errors))
-    warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned]
+    warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned and pkg.path.is_file()]
                   + [n for n in cell.unpinned() if n.startswith("CPython")])
     return located[0], located[1]
 
@@ -184,8 +188,12 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
     except PackageError as exc:
         if not site.dry:
             raise
-        # A dry run still shows the commands; the real run would stop here.
-        print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
+        # A dry run still shows the commands: what the real run would fetch, or where it stops.
+        if site.offline:
+            print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
+        else:
+            print(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
+                  f"{', '.join(map(str, site.packages))} or the cache by then)")
         return Located(f, Path("<missing>") / f.file, "<unknown>", False)
 
 

@@ -58,8 +58,9 @@ def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], suite: 
 
 
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
-                   test: Callable[[str], int]) -> str:
-    """Build an untagged candidate, test it, and tag it only when the tests pass."""
+                   test: Callable[[str], int], built: Callable[[str], None] | None = None) -> str:
+    """Build an untagged candidate, test it, and tag it only when the tests pass.
+    `built` sees every candidate, tested or not."""
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
     cmd, env = engine.build_command(req)
@@ -68,6 +69,8 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     if code != 0:
         raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}")
     image_id = req.iidfile.read_text().strip()
+    if built:
+        built(image_id)
     if test(image_id) != 0:
         raise TestsFailed(f"image tests failed for {image_id} ({what}); nothing was tagged. "
                           f"Rerun them with `invoke test --image {image_id}`")

@@ -234,7 +234,10 @@ class Matrix:
     def _stack(self, name: str | None) -> Stack:
         name = name or self.defaults["torch"]
         if name not in self.stacks:
-            raise UserError(f"unknown torch stack {name!r}; {self.path} defines: {', '.join(self.stacks)}")
+            raise UserError(f"unknown torch stack {name!r}; {self.path} defines: {', '.join(self.stacks)}. "
+                            f"To add a line: `invoke update` imports Huawei's torch_npu and CANN releases into "
+                            f"{self.path}; then add a `stacks:` entry naming the torch_npu release, its CANN and "
+                            f"the Python range (see the 2.10.0 entry)")
         return self.stacks[name]
 
     def _platform(self, platform: str | None) -> str:

@@ -64,6 +64,9 @@ def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix)
         build_in(pinned_matrix, packages, repo, run_tests=lambda *args: 1)
     listed = subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout
     assert listed.strip() == ""
+    # The failed candidate's package manifest is kept beside its log: that is when it is needed.
+    cell = load_matrix(pinned_matrix).cell(**STACK)
+    assert "# pip freeze" in (packages / "work" / f"{cell.name}-arm64" / "manifest.txt").read_text()
 
 
 def _corrupt(folder: Path) -> None:

@@ -99,3 +99,11 @@ def test_host_network_per_mode(tmp_path):
     assert cmd[cmd.index("--allow") + 1] == "network.host"
     req.network = None
     assert "--network" not in Engine("docker", "docker", "buildx", "28").build_command(req)[0]
+
+
+def test_the_engine_line_names_client_version_builder_and_what_was_passed_over():
+    from ascend_build.engine import Engine
+    e = Engine("docker", "/usr/bin/docker", "classic-buildkit", "20.10.24",
+               skipped=("/usr/local/bin/docker: version 28.2.2 has no buildx plugin",))
+    assert e.describe() == ("engine: /usr/bin/docker 20.10.24, building with its built-in BuildKit "
+                            "(DOCKER_BUILDKIT=1); passed over /usr/local/bin/docker: version 28.2.2 has no buildx plugin")

@@ -3,6 +3,7 @@ tracebacks, and nothing reaches docker when the input is wrong."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,16 @@ def test_dry_build_with_a_proxy_from_the_shell(tmp_path):
     assert "pr0xy-pw" not in out.stdout + out.stderr
     out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--proxy", "none", env=env)
     assert out.returncode == 0 and "proxy-env" not in out.stdout
+
+
+def test_dry_build_touches_no_network_and_says_what_it_would_download(tmp_path):
+    """With the packages absent and downloads allowed, a dry run must not try the Ascend
+    site (unreachable here: a try would report a failed download)."""
+    out = invoke("build", "--dry", "--packages", str(tmp_path / "none"),
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert ("# would download https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.0.RC3/"
+            "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.zip") in out.stdout
+    assert "failed" not in out.stdout + out.stderr
+    assert not (tmp_path / "cache" / "cann").exists() or not any((tmp_path / "cache" / "cann").iterdir())
+    assert re.search(r"^engine: \S+ \S+, building with ", out.stdout, re.M), "the client, its version, the builder"

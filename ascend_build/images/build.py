@@ -58,6 +58,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     toolkit, kernels = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())
+    print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
+          f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
     plan = _plan(matrix, cell, site, inputs, toolkit, kernels)
     ctx = plan.work / "context"

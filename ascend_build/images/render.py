@@ -128,10 +128,11 @@ def _env() -> jinja2.Environment:
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     cann = matrix.cann[stack.cann]
-    source = matrix.pythons.get(stack.python_default)
+    default = stack.python_for(os)
+    source = matrix.pythons.get(default)
     text = _env().get_template(RUNTIME.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann,
-        default_python_from="distro" if os.python == stack.python_default else "source",
+        default_python_from="distro" if os.python == default else "source",
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},

@@ -111,6 +111,12 @@ class Stack:
     torch_npu_on_pypi: bool
     builder: str = ""
 
+    def python_for(self, os: "OSBase") -> str:
+        """The Python an image on `os` gets unless one is asked for: the distro's python3
+        when the stack supports it (no compiling, least emulated work), else the stack's
+        default, built from source."""
+        return os.python if os.python in self.pythons() else self.python_default
+
     def pythons(self) -> list[str]:
         lo, hi = _minor(self.python_min), _minor(self.python_max)
         return [f"3.{m}" for m in range(lo, hi + 1)]
@@ -254,7 +260,7 @@ class Matrix:
         if os not in self.os:
             raise UserError(f"unknown os {os!r}; {self.path} defines: {', '.join(self.os)}")
         base = self.os[os]
-        python = python or st.python_default
+        python = python or st.python_for(base)
         if python not in st.pythons():
             raise UserError(f"python {python} is outside torch stack {stack}'s range "
                             f"{st.python_min}-{st.python_max} (stacks.{stack}.python); choose one of: "
@@ -561,7 +567,7 @@ def _check_images(m: Matrix, c: s.Checker) -> None:
             if os not in m.os:
                 c.fail(path + ("os", j), f"got {os!r}; os defined: {', '.join(m.os)}")
                 continue
-            python = img.python or st.python_default
+            python = img.python or st.python_for(m.os[os])
             if python not in st.pythons():
                 c.fail(path + ("python",), f"got {python!r}; stack {img.stack} supports "
                        f"{st.python_min} to {st.python_max}")

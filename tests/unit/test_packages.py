@@ -127,8 +127,9 @@ def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     """Bare .run files (a release with no published sums in this copy of the matrix)."""
     import re
     from ascend_build.images.packages import fetch_release
+    from tests.conftest import committed_matrix_text
     matrix_path = tmp_path / "matrix.yaml"
-    matrix_path.write_text(re.sub(r", zip_sha256: [0-9a-f]{64}", "", (ROOT / "matrix.yaml").read_text()))
+    matrix_path.write_text(re.sub(r", zip_sha256: [0-9a-f]{64}", "", committed_matrix_text()))
     m = load_matrix(matrix_path)
     fetch = FetchDouble()
     store = PackageStore([], tmp_path / "cache", fetch=fetch)

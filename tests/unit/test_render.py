@@ -50,7 +50,9 @@ def test_runtime_dockerfile_encodes_the_stack():
     assert '"protobuf==3.20.3"' in text and '"numpy<2"' in text
     assert "Ascend-cann-toolkit_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
     assert "Ascend-cann-kernels-${ASCEND_CHIP}_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
-    assert "ARG PYTHON_FROM=source" in text      # jammy has 3.10, the stack default is 3.9
+    assert "ARG PYTHON_FROM=distro" in text      # jammy's 3.10 is in 2.1.0's range: nothing to compile
+    focal = next(r.text for r in render_all(m) if r.path == Path("images/runtime/2.5.1/ubuntu20.04/Dockerfile"))
+    assert "ARG PYTHON_FROM=source" in focal and "ARG PYTHON_VERSION=3.10.13" in focal   # focal's 3.8 is not
     # Order for layer reuse: toolkit, kernels, torch, then torch_npu in a layer of its own
     # whose ARG comes only after torch's RUN (an ARG change busts the steps after it).
     assert text.index("cann/toolkit") < text.index("cann/kernels") < text.index("torch==2.1.0")

@@ -19,7 +19,8 @@ def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_matrix_table():
     out = invoke("matrix")
     assert out.returncode == 0, out.stderr
-    assert "cann8.0.rc3-910b-ubuntu22.04-py3.9-torch2.1.0 (alias torch2.1.0)" in out.stdout
+    assert "cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0 (alias torch2.1.0)" in out.stdout
+    assert "3.10 (distro)" in out.stdout
     assert "absent (no Ascend apex wheel)" in out.stdout
 
 
@@ -58,7 +59,7 @@ def test_dry_build_prints_buildkit_commands_with_secrets(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "--platform linux/arm64" in out.stdout and "id=ca-bundle,src=" in out.stdout
     assert "s3cret" not in out.stdout, "credentials go in a secret file, not on the command line"
-    assert "--build-arg PYTHON_FROM=source" in out.stdout
+    assert "--build-arg PYTHON_FROM=distro" in out.stdout and "python: 3.10 from ubuntu22.04's python3" in out.stdout
 
 
 def test_dry_build_with_a_proxy_from_the_shell(tmp_path):

@@ -14,6 +14,7 @@ from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream.deployer import read
 from ascend_build.matrix.upstream.update import BEGIN, END, split, update
+from tests.conftest import committed_matrix_text
 from tests.doubles.deployer_fixture import fake_sum, make_deployer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def matrix(tmp_path) -> Path:
     path = tmp_path / "matrix.yaml"
-    path.write_text((ROOT / "matrix.yaml").read_text())
+    path.write_text(committed_matrix_text())
     return path
 
 

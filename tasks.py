@@ -19,7 +19,7 @@ from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
 from ascend_build.errors import BuildFailed, UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.engine.network import proxy_settings
+from ascend_build.engine.network import ca_setting, proxy_settings
 from ascend_build.matrix.report import ci_matrix as ci_cells, matrix_table
 
 ROOT = Path(__file__).resolve().parent
@@ -131,7 +131,8 @@ BUILD_HELP = {
     "require_pins": "refuse any file without a sha256 in the matrix",
     "base_image": "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
     "pip_index_url": "pip index (credentials allowed: passed as a BuildKit secret)",
-    "ca_bundle": "CA bundle for a TLS proxy (passed as a BuildKit secret)",
+    "ca_bundle": "CA bundle for a TLS proxy (passed as a BuildKit secret); default: the host's own setting "
+                 "($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, pip's cert); 'none' for none",
     "proxy": "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); "
              "default: http(s)_proxy of this shell; 'none' for none",
     "no_proxy": "hosts the build reaches without the proxy (default: no_proxy of this shell)",
@@ -234,8 +235,10 @@ def _path(value: str | None) -> Path | None:
 
 def _site(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None, network=None, **more) -> Site:
     """This site's settings from the options every building task shares."""
+    bundle, source = ca_setting(ca_bundle)
     return Site(base_images=parse_base_images(base_image or []), pip_index_url=pip_index_url,
-                ca_bundle=_path(ca_bundle), dry=dry, proxy=proxy_settings(proxy, no_proxy), network=network, **more)
+                ca_bundle=bundle, ca_source=source, dry=dry, proxy=proxy_settings(proxy, no_proxy), network=network,
+                **more)
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help=SOURCE_HELP)

@@ -21,6 +21,7 @@ class Network:
     pip_index_url: str | None = None
     proxy: Mapping[str, str] = field(default_factory=dict)   # http_proxy / https_proxy / no_proxy -> value
     mode: str | None = None                                 # "host": RUN steps share the host's network
+    ca_source: str = ""                                     # where the CA bundle setting came from
 
 
 def proxy_settings(proxy: str | None, no_proxy: str | None = None,
@@ -41,6 +42,41 @@ def proxy_settings(proxy: str | None, no_proxy: str | None = None,
     if found and rest:
         found["no_proxy"] = rest
     return found
+
+
+# Where a host that trusts a TLS-intercepting proxy's CA says so, in the order pip reads them.
+CA_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+def ca_setting(value: str | None, environ: Mapping[str, str] = os.environ) -> tuple[Path | None, str]:
+    """`--ca-bundle FILE`, `--ca-bundle none`, or (not given) the host's own trust setting:
+    the CA variables above, then pip's `cert`. Returns the bundle and where it came from."""
+    if value == "none":
+        return None, "--ca-bundle none"
+    if value:
+        return Path(value), "--ca-bundle"
+    for var in CA_VARIABLES:
+        if environ.get(var) and Path(environ[var]).is_file():
+            return Path(environ[var]), f"${var} of this shell"
+    try:
+        import subprocess
+        import sys
+        out = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.cert"], capture_output=True,
+                             text=True, timeout=30, env=dict(environ))
+        cert = out.stdout.strip()
+        if out.returncode == 0 and cert and Path(cert).is_file():
+            return Path(cert), "pip's cert setting"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return None, ""
+
+
+def tls_hint(log_tail: str) -> str:
+    """What to say when a build step failed on TLS (a proxy's CA the build did not have)."""
+    if "CERTIFICATE_VERIFY_FAILED" in log_tail or "certificate verify failed" in log_tail:
+        return (" A download failed on TLS (CERTIFICATE_VERIFY_FAILED): behind a TLS-intercepting proxy, hand its "
+                "CA to the build with --ca-bundle FILE (or set PIP_CERT / REQUESTS_CA_BUNDLE in this shell).")
+    return ""
 
 
 def redact(url: str) -> str:
@@ -106,7 +142,8 @@ def describe(net: Network) -> list[str]:
     if net.pip_index_url:
         lines.append(f"pip index: {redact(net.pip_index_url)} (secret)")
     if net.ca_bundle:
-        lines.append(f"CA bundle: {net.ca_bundle} (secret)")
+        lines.append(f"CA bundle: {net.ca_bundle} (secret{', from ' + net.ca_source if net.ca_source else ''}; "
+                     f"--ca-bundle none to build without it)")
     if net.mode:
         lines.append(f"build network: {net.mode}")
     return lines

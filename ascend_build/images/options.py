@@ -24,6 +24,7 @@ class Site:
     base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
     pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
     ca_bundle: Path | None = None          # secret only
+    ca_source: str = ""                    # where it came from (an option, the host's trust settings)
     proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
     network: str | None = None             # "host": RUN steps share the host's network
     cache_registry: str | None = None      # registry repository for layer cache
@@ -33,7 +34,7 @@ class Site:
 
     @property
     def net(self) -> Network:
-        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network)
+        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network, self.ca_source)
 
     @property
     def cache_dir(self) -> Path:

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 
 from .. import engine as eng
 from ..engine import interrupts
-from ..engine.network import Network, secret_files
+from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
 from .kinds import KINDS, RUNTIME, label
 from .render import ROOT, Rendered
@@ -67,7 +67,8 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     print(f"building {what}; log: {log}", flush=True)
     code = eng.run(cmd, env, log)
     if code != 0:
-        raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}")
+        tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
+        raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}.{tls_hint(tail)}")
     image_id = req.iidfile.read_text().strip()
     if built:
         built(image_id)

@@ -67,3 +67,23 @@ def test_secret_files_are_private_and_the_proxy_file_is_sourceable(tmp_path):
     assert shown == "http://u:p'w@proxy:3128|http://u:p'w@proxy:3128|.corp|.corp"
     assert not any("s3cret" in line or "p'w" in line for line in describe(net))
     assert secret_files(Network(), folder) == {}
+
+
+def test_the_ca_bundle_comes_from_the_hosts_trust_settings_unless_told(tmp_path):
+    from ascend_build.engine.network import ca_setting
+    bundle = tmp_path / "proxy-ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    env = {"REQUESTS_CA_BUNDLE": str(bundle), "PIP_CONFIG_FILE": "/dev/null", "PATH": "/usr/bin:/bin"}
+    assert ca_setting(None, env) == (bundle, "$REQUESTS_CA_BUNDLE of this shell")
+    assert ca_setting("none", env) == (None, "--ca-bundle none")
+    assert ca_setting(str(tmp_path / "given.pem"), env) == (tmp_path / "given.pem", "--ca-bundle")
+    # A variable naming a file that is not there is not a bundle.
+    assert ca_setting(None, {"PIP_CERT": str(tmp_path / "gone.pem"), "PIP_CONFIG_FILE": "/dev/null"})[0] is None
+
+
+def test_a_tls_failure_names_its_cause_and_the_option():
+    from ascend_build.engine.network import tls_hint
+    log = ("#9 12.3 WARNING: Retrying ... SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] "
+           "certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1006)'))")
+    assert "--ca-bundle FILE" in tls_hint(log) and "CERTIFICATE_VERIFY_FAILED" in tls_hint(log)
+    assert tls_hint("#9 ERROR: No matching distribution found for torch==9.9") == ""

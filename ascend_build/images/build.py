@@ -65,6 +65,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
+    if not site.dry:
+        steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.os.image, cell.platform)
     with steps.secrets(site.net) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args=plan.build_args, secrets=secrets, labels=plan.labels,

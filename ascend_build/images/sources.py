@@ -67,6 +67,8 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER.suite)
             return tags[0]
+        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.flavor.image.replace("{arch}", bcell.arch),
+                         bcell.platform)
         steps.build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
                              lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite))
         return tags[0]

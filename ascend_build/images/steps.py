@@ -57,6 +57,22 @@ def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], suite: 
         print(eng.show(engine.command("tag", "<built id>", tag)))
 
 
+def check_base(engine: eng.Engine, base: str, wanted: str, platform: str) -> None:
+    """The base image is here, or the engine can pull it, before anything is built: an
+    air-gapped site otherwise learns it from a DNS error deep in the build. `wanted` is
+    the matrix's name for it (what --base-image replaces)."""
+    if subprocess.run(engine.command("image", "inspect", base), capture_output=True).returncode == 0:
+        return
+    print(f"base image {base} is not here; pulling it", flush=True)
+    out = subprocess.run(engine.command("pull", "--platform", platform, base), capture_output=True, text=True)
+    if out.returncode != 0:
+        said = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no answer"]
+        raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n"
+                          f"Use a mirror: --base-image {wanted}=MIRROR/{wanted.split('/')[-1]}; or, for a Debian "
+                          f"base, make one without a registry: `invoke base-image --tag TAG --suite bookworm "
+                          f"--platform {platform}` and pass --base-image {wanted}=TAG")
+
+
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
                    test: Callable[[str], int], built: Callable[[str], None] | None = None) -> str:
     """Build an untagged candidate, test it, and tag it only when the tests pass.

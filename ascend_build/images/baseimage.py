@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import engine as eng
@@ -33,15 +35,22 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
             "FROM scratch\nADD rootfs.tar /\nCMD [\"bash\"]\n")
         req = eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform=platform, tags=[tag])
         cmd, env = engine.build_command(req)
+        # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
+        # stream its progress on a terminal (plain logs stay short).
+        print(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
+              + (" under qemu, a few minutes" if target.emulated() else ", about a minute"), flush=True)
         if dry:
             print(eng.show(boot))
             print(f"# remove from it: {', '.join(JUNK)}")
             print(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
             print(eng.show(cmd, env))
             return
-        if subprocess.run(boot, stdout=subprocess.DEVNULL).returncode != 0:
+        started = time.monotonic()
+        if subprocess.run(boot, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
             raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
                             f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
+        print(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image",
+              flush=True)
         _tidy(root)
         subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
         shutil.rmtree(root, ignore_errors=True)

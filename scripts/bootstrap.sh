@@ -43,6 +43,5 @@ if ! /usr/bin/docker info >/dev/null 2>&1; then
     /usr/bin/docker info >/dev/null 2>&1 || { echo "bootstrap: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+scripts/python-env.sh
 echo "bootstrap: ready ($(/usr/bin/docker version --format 'engine {{.Server.Version}}'))"

@@ -26,10 +26,11 @@ def image_exists(engine, ref: str) -> bool:
     return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
 
 
-def _base(engine, pattern: str, suite: str) -> str:
-    ref = pattern.format(arch="arm64")
+def _base(engine, pattern: str, suite: str, platform: str = "linux/arm64") -> str:
+    from ascend_build.platforms import PLATFORMS
+    ref = pattern.format(arch=PLATFORMS[platform].suffix)
     if not image_exists(engine, ref):
-        debian_base(engine, suite, "linux/arm64", ref)
+        debian_base(engine, suite, platform, ref)
     return ref
 
 

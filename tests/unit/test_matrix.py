@@ -171,3 +171,16 @@ def test_invalid_specifiers_are_named_not_raised(tmp_path):
     msg = refused(tmp_path, text)
     assert "stacks['2.1.0'].pins.numpy: got 'two'; expected a pip version specifier" in msg
     assert "cann_numpy['8.0.RC1']: got 'bad'; expected a pip version specifier" in msg
+
+
+def test_site_pins_in_the_checkout_do_not_change_what_the_unit_tests_start_from(tmp_path, monkeypatch):
+    """After `invoke pin` in a checkout, the unit tests still see the committed text."""
+    import tests.conftest as conf
+    pinned = (ROOT / "matrix.yaml").read_text().replace(
+        "{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
+        "{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: " + "ab" * 32, 1)
+    assert pinned != (ROOT / "matrix.yaml").read_text()
+    (tmp_path / "matrix.yaml").write_text(pinned)
+    monkeypatch.setattr(conf, "ROOT", tmp_path)
+    assert conf.committed_matrix_text() == re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null",
+                                                  (ROOT / "matrix.yaml").read_text())

@@ -53,7 +53,7 @@ def matrix_table(matrix: Matrix) -> str:
     text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
     unpaired = [r for r, v in matrix.source.data["torch_npu_releases"].items() if not v["cann"]]
     if unpaired:
-        text += (f"\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
+        text += ("\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
                  + ", ".join(unpaired))
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))

@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.integration.conftest import BOOKWORM, ROOT, image_exists
 

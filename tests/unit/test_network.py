@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import stat
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -53,7 +53,8 @@ class Plan:
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), engine_kind: str = "docker",
           client: str | None = None, run_tests=None) -> BuildResult:
     cell = matrix.aliased(cell)
-    dockerfile = steps.current_dockerfile(runtime_dockerfile(matrix, cell.stack, cell.os))
+    rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
+    dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
     toolkit, kernels = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
@@ -61,7 +62,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
-    plan = _plan(matrix, cell, site, inputs, toolkit, kernels)
+    plan = _plan(rendered, cell, site, inputs, toolkit, kernels)
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
@@ -71,7 +72,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args=plan.build_args, secrets=secrets, labels=plan.labels,
                                iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
-                               cache_ref=steps.cache_ref(engine, site.cache_registry, plan.tags[0].split(":")[-1]))
+                               cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
             steps.show_dry(engine, req, plan.tags, RUNTIME.suite)
@@ -120,8 +121,7 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
     return located[0], located[1]
 
 
-def _plan(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located) -> Plan:
-    rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
+def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located) -> Plan:
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
                   "ASCEND_CHIP": cell.chip}

@@ -52,7 +52,8 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     check_network(site.net)
     rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
     dockerfile = steps.current_dockerfile(rendered)
-    build_args = {"BASE_IMAGE": site.base(bcell.flavor.image.replace("{arch}", bcell.arch), bcell.target),
+    wanted = bcell.flavor.image.replace("{arch}", bcell.arch)      # the matrix's base, for --base-image
+    build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
     content = content_tag(rendered.text, build_args, {})
     tags = BUILDER.tags(repository, bcell.name, content, bcell.target)
@@ -67,8 +68,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER.suite)
             return tags[0]
-        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.flavor.image.replace("{arch}", bcell.arch),
-                         bcell.platform)
+        steps.check_base(engine, build_args["BASE_IMAGE"], wanted, bcell.platform)
         steps.build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
                              lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite))
         return tags[0]

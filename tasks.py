@@ -444,7 +444,11 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
               f"{', '.join(d.version for d in result.merged.read)} (add it to upstream.deployer, `invoke update`)")
     if check or dry:
         print(f"{path}: the imported part " + ("would change (above)" if result.changed else "is current"))
-        if check and (result.changed or newer):
+        from ascend_build.matrix import lock as locks
+        stale, _ = locks.check_all(load_matrix(matrix), path.resolve().parent)
+        for line in stale:
+            print(f"lock: {line}")
+        if check and (result.changed or newer or stale):
             raise Exit(code=1)
         return
     if result.changed:
@@ -452,3 +456,82 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
         print(f"wrote {path}; review with `git diff {path}`, then `invoke render`")
     else:
         print(f"{path}: the imported part is already current")
+    # New upstream facts can make locks stale (a torch_npu re-pairing, Huawei's wheel sums):
+    # remake those, and show what changed in them.
+    _lock(matrix, [], [], ["linux/arm64"], False, False, pip_index_url, ca_bundle, proxy)
+
+
+@task(auto_shortflags=False, iterable=["torch", "python", "platform"], help={
+    **MATRIX_HELP,
+    "torch": "lock this stack (repeatable; default: every stack)",
+    "python": "only this Python (repeatable; default: the stack's whole range)",
+    "platform": "linux/arm64 (default) or linux/amd64 (repeatable; x86_64 needs PyTorch's CPU index)",
+    "refresh": "re-resolve even locks that are current (takes newer releases of unpinned packages)",
+    "check": "resolve nothing: exit 1 if a lock is stale or broken; list the images in `images:` without one",
+    "dry": "resolve and print what would change; write nothing",
+    "pip_index_url": "the index to resolve against (default: PyPI)",
+    "ca_bundle": "CA bundle behind a TLS proxy (default: the host's, as for builds)", "proxy": "proxy URL"})
+@user_errors
+def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refresh=False, check=False, dry=False,
+         pip_index_url=None, ca_bundle=None, proxy=None):
+    """Lock every Python package of the runtime images (exact versions, sha256) per stack,
+    Python and arch under locks/, for pip's hash-checking mode. Without --refresh only
+    missing and stale locks are made."""
+    from ascend_build.matrix import lock as locks
+    m = load_matrix(matrix)
+    root = m.path.parent
+    if check:
+        problems, missing = locks.check_all(m, root)
+        for line in problems:
+            print(line)
+        for cell in missing:     # builds warn for these; --require-pins refuses them
+            print(f"not locked (built unlocked): {cell}")
+        if problems:
+            raise Exit(code=1)
+        print("locks: none stale")
+        return
+    _lock(matrix, torch or [], python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy)
+
+
+def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy):
+    from ascend_build.matrix import lock as locks
+    from ascend_build.matrix.upstream import resolve
+    m = load_matrix(matrix)
+    root = m.path.parent
+    cells = locks.select(m, root, stacks, pythons, platforms, refresh)
+    ca, _ = ca_setting(ca_bundle)
+    net = resolve.Network(pip_index_url or resolve.DEFAULT_INDEX, ca, proxy)
+    changes = resolve.lock(m, root, cells, net, write=not dry)
+    for change in changes:
+        print(f"{change.where.relative_to(root)}: " + ("new" if change.new else "changed"))
+        for line in change.diff:
+            print(f"  {line}")
+        for line in change.warnings:
+            print(f"  WARNING: {line}")
+    print(f"locks: {len(cells)} resolved, {len(changes)} " + ("would change" if dry else "written")
+          + ("" if not changes or dry else "; review with `git diff locks/`"))
+
+
+@task(auto_shortflags=False, help={
+    "image": "an image this project built (tag or id)", "output": "write the SBOM to FILE (default: print it)",
+    "fresh": "make it from the image's contents even if the image carries one",
+    "engine": "docker (default) or podman", "docker": "the container client to use"})
+@user_errors
+def sbom(c, image, output=None, fresh=False, engine="docker", docker=None):
+    """The image's SBOM (CycloneDX JSON): OS packages, CANN installers with the sha256 the
+    build verified, Python packages with their wheels' sha256 where locked."""
+    from ascend_build.images import sbom as sboms
+    from ascend_build.images.kinds import label
+    e = eng.for_task(engine, docker)
+    labels = sboms.inspect(e, image)["Config"].get("Labels") or {}
+    if label("cann-sha256") not in labels:
+        raise UserError(f"{image} was not built by this project's `invoke build` (or predates SBOMs): "
+                        f"it has no {label('cann-sha256')} label")
+    platform = labels[label("platform")]
+    text = None if fresh else sboms.stored(e, image, platform)
+    text = text or sboms.for_image(e, image, platform)
+    if output:
+        Path(output).write_text(text)
+        print(f"wrote {output}")
+    else:
+        print(text)

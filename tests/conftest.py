@@ -37,6 +37,14 @@ def committed_matrix_text() -> str:
     return re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null", (ROOT / "matrix.yaml").read_text())
 
 
+def link_locks(matrix_path: Path) -> Path:
+    """A matrix copy finds its locks beside it, as the committed one does (locks/)."""
+    link = matrix_path.parent / "locks"
+    if not link.exists():
+        link.symlink_to(ROOT / "locks", target_is_directory=True)
+    return matrix_path
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -4,6 +4,8 @@ context is staged and the generic steps (steps.py) build an untagged candidate, 
 and only then tag it."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -15,6 +17,7 @@ from ..engine import interrupts
 from ..engine.network import check as check_network, describe as describe_network
 from ..errors import PackageError, UserError
 from ..matrix import Cell, Matrix
+from ..matrix import lock as locks
 from . import steps
 from .kinds import RUNTIME, content_tag
 from .options import Inputs, Site
@@ -39,6 +42,8 @@ class Plan:
     toolkit: Located
     kernels: Located
     inputs: Inputs
+    requirements: dict[str, str]     # lock/<layer>.txt in the context
+    locked: Path | None              # the lock they come from, None: not locked
     build_args: dict[str, str]
     content: str
     tags: list[str]
@@ -56,13 +61,14 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
+    lock = _lock(matrix, cell, site)
     toolkit, kernels = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
-    plan = _plan(rendered, cell, site, inputs, toolkit, kernels)
+    plan = _plan(rendered, cell, site, inputs, toolkit, kernels, _requirements(matrix, cell, lock, inputs), lock)
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
@@ -75,6 +81,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
                                cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
+            print(f"# stage lock/{{{','.join(locks.LAYERS)}}}.txt from "
+                  + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME.suite)
             return BuildResult(cell, None, plan.tags, None, plan.content)
         try:
@@ -84,11 +92,21 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
                 engine, req, plan.what, plan.tags, plan.work / "build.log",
                 lambda image: test(image, matrix.path, engine),
                 # The manifest beside the log for every candidate: a failed one is when it is needed.
-                lambda image: steps.copy_manifest(engine, image, cell.platform, plan.work / "manifest.txt"))
+                lambda image: steps.copy_manifest(engine, image, cell.platform, plan.work / "manifest.txt"),
+                lambda image: _with_sbom(engine, image, plan))
         finally:
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
     return BuildResult(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def _with_sbom(engine: eng.Engine, candidate: str, plan: Plan) -> str:
+    """The candidate with its SBOM inside (and beside the build log): what is tested and tagged."""
+    from . import sbom
+    path = plan.work / "sbom.cdx.json"
+    path.write_text(sbom.for_image(engine, candidate, plan.cell.platform, plan.tags[0]))
+    print(f"sbom: {path}")
+    return sbom.add_to_image(engine, candidate, plan.cell.platform, path)
 
 
 def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
@@ -103,6 +121,30 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
             raise UserError(f"{f}: no such file")
     if inputs.wheelhouse and not inputs.wheelhouse.is_dir():
         raise UserError(f"--wheelhouse {inputs.wheelhouse}: no such folder")
+
+
+def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
+    lock = locks.for_cell(matrix, cell, matrix.path.parent)      # a stale lock is refused here
+    if lock is not None:
+        print(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
+              f"({len(lock.packages)} packages, sha256-checked)")
+        return lock
+    hint = (f"`invoke lock --torch {cell.stack.name} --python {cell.python} --platform {cell.platform}` "
+            "makes one")
+    if site.require_pins:
+        raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
+                           f"--require-pins is set; {hint}")
+    print(f"WARNING: stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
+          f"its Python packages at build time, so two builds may differ; {hint}", file=sys.stderr)
+    return None
+
+
+def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: Inputs) -> dict[str, str]:
+    files = dict(lock.files) if lock else locks.unlocked(matrix, cell)
+    wheel = inputs.torch_npu_wheel
+    if wheel:
+        files = locks.with_wheel(files, wheel, sha256_of(wheel) if wheel.is_file() else "", "/tmp/torch_npu")
+    return files
 
 
 def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
@@ -121,27 +163,42 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
     return located[0], located[1]
 
 
-def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located) -> Plan:
+def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located,
+          requirements: dict[str, str], lock: locks.Lock | None) -> Plan:
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
                   "ASCEND_CHIP": cell.chip}
     if cell.python_source:
         build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
                           PYTHON_URLS=" ".join(cell.python_source.urls))
-    if inputs.torch_npu_wheel:
-        build_args["TORCH_NPU_REQUIREMENT"] = f"/tmp/torch_npu/{inputs.torch_npu_wheel.name}"
     if inputs.apex_wheel:
         build_args["APEX_WHEEL"] = inputs.apex_wheel.name
     hashes = {toolkit.path.name: toolkit.sha256, kernels.path.name: kernels.sha256}
     for wheel in inputs.wheels():
         hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
+    for layer, text in requirements.items():       # the lock is part of what the image is
+        hashes[f"lock/{layer}.txt"] = hashlib.sha256(text.encode()).hexdigest()
     content = content_tag(rendered.text, build_args, hashes)
     tags = RUNTIME.tags(inputs.repository, cell.name, content, cell.target, cell.alias)
     labels = RUNTIME.labels(cell, content, build_args["BASE_IMAGE"],
                             inputs.apex_wheel.name if inputs.apex_wheel else "absent",
-                            f"{toolkit.path.name} {kernels.path.name}")
-    return Plan(cell, rendered, toolkit, kernels, inputs, build_args, content, tags, labels,
-                work_dir(site, cell))
+                            f"{toolkit.path.name} {kernels.path.name}",
+                            f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
+                            _cann_sums(cell, toolkit, kernels))
+    return Plan(cell, rendered, toolkit, kernels, inputs, requirements, lock.where if lock else None, build_args,
+                content, tags, labels, work_dir(site, cell))
+
+
+def _cann_sums(cell: Cell, *located: Located) -> str:
+    """The CANN installers as the build verified them, for the SBOM (a label, so that
+    `invoke sbom` can say it for any image this project built)."""
+    return json.dumps([{
+        "file": pkg.path.name, "version": cell.cann.version, "sha256": pkg.sha256,
+        "verified": ("the .run taken out of Huawei's .zip, whose sha256 matched matrix.yaml" if pkg.file.zip_sha256
+                     else "sha256 pinned in matrix.yaml" if pkg.pinned else "not pinned: sha256 as found"),
+        "zip_sha256": pkg.file.zip_sha256 or None,
+        "url": pkg.file.zip_url if pkg.file.zip_sha256 else pkg.file.url} for pkg in located],
+        separators=(",", ":"))
 
 
 def work_dir(site: Site, cell: Cell) -> Path:
@@ -162,7 +219,8 @@ def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
 
 def _stage(plan: Plan, ctx: Path) -> None:
     """The build context: installers in cann/{toolkit,kernels}, the wheelhouse in wheels/,
-    a given torch_npu wheel in torch_npu/, an apex wheel in apex/.
+    a given torch_npu wheel in torch_npu/, an apex wheel in apex/, the requirement files
+    (the lock) in lock/.
     Hard links when possible: staging a multi-GB installer should not copy it."""
     if ctx.exists():
         shutil.rmtree(ctx)
@@ -177,6 +235,9 @@ def _stage(plan: Plan, ctx: Path) -> None:
         (ctx / folder).mkdir()
         for wheel in filter(None, wheels):
             _link_or_copy(wheel, ctx / folder / wheel.name)
+    (ctx / "lock").mkdir()
+    for layer, text in plan.requirements.items():
+        (ctx / "lock" / f"{layer}.txt").write_text(text)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

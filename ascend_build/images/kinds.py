@@ -54,9 +54,11 @@ def _common(platform: str, content: str, base: str) -> dict[str, str]:
     return {label("platform"): platform, label("content-tag"): content, "org.opencontainers.image.base.name": base}
 
 
-def _runtime_labels(cell: Cell, content: str, base: str, apex: str, packages: str) -> dict[str, str]:
+def _runtime_labels(cell: Cell, content: str, base: str, apex: str, packages: str, lock: str,
+                    cann_sums: str) -> dict[str, str]:
     return {**_common(cell.platform, content, base), label("python"): cell.python, label("chip"): cell.chip,
-            label("apex"): apex, label("cann-packages"): packages, "org.opencontainers.image.version": cell.name}
+            label("apex"): apex, label("cann-packages"): packages, label("lock"): lock,
+            label("cann-sha256"): cann_sums, "org.opencontainers.image.version": cell.name}
 
 
 def _builder_labels(cell: BuilderCell, content: str, base: str) -> dict[str, str]:

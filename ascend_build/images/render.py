@@ -137,23 +137,15 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
         os_packages=os_packages(os.family), python_distro=python_distro(os),
-        cann_deps=_wrap(" ".join(_quoted(matrix.cann_python_deps + _cann_pins(matrix, stack))), "        "),
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
         toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
-        chip_family="NPU", torch_index=stack.torch_index, net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
-        pins=" ".join(_quoted(f"{k}{v}" for k, v in sorted(stack.pins.items()))),
+        chip_family="NPU", net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
     )
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
-
-
-def _cann_pins(matrix: Matrix, stack: Stack) -> list[str]:
-    # numpy goes in with CANN's deps already bounded, so the torch layer does not swap it.
-    cann = matrix.cann[stack.cann]
-    return [f"numpy{cann.numpy}"] if cann.numpy else ["numpy"]
 
 
 def _quoted(requirements) -> list[str]:

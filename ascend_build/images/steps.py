@@ -74,9 +74,11 @@ def check_base(engine: eng.Engine, base: str, wanted: str, platform: str) -> Non
 
 
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
-                   test: Callable[[str], int], built: Callable[[str], None] | None = None) -> str:
+                   test: Callable[[str], int], built: Callable[[str], None] | None = None,
+                   finish: Callable[[str], str] | None = None) -> str:
     """Build an untagged candidate, test it, and tag it only when the tests pass.
-    `built` sees every candidate, tested or not."""
+    `built` sees every candidate, tested or not; `finish` turns it into the image that is
+    tested and tagged (a runtime image gets its SBOM there)."""
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
     cmd, env = engine.build_command(req)
@@ -88,6 +90,8 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     image_id = req.iidfile.read_text().strip()
     if built:
         built(image_id)
+    if finish:
+        image_id = finish(image_id)
     if test(image_id) != 0:
         raise TestsFailed(f"image tests failed for {image_id} ({what}); nothing was tagged. "
                           f"Rerun them with `invoke test --image {image_id}`")

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.images.checks import env_gaps, missing_libraries
+from ascend_build.matrix.lock import LAYERS, Lock, normalize, pinned_versions
 
 
 
@@ -127,6 +128,57 @@ def test_package_manifest_is_in_the_image(host, cell):
     lines = text.splitlines()
     assert any(line.lower().startswith(("torch_npu==", "torch-npu==", "torch_npu @", "torch-npu @")) for line in lines)
     assert any(line.startswith("torch==") for line in lines)
+
+
+VENV_SEEDS = {"pip", "setuptools"}     # what `python -m venv` puts in before any lock
+
+
+def test_python_packages_are_exactly_the_lock(host, labels):
+    """A locked image holds its lock and nothing else in the venv: the same versions,
+    whenever it is built (pip checked every wheel's sha256 on the way in)."""
+    folder = "/usr/local/share/ascend-build/requirements"
+    texts = {layer: host.file(f"{folder}/{layer}.txt").content_string for layer in LAYERS}
+    if labels[f"{LABEL_PREFIX}.lock"] == "none":
+        assert all(text.startswith("# NOT LOCKED") for text in texts.values()), "label says unlocked, files do not"
+        return
+    assert all("--require-hashes" in text for text in texts.values())
+    locked = pinned_versions(texts)
+    installed = {normalize(k): v for k, v in pyjson(host, (
+        "import json, site, importlib.metadata as m; print(json.dumps({d.metadata['Name']: d.version "
+        "for d in m.distributions(path=site.getsitepackages())}))")).items()}
+    wrong = {n: (v, installed.get(n)) for n, v in locked.items() if installed.get(n) != v}
+    assert wrong == {}, "locked version -> installed"
+    given = {"torch-npu"} if "torch-npu @ file://" in texts["torch_npu"] else set()
+    apex = set() if labels[f"{LABEL_PREFIX}.apex"] == "absent" else {"apex"}
+    assert set(installed) - set(locked) - VENV_SEEDS - given - apex == set()
+
+
+def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, labels, cell):
+    """CycloneDX 1.6, valid against its schema; the CANN installers with the sha256 the
+    build verified; every Python package of the venv, with its wheel's sha256 when locked;
+    the OS packages."""
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+    from ascend_build.images.sbom import SBOM_PATH
+    text = host.file(SBOM_PATH).content_string
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    doc = json.loads(text)
+    by_group = lambda g: {c["name"]: c for c in doc["components"] if c.get("group") == g}   # noqa: E731
+    verified = {e["file"]: e["sha256"] for e in json.loads(labels[f"{LABEL_PREFIX}.cann-sha256"])}
+    assert set(verified) == {cell.toolkit.file, cell.kernels.file}
+    assert {n: c["hashes"][0]["content"] for n, c in by_group("Huawei CANN").items()} == verified
+    libraries = {c["bom-ref"]: c for c in doc["components"] if c["type"] == "library"}
+    locked = {} if labels[f"{LABEL_PREFIX}.lock"] == "none" else {
+        p.name: p for p in Lock(Path("/"), "", {layer: host.file(f"/usr/local/share/ascend-build/requirements/"
+                                                                   f"{layer}.txt").content_string
+                                                for layer in LAYERS}).packages}
+    for name, pin in locked.items():
+        entry = libraries.get(f"pypi:{name}")
+        assert entry and entry["version"] == pin.version, name
+        assert [h["content"] for h in entry.get("hashes", [])][:1] and entry["hashes"][0]["content"] in pin.hashes, name
+    assert {"pypi:torch", "pypi:torch-npu"} <= set(libraries)
+    os_packages = [r for r in libraries if r.startswith(("deb:", "rpm:"))]
+    assert len(os_packages) > 50 and ("deb:bash" in os_packages or "rpm:bash" in os_packages)
 
 
 def test_labels_describe_the_contents(labels, cell):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.images.baseimage import debian_base
+from tests.conftest import link_locks
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
@@ -57,6 +58,7 @@ def pinned_matrix(tmp_path_factory, packages) -> Path:
     """A copy of matrix.yaml with the doubles pinned by `invoke pin`, as a user would."""
     path = tmp_path_factory.mktemp("matrix") / "matrix.yaml"
     shutil.copy(ROOT / "matrix.yaml", path)
+    link_locks(path)
     out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages", str(packages)],
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -16,6 +16,7 @@ import pytest
 
 from ascend_build.images.packages import sha256_of
 from ascend_build.matrix import load_matrix
+from tests.conftest import link_locks
 from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
 
 STACK = dict(stack="2.10.0", os="debian12", python="3.11", platform="linux/arm64")
@@ -42,7 +43,7 @@ def matrix_900(tmp_path_factory, zipped_packages) -> Path:
         assert count == 1, run
     path = tmp_path_factory.mktemp("matrix-900") / "matrix.yaml"
     path.write_text(text)
-    return path
+    return link_locks(path)
 
 
 @pytest.fixture(scope="module")

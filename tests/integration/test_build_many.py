@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+from tests.conftest import link_locks
 from tests.integration.conftest import BOOKWORM, ROOT, image_exists
 
 REPO = "ascend-build-test/many"
@@ -27,6 +28,7 @@ def test_one_failing_cell_does_not_stop_the_others(engine, built, packages, pinn
     text = pinned_matrix.read_text()
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(text[:text.index("\nimages:\n") + 1] + IMAGES)
+    link_locks(matrix)
     cmd = [sys.executable, "-m", "invoke", "build", "--all", "--packages", str(packages), "--offline",
            "--require-pins", "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO,
            "--matrix", str(matrix)] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])

@@ -46,21 +46,22 @@ def test_check_reports_stale_and_extra_files_and_render_fixes_them(tmp_path):
 def test_runtime_dockerfile_encodes_the_stack():
     m = load_matrix(ROOT / "matrix.yaml")
     text = next(r.text for r in render_all(m) if r.path == Path("images/runtime/2.1.0/ubuntu22.04/Dockerfile"))
-    assert "torch_npu==2.1.0.post8" in text and "torch==2.1.0" in text
-    assert '"protobuf==3.20.3"' in text and '"numpy<2"' in text
+    assert "torch 2.1.0 + torch_npu 2.1.0.post8" in text
     assert "Ascend-cann-toolkit_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
     assert "Ascend-cann-kernels-${ASCEND_CHIP}_8.0.RC3_linux-${ASCEND_ARCH}.run" in text
     assert "ARG PYTHON_FROM=distro" in text      # jammy's 3.10 is in 2.1.0's range: nothing to compile
     focal = next(r.text for r in render_all(m) if r.path == Path("images/runtime/2.5.1/ubuntu20.04/Dockerfile"))
     assert "ARG PYTHON_FROM=source" in focal and "ARG PYTHON_VERSION=3.10.13" in focal   # focal's 3.8 is not
-    # Order for layer reuse: toolkit, kernels, torch, then torch_npu in a layer of its own
-    # whose ARG comes only after torch's RUN (an ARG change busts the steps after it).
-    assert text.index("cann/toolkit") < text.index("cann/kernels") < text.index("torch==2.1.0")
-    torch_run = text.index("RUN", text.index("ARG TORCH_INDEX_URL_AARCH64"))
-    assert torch_run < text.index("ARG TORCH_NPU_REQUIREMENT") < text.index('"${TORCH_NPU_REQUIREMENT}"')
-    # The torch step mounts only the wheelhouse: a torch_npu or apex wheel cannot bust it.
-    torch_step = text[torch_run:text.index("ARG TORCH_NPU_REQUIREMENT")]
+    # Order for layer reuse: CANN's Python needs, toolkit, kernels, torch, then torch_npu
+    # in a layer of its own; each pip step mounts only its own requirement file, so a
+    # torch_npu bump (a new lock/torch_npu.txt) cannot bust the steps before it.
+    steps = [text.index(f"source=lock/{layer}.txt") for layer in ("cann", "torch", "torch_npu")]
+    assert steps[0] < text.index("cann/toolkit") < text.index("cann/kernels") < steps[1] < steps[2]
+    torch_step = text[text.rindex("RUN", 0, steps[1]):text.rindex("RUN", 0, steps[2])]
     assert "source=wheels," in torch_step and "source=torch_npu" not in torch_step and "source=apex" not in torch_step
+    assert torch_step.count("source=lock/") == 1
+    # No requirement is spelled in the Dockerfile: they come from the staged files only.
+    assert "torch==" not in text and "numpy" not in text
     # Installers only through bind mounts, never COPY/ADD.
     assert "COPY" not in text and "\nADD " not in text
 

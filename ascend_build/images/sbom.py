@@ -1,0 +1,168 @@
+"""The SBOM of a runtime image, in CycloneDX JSON (made with the CycloneDX project's own
+library): the base image and OS, every OS package (dpkg or rpm, read inside the image),
+the CANN packages with the sha256 the build verified (from the image's labels), and
+every Python package with its version and, where the stack is locked, the sha256 of the
+very wheel that was installed (the installed WHEEL tags matched to the lock's files).
+
+`invoke build` writes it beside the build log and into the image before the image suite
+runs, so the tagged image carries the SBOM its tests saw; `invoke sbom --image REF`
+reads it back (or makes it, for an image built before SBOMs)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from ..engine import Engine
+from ..errors import EngineError
+from ..matrix.lock import LAYERS, Lock, normalize
+from .kinds import LABEL_PREFIX, label
+
+SBOM_PATH = "/usr/local/share/ascend-build/sbom.cdx.json"
+REQUIREMENTS = "/usr/local/share/ascend-build/requirements"
+
+# Run inside the image (its own Python): what is installed, as JSON on stdout.
+_PROBE = r"""
+import json, pathlib, site, subprocess, importlib.metadata as md
+def run(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError:
+        return None
+    return out.stdout if out.returncode == 0 else None
+def wheel_tags(d):
+    text = d.read_text("WHEEL") or ""
+    return [line[5:].strip() for line in text.splitlines() if line.startswith("Tag:")]
+req = pathlib.Path("%(req)s")
+print(json.dumps({
+    "os_release": pathlib.Path("/etc/os-release").read_text(),
+    "deb": run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Architecture}\n"]),
+    "rpm": run(["rpm", "-qa", "--qf", "%%{NAME}\t%%{VERSION}-%%{RELEASE}\t%%{ARCH}\n"]),
+    "python": [{"name": d.metadata["Name"], "version": d.version, "tags": wheel_tags(d)}
+               for d in md.distributions(path=site.getsitepackages())],
+    "requirements": {p.stem: p.read_text() for p in req.glob("*.txt")} if req.is_dir() else {},
+}))
+""" % {"req": REQUIREMENTS}
+
+
+def probe(engine: Engine, image: str, platform: str) -> dict:
+    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
+                                        "--entrypoint", "python", image, "-c", _PROBE),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise EngineError(f"could not read the packages of {image}: {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout)
+
+
+def inspect(engine: Engine, image: str) -> dict:
+    out = subprocess.run(engine.command("image", "inspect", image), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise EngineError(f"no image {image}: {out.stderr.strip()[:300]}")
+    return json.loads(out.stdout)[0]
+
+
+def _os_release(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {k: v.strip().strip('"') for k, v in pairs}
+
+
+def _wheel_sha(lock_files: dict[str, str], name: str, version: str, tags: list[str]) -> str | None:
+    """The sha256 of the lock's file whose tags the installed wheel has."""
+    if not lock_files:
+        return None
+    from packaging.utils import parse_wheel_filename
+    lock = Lock(Path(REQUIREMENTS), "", {layer: lock_files.get(layer, "") for layer in LAYERS})
+    for pinned in lock.packages:
+        if pinned.name != normalize(name) or pinned.version != version:
+            continue
+        for filename, sha in pinned.files:
+            if {str(t) for t in parse_wheel_filename(filename)[3]} & set(tags):
+                return sha
+    return None
+
+
+def make(labels: dict[str, str], image_ref: str, found: dict) -> str:
+    """The CycloneDX 1.6 JSON document for one image."""
+    from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.output.json import JsonV1Dot6
+    from packageurl import PackageURL
+
+    prop = lambda k, v: Property(name=f"{LABEL_PREFIX}:{k}", value=str(v))     # noqa: E731
+    osr = _os_release(found["os_release"])
+    bom = Bom()
+    bom.metadata.component = Component(
+        type=ComponentType.CONTAINER, name=image_ref.rsplit(":", 1)[0] if ":" in image_ref else image_ref,
+        version=labels.get(label("content-tag"), ""), bom_ref="image",
+        description=labels.get("org.opencontainers.image.description"),
+        properties=[prop(k, labels[label(k)]) for k in ("stack", "os", "python", "platform", "cann", "torch",
+                                                         "torch-npu", "chip", "lock", "apex") if label(k) in labels])
+    base = labels.get("org.opencontainers.image.base.name")
+    if base:
+        bom.components.add(Component(type=ComponentType.CONTAINER, name=base, bom_ref="base-image",
+                                     description="the image this one is built FROM"))
+    bom.components.add(Component(type=ComponentType.OPERATING_SYSTEM, name=osr.get("ID", "linux"),
+                                 version=osr.get("VERSION_ID"), description=osr.get("PRETTY_NAME"), bom_ref="os"))
+    distro = osr.get("ID", "linux")
+    for kind, text in (("deb", found.get("deb")), ("rpm", found.get("rpm"))):
+        for line in (text or "").splitlines():
+            name, version, arch = (line.split("\t") + ["", ""])[:3]
+            if name:
+                bom.components.add(Component(
+                    type=ComponentType.LIBRARY, name=name, version=version, bom_ref=f"{kind}:{name}",
+                    purl=PackageURL(kind, distro, name, version, {"arch": arch} if arch else None)))
+    for entry in json.loads(labels.get(label("cann-sha256"), "[]")):
+        refs = [ExternalReference(type=ExternalReferenceType.DISTRIBUTION, url=XsUri(entry["url"]))] \
+            if entry.get("url") else []
+        props = [prop("verified", entry["verified"])]
+        if entry.get("zip_sha256"):
+            props.append(prop("zip-sha256", entry["zip_sha256"]))
+        bom.components.add(Component(
+            type=ComponentType.APPLICATION, name=entry["file"], version=entry["version"], group="Huawei CANN",
+            bom_ref=f"cann:{entry['file']}", hashes=[HashType(alg=HashAlgorithm.SHA_256, content=entry["sha256"])],
+            external_references=refs, properties=props))
+    for dist in sorted(found["python"], key=lambda d: normalize(d["name"])):
+        sha = _wheel_sha(found.get("requirements", {}), dist["name"], dist["version"], dist["tags"])
+        bom.components.add(Component(
+            type=ComponentType.LIBRARY, name=dist["name"], version=dist["version"],
+            bom_ref=f"pypi:{normalize(dist['name'])}", purl=PackageURL("pypi", None, normalize(dist["name"]),
+                                                                       dist["version"]),
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=sha)] if sha else [],
+            properties=[] if sha else [prop("hash", "not locked: the wheel's sha256 is not known")]))
+    # The image is everything in it: one level of dependencies, which the probe can know.
+    bom.register_dependency(bom.metadata.component, list(bom.components))
+    return JsonV1Dot6(bom).output_as_string(indent=2)
+
+
+def for_image(engine: Engine, image: str, platform: str | None = None, ref: str | None = None) -> str:
+    info = inspect(engine, image)
+    labels = info["Config"].get("Labels") or {}
+    platform = platform or labels.get(label("platform")) or f"linux/{info.get('Architecture', 'amd64')}"
+    return make(labels, ref or (info.get("RepoTags") or [image])[0], probe(engine, image, platform))
+
+
+def stored(engine: Engine, image: str, platform: str) -> str | None:
+    """The SBOM the image carries, if it has one."""
+    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
+                                        "--entrypoint", "cat", image, SBOM_PATH), capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+def add_to_image(engine: Engine, candidate: str, platform: str, path: Path) -> str:
+    """A new image: the candidate plus its SBOM file (one small layer; config, labels and
+    platform kept). Nothing runs: the file is copied into a created container."""
+    created = subprocess.run(engine.command("create", "--platform", platform, candidate), capture_output=True,
+                             text=True)
+    if created.returncode != 0:
+        raise EngineError(f"could not create a container of {candidate}: {created.stderr.strip()[:300]}")
+    container = created.stdout.strip()
+    try:
+        for cmd in (("cp", str(path), f"{container}:{SBOM_PATH}"),
+                    ("commit", "--message", "ascend-build: the image's SBOM (CycloneDX)", container)):
+            out = subprocess.run(engine.command(*cmd), capture_output=True, text=True)
+            if out.returncode != 0:
+                raise EngineError(f"{' '.join(cmd[:1])} of the SBOM into {candidate} failed: {out.stderr.strip()[:300]}")
+        return out.stdout.strip()
+    finally:
+        subprocess.run(engine.command("rm", "-f", container), capture_output=True)

@@ -1,0 +1,297 @@
+"""`invoke lock`: resolve a stack's Python packages for the target platform and write its
+lock (see matrix/lock.py for what a lock is).
+
+The resolver is uv (`uv pip compile`), chosen over pip's `--dry-run --report` and
+pip-tools because it resolves for another platform and Python *with that target's
+environment markers* (`--python-platform`, `--python-version`); pip evaluates markers
+against the interpreter that runs it, so an aarch64 / Python 3.9 lock made on an x86_64 /
+3.11 machine would be wrong where torch's dependencies use markers. The hashes are then
+read from the package index, kept only for the wheels pip may pick on that arch and
+Python (any glibc), so a lock names a handful of files per package, not every build
+of it; torch and torch_npu's hashes must agree with Huawei's published sums."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import ssl
+import subprocess
+import tempfile
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
+from ...errors import UserError
+from ..lock import HEADER, LAYERS, folder, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
+from ..model import Matrix, Stack
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+# The oldest manylinux the lock resolves for. Every OS in the matrix has glibc >= 2.31;
+# torch's newest aarch64 wheels need manylinux_2_28.
+RESOLVE_GLIBC = "2_28"
+_VIA = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class Network:
+    index_url: str = DEFAULT_INDEX
+    ca_bundle: Path | None = None
+    proxy: str | None = None
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.ca_bundle:
+            env["SSL_CERT_FILE"] = str(self.ca_bundle)
+        if self.proxy:
+            env["HTTPS_PROXY"] = env["HTTP_PROXY"] = self.proxy
+        return env
+
+
+@dataclass
+class Index:
+    """The index's files per project (PEP 691 JSON, else the HTML simple page), read once."""
+    net: Network
+    extra: tuple[str, ...] = ()
+    seen: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def files(self, project: str) -> list[tuple[str, str]]:
+        """(filename, sha256) of every file the index lists for a project."""
+        key = normalize(project)
+        if key not in self.seen:
+            found = []
+            for base in (self.net.index_url, *self.extra):
+                found += self._read(f"{base.rstrip('/')}/{key}/")
+            self.seen[key] = found
+        return self.seen[key]
+
+    def _read(self, url: str) -> list[tuple[str, str]]:
+        ctx = ssl.create_default_context(cafile=str(self.net.ca_bundle) if self.net.ca_bundle else None)
+        handlers = [urllib.request.HTTPSHandler(context=ctx)]
+        if self.net.proxy:
+            handlers.append(urllib.request.ProxyHandler({"https": self.net.proxy, "http": self.net.proxy}))
+        req = urllib.request.Request(url, headers={
+            "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
+        try:
+            with urllib.request.build_opener(*handlers).open(req, timeout=60) as resp:
+                body, kind = resp.read(), resp.headers.get("Content-Type", "")
+        except OSError as exc:
+            raise UserError(f"{_redact(url)}: {exc}; check --pip-index-url, --ca-bundle and --proxy") from None
+        if "json" in kind:
+            doc = json.loads(body)
+            return [(f["filename"], f["hashes"]["sha256"]) for f in doc.get("files", []) if "sha256" in f.get("hashes", {})]
+        return [(urllib.parse.unquote(href.rsplit("/", 1)[-1]), sha) for href, sha in
+                re.findall(r'href="([^"#]+)#sha256=([0-9a-f]{64})"', body.decode(errors="replace"))]
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"//[^/@]+@", "//***@", url)
+
+
+def target_tags(python: str, arch: str) -> set[Tag]:
+    """Every tag pip accepts for CPython `python` on glibc Linux `arch`, any glibc."""
+    version = tuple(int(p) for p in python.split("."))
+    platforms = [f"manylinux_2_{n}_{arch}" for n in range(40, 16, -1)] + [
+        f"manylinux2014_{arch}", f"linux_{arch}"]
+    interp = f"cp{python.replace('.', '')}"
+    return set(cpython_tags(version, platforms=platforms)) | set(
+        compatible_tags(version, interpreter=interp, platforms=platforms))
+
+
+def wheel_hashes(files: list[tuple[str, str]], name: str, version: str, tags: set[Tag]) -> list[tuple[str, str]]:
+    """The (filename, sha256) of the wheels of name==version that this target may install."""
+    picked = []
+    for filename, sha in files:
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            wname, wversion, _, wtags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            continue
+        if normalize(wname) == normalize(name) and wversion == Version(version) and wtags & tags:
+            picked.append((filename, sha))
+    return sorted(set(picked))
+
+
+def parse_compiled(text: str) -> dict[str, tuple[str, list[str]]]:
+    """uv's output (line annotations) -> {name: (version, [parents])}; a parent is a
+    package name or `-r <layer>.in`."""
+    found = {}
+    for line in text.splitlines():
+        m = _VIA.match(line.strip())
+        if m:
+            parents = [p.strip() for p in (m[3] or "").split(",") if p.strip()]
+            found[normalize(m[1])] = (m[2], parents)
+    return found
+
+
+def assign_layers(resolved: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
+    """Each package goes to the first layer whose requirements reach it: what CANN's
+    Python needs is installed once, below torch; torch_npu's layer holds only its own."""
+    children: dict[str, set[str]] = {}
+    roots: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    for name, (_, parents) in resolved.items():
+        for parent in parents:
+            if parent.startswith("-r "):
+                roots[Path(parent[3:].strip()).stem].add(name)
+            else:
+                children.setdefault(normalize(parent), set()).add(name)
+    layer_of: dict[str, str] = {}
+    for layer in LAYERS:
+        todo = list(roots[layer])
+        while todo:
+            name = todo.pop()
+            if name in layer_of:
+                continue
+            layer_of[name] = layer
+            todo.extend(children.get(name, ()))
+    missing = set(resolved) - set(layer_of)
+    if missing:
+        raise UserError(f"the resolver's output does not say what needs {', '.join(sorted(missing))}")
+    return layer_of
+
+
+def uv_binary() -> str:
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        raise UserError("uv is not installed in this environment: run scripts/python-env.sh "
+                        "(or pip install -e .)") from None
+    return find_uv_bin()
+
+
+def uv_version() -> str:
+    # "uv 0.13.9 (x86_64-unknown-linux-gnu)": the build triple says nothing about the lock
+    return " ".join(subprocess.run([uv_binary(), "--version"], capture_output=True, text=True).stdout.split()[:2])
+
+
+def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network) -> dict[str, tuple[str, list[str]]]:
+    reqs = requirements(matrix, stack, arch)
+    if not _torch_npu_on_index(matrix, stack):
+        reqs["torch_npu"] = [r for r in reqs["torch_npu"] if not r.startswith("torch_npu==")]
+    with tempfile.TemporaryDirectory(prefix="ascend-lock-") as tmp:
+        ins = []
+        for layer in LAYERS:
+            path = Path(tmp) / f"{layer}.in"
+            path.write_text("\n".join(reqs[layer]) + "\n")
+            ins.append(str(path))
+        cmd = [uv_binary(), "pip", "compile", *ins, "--python-version", python,
+               "--python-platform", f"{arch}-manylinux_{RESOLVE_GLIBC}", "--only-binary", ":all:",
+               "--annotation-style", "line", "--no-header", "--quiet", "--no-config",
+               "--index-url", net.index_url]
+        torch_index = stack.torch_index.get(arch)
+        if arch == "x86_64" and torch_index:
+            cmd += ["--extra-index-url", torch_index, "--index-strategy", "unsafe-best-match"]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=net.env())
+    if out.returncode != 0:
+        raise UserError(f"stack {stack.name} / Python {python} / {arch} does not resolve:\n"
+                        + _redact(out.stderr.strip()[-3000:]))
+    return parse_compiled(out.stdout)
+
+
+def _torch_npu_on_index(matrix: Matrix, stack: Stack) -> bool:
+    rel = matrix.source.data.get("torch_npu_releases", {}).get(stack.torch_npu, {})
+    return stack.torch_npu_on_pypi and rel.get("pypi") is not False
+
+
+def _compare(name: str, version: str, picked: list[tuple[str, str]], huawei: str) -> str:
+    """Huawei's sum against the index's: the lock takes the index's file (that is what pip
+    fetches); a mirror copy with other bytes under the same name is said, not taken."""
+    if huawei in [sha for _, sha in picked]:
+        return f"{name} {version}: the index's wheel matches the sha256 Huawei publishes"
+    return (f"{name} {version}: Huawei's mirror copy has sha256 {huawei}, not the index's "
+            f"({', '.join(sha[:12] for _, sha in picked)}...); the lock takes the index's")
+
+
+def _layer_named(note: str, layer_of: dict[str, str]) -> str:
+    return layer_of.get(normalize(note.split(" ", 1)[0]), "torch_npu")
+
+
+def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, index: Index) -> dict[str, str]:
+    """The three lock files of one cell, as text."""
+    resolved = compile_cell(matrix, stack, python, arch, net)
+    layer_of = assign_layers(resolved)
+    tags = target_tags(python, arch)
+    sums = huawei_sums(matrix, stack, python, arch)
+    notes: list[str] = []
+    entries: dict[str, list[str]] = {layer: [] for layer in LAYERS}
+    for name, (version, _) in sorted(resolved.items()):
+        picked = wheel_hashes(index.files(name), name, version, tags)
+        if not picked:
+            raise UserError(f"{name}=={version}: the index has no wheel for CPython {python} on {arch} "
+                            f"(stack {stack.name}); the image would have to build it from source")
+        project = {"torch": "torch", "torch-npu": "torch_npu"}.get(name)
+        if project and sums.get(project):
+            notes.append(_compare(name, version, picked, sums[project]))
+        entries[layer_of[name]].append(_entry(name, version, picked))
+    if not _torch_npu_on_index(matrix, stack):
+        # Not on the index: the wheel comes from a wheelhouse, checked against Huawei's sum.
+        if not sums.get("torch_npu"):
+            raise UserError(f"torch_npu {stack.torch_npu} is not on the index and Huawei publishes no sha256 "
+                            f"for CPython {python} / {arch}: nothing to lock it to")
+        entries["torch_npu"].append(f"torch-npu=={stack.torch_npu} \\\n    --hash=sha256:{sums['torch_npu']}"
+                                    "  # Huawei's sum; the wheel comes from --wheelhouse")
+    digest = inputs_digest(matrix, stack, python, arch)
+    return {layer: "\n".join([
+        HEADER,
+        f"# stack {stack.name}, CPython {python}, {arch}: the {layer} layer of the runtime image.",
+        f"# inputs: sha256:{digest}",
+        f"# resolved by {uv_version()} for {arch}-manylinux_{RESOLVE_GLIBC}; each hash is a wheel pip may",
+        "# pick on that arch and Python (any glibc).",
+        *[f"# {note}" for note in notes if layer == _layer_named(note, layer_of)],
+        "--require-hashes",
+        "--only-binary :all:",
+        *entries[layer]]) + "\n" for layer in LAYERS}
+
+
+def _entry(name: str, version: str, picked: list[tuple[str, str]]) -> str:
+    lines = [f"{name}=={version} \\"]
+    lines += [f"    --hash=sha256:{sha} \\" for _, sha in picked]
+    lines[-1] = lines[-1].rstrip(" \\")
+    # Which file each hash is: the SBOM matches the installed wheel's tags to it.
+    lines += [f"    # {sha[:16]} {filename}" for filename, sha in picked]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Change:
+    where: Path
+    diff: list[str]          # "+ name version", "- name version", "~ name old -> new"
+    new: bool
+    warnings: list[str]      # where Huawei's published sums differ from the index's
+
+
+def diff_packages(old: dict[str, str] | None, new: dict[str, str]) -> list[str]:
+    before, after = pinned_versions(old or {}), pinned_versions(new)
+    lines = [f"+ {n} {after[n]}" for n in sorted(set(after) - set(before))]
+    lines += [f"- {n} {before[n]}" for n in sorted(set(before) - set(after))]
+    lines += [f"~ {n} {before[n]} -> {after[n]}" for n in sorted(set(before) & set(after)) if before[n] != after[n]]
+    return lines
+
+
+def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Network, write: bool = True
+         ) -> list[Change]:
+    """Make (or remake) the locks of the given (stack, python, arch) cells; returns what changed."""
+    extra = tuple({i for s, _, a in cells if a == "x86_64" and (i := matrix.stacks[s].torch_index.get(a))})
+    index = Index(net, extra)
+    changes = []
+    for stack, python, arch in cells:
+        where = folder(root, stack, python, arch)
+        try:
+            old = read(root, stack, python, arch)
+        except UserError:
+            old = None
+        files = make(matrix, matrix.stacks[stack], python, arch, net, index)
+        if old is not None and old.files == files:
+            continue
+        warnings = [line[2:] for text in files.values() for line in text.splitlines() if "mirror copy" in line]
+        changes.append(Change(where, diff_packages(old.files if old else None, files), old is None, warnings))
+        if write:
+            where.mkdir(parents=True, exist_ok=True)
+            for layer, text in files.items():
+                (where / f"{layer}.txt").write_text(text)
+    return changes

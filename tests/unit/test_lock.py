@@ -1,0 +1,191 @@
+"""Locks: reading, staleness, the layer split, the wheel choice per target, and the
+refusals. The resolver's output and the index are doubles here (resolve.compile_cell and
+Index.files); tests/integration/test_lock_real.py runs the real uv against PyPI."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.errors import UserError
+from ascend_build.matrix import load_text
+from ascend_build.matrix import lock as locks
+from ascend_build.matrix.upstream import resolve
+from tests.conftest import ROOT, committed_matrix_text, link_locks
+
+# uv's `--annotation-style line` output for a small stack: three .in files, one per layer.
+UV_OUTPUT = """\
+numpy==1.26.4             # via -r /tmp/x/cann.in, scipy, torch-npu
+scipy==1.13.1             # via -r /tmp/x/cann.in
+pyyaml==6.0.3             # via -r /tmp/x/cann.in, torch-npu
+torch==2.1.0              # via -r /tmp/x/torch.in, -r /tmp/x/torch_npu.in
+filelock==3.19.1          # via torch
+protobuf==3.20.3          # via -r /tmp/x/torch.in, -r /tmp/x/torch_npu.in
+torch-npu==2.1.0.post8    # via -r /tmp/x/torch_npu.in
+"""
+
+
+def _matrix(tmp_path: Path, text: str | None = None):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text or committed_matrix_text())
+    return load_text(path.read_text(), path)
+
+
+def test_uv_output_is_split_into_layers_by_who_needs_what():
+    resolved = resolve.parse_compiled(UV_OUTPUT)
+    assert resolved["numpy"] == ("1.26.4", ["-r /tmp/x/cann.in", "scipy", "torch-npu"])
+    layers = resolve.assign_layers(resolved)
+    assert {n for n, layer in layers.items() if layer == "cann"} == {"numpy", "scipy", "pyyaml"}
+    assert {n for n, layer in layers.items() if layer == "torch"} == {"torch", "filelock", "protobuf"}
+    assert {n for n, layer in layers.items() if layer == "torch_npu"} == {"torch-npu"}
+
+
+def test_a_package_nobody_asked_for_is_an_error_not_a_guess():
+    with pytest.raises(UserError, match="does not say what needs orphan"):
+        resolve.assign_layers(resolve.parse_compiled(UV_OUTPUT + "orphan==1.0  # via nobody-listed\n"))
+
+
+def test_hashes_are_kept_for_the_wheels_this_target_may_install():
+    files = [
+        ("numpy-1.26.4-cp39-cp39-manylinux_2_17_aarch64.manylinux2014_aarch64.whl", "a" * 64),
+        ("numpy-1.26.4-cp39-cp39-manylinux_2_34_aarch64.whl", "b" * 64),         # newer glibc: pip may pick it
+        ("numpy-1.26.4-cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", "c" * 64),
+        ("numpy-1.26.4-cp311-cp311-manylinux_2_17_aarch64.manylinux2014_aarch64.whl", "d" * 64),
+        ("numpy-1.26.4-cp39-cp39-musllinux_1_1_aarch64.whl", "e" * 64),
+        ("numpy-1.26.4.tar.gz", "f" * 64),
+        ("numpy-1.26.3-cp39-cp39-manylinux_2_17_aarch64.manylinux2014_aarch64.whl", "0" * 64),
+    ]
+    picked = resolve.wheel_hashes(files, "numpy", "1.26.4", resolve.target_tags("3.9", "aarch64"))
+    assert [sha[0] for _, sha in picked] == ["a", "b"]
+    pure = [("PyYAML-6.0.3-py3-none-any.whl", "1" * 64), ("pyyaml-6.0.3-cp39-abi3-manylinux_2_28_aarch64.whl", "2" * 64)]
+    assert len(resolve.wheel_hashes(pure, "pyyaml", "6.0.3", resolve.target_tags("3.9", "aarch64"))) == 2
+
+
+class IndexDouble:
+    """Stands in for the package index: every package has one aarch64 wheel per Python."""
+    def __init__(self, sums: dict[str, str] | None = None):
+        self.sums = sums or {}
+
+    def files(self, project: str):
+        return [(f"{project.replace('-', '_')}-{v}-cp39-cp39-manylinux2014_aarch64.whl", self.sums.get(project, "9" * 64))
+                for v in ("1.26.4", "1.13.1", "6.0.3", "2.1.0", "3.19.1", "3.20.3", "2.1.0.post8")]
+
+
+def test_a_lock_is_three_hash_checked_files_that_record_their_inputs(tmp_path, monkeypatch):
+    m = _matrix(tmp_path)
+    huawei = locks.huawei_sums(m, m.stacks["2.1.0"], "3.9", "aarch64")
+    monkeypatch.setattr(resolve, "compile_cell", lambda *a: resolve.parse_compiled(UV_OUTPUT))
+    monkeypatch.setattr(resolve, "uv_version", lambda: "uv 0.0 (double)")
+    index = IndexDouble({"torch": huawei["torch"], "torch-npu": "8" * 64})   # torch_npu: another copy
+    files = resolve.make(m, m.stacks["2.1.0"], "3.9", "aarch64", resolve.Network(), index)
+    assert set(files) == set(locks.LAYERS)
+    for text in files.values():
+        assert text.startswith(locks.HEADER) and "--require-hashes" in text
+        assert re.search(r"^# inputs: sha256:[0-9a-f]{64}$", text, re.M)
+    assert "torch==2.1.0 \\\n    --hash=sha256:" + huawei["torch"] in files["torch"]
+    assert "matches the sha256 Huawei publishes" in files["torch"]
+    assert "Huawei's mirror copy has sha256 " + huawei["torch_npu"] in files["torch_npu"]
+    assert locks.pinned_versions(files) == {"numpy": "1.26.4", "scipy": "1.13.1", "pyyaml": "6.0.3",
+                                           "torch": "2.1.0", "filelock": "3.19.1", "protobuf": "3.20.3",
+                                           "torch-npu": "2.1.0.post8"}
+
+
+def test_no_wheel_for_the_target_is_refused_by_name(tmp_path, monkeypatch):
+    m = _matrix(tmp_path)
+    monkeypatch.setattr(resolve, "compile_cell", lambda *a: resolve.parse_compiled(UV_OUTPUT))
+
+    class NoScipy(IndexDouble):
+        def files(self, project):
+            return [] if project == "scipy" else super().files(project)
+    with pytest.raises(UserError, match=r"scipy==1.13.1: the index has no wheel for CPython 3.9 on aarch64"):
+        resolve.make(m, m.stacks["2.1.0"], "3.9", "aarch64", resolve.Network(), NoScipy())
+
+
+def test_torch_npu_not_on_the_index_is_locked_to_huaweis_sum(tmp_path, monkeypatch):
+    m = _matrix(tmp_path)
+    seen = {}
+    monkeypatch.setattr(resolve, "compile_cell", lambda *a: seen.setdefault("out", resolve.parse_compiled(
+        UV_OUTPUT.replace("torch-npu==2.1.0.post8    # via -r /tmp/x/torch_npu.in\n", ""))))
+    monkeypatch.setattr(resolve, "uv_version", lambda: "uv 0.0 (double)")
+    files = resolve.make(m, m.stacks["1.11.0"], "3.9", "aarch64", resolve.Network(), IndexDouble())
+    sha = locks.huawei_sums(m, m.stacks["1.11.0"], "3.9", "aarch64")["torch_npu"]
+    assert f"torch-npu==1.11.0.post11 \\\n    --hash=sha256:{sha}" in files["torch_npu"]
+
+
+def _write(root: Path, stack: str, python: str, arch: str, digest: str, body: str = "numpy==1.0 --hash=sha256:" + "a" * 64):
+    where = locks.folder(root, stack, python, arch)
+    where.mkdir(parents=True)
+    for layer in locks.LAYERS:
+        (where / f"{layer}.txt").write_text(f"{locks.HEADER}\n# inputs: sha256:{digest}\n--require-hashes\n{body}\n")
+    return where
+
+
+def test_a_stale_lock_is_refused_with_the_command_that_remakes_it(tmp_path):
+    m = _matrix(tmp_path)
+    cell = m.cell("2.1.0", "debian12", "3.11")
+    _write(tmp_path, "2.1.0", "3.11", "aarch64", locks.inputs_digest(m, m.stacks["2.1.0"], "3.11", "aarch64"))
+    assert locks.for_cell(m, cell, tmp_path).packages[0].name == "numpy"
+    bumped = _matrix(tmp_path, committed_matrix_text().replace(
+        'pins: {protobuf: "==3.20.3", numpy: "<2"}      # new protobuf', 'pins: {protobuf: "==3.20.2", numpy: "<2"}  #', 1))
+    with pytest.raises(UserError, match=r"locks/2.1.0/py3.11-aarch64 is stale.*invoke lock --torch 2.1.0 --python 3.11"):
+        locks.for_cell(bumped, bumped.cell("2.1.0", "debian12", "3.11"), tmp_path)
+
+
+def test_check_all_names_stale_broken_orphaned_and_missing_locks(tmp_path):
+    m = _matrix(tmp_path)
+    _write(tmp_path, "2.1.0", "3.9", "aarch64", "0" * 64)                      # stale
+    half = _write(tmp_path, "2.3.1", "3.9", "aarch64", "0" * 64)
+    (half / "torch.txt").unlink()                                              # broken
+    _write(tmp_path, "9.9.9", "3.9", "aarch64", "0" * 64)                      # no such stack
+    problems, missing = locks.check_all(m, tmp_path)
+    text = "\n".join(problems)
+    assert "py3.9-aarch64: stale" in text and "torch.txt: missing" in text and "no stack '9.9.9'" in text
+    assert "2.10.0 / Python 3.11 / aarch64" in missing
+
+
+def test_a_given_wheel_replaces_the_release_and_keeps_hash_checking(tmp_path):
+    files = {layer: f"{locks.HEADER}\n--require-hashes\n" for layer in locks.LAYERS}
+    files["torch_npu"] += "torch-npu==2.1.0.post8 \\\n    --hash=sha256:" + "a" * 64 + "\nsix==1.0 --hash=sha256:" + "b" * 64 + "\n"
+    out = locks.with_wheel(files, Path("/x/torch_npu-2.1.0.post8+git1-cp39-cp39-linux_aarch64.whl"), "c" * 64,
+                           "/tmp/torch_npu")
+    assert "torch-npu==" not in out["torch_npu"] and "six==1.0" in out["torch_npu"]
+    assert ("torch-npu @ file:///tmp/torch_npu/torch_npu-2.1.0.post8+git1-cp39-cp39-linux_aarch64.whl "
+            "--hash=sha256:" + "c" * 64) in out["torch_npu"]
+    assert out["cann"] == files["cann"]
+
+
+def test_an_unlocked_cell_says_so_and_x86_64_takes_torch_from_the_cpu_index(tmp_path):
+    m = _matrix(tmp_path)
+    files = locks.unlocked(m, m.cell("2.1.0", "debian12", "3.11", platform="linux/amd64"))
+    assert all(text.startswith("# NOT LOCKED") for text in files.values())
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu\ntorch==2.1.0+cpu" in files["torch"]
+    assert 'numpy<2' in files["cann"] and "protobuf==3.20.3" in files["torch_npu"]
+
+
+def test_committed_locks_are_current_and_cover_every_image():
+    """`invoke lock --check` on the repository: what CI builds is locked, and no lock is stale."""
+    out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    m = load_text(committed_matrix_text(), ROOT / "matrix.yaml")
+    for stack in m.stacks.values():       # every stack, every Python, on the arch 910B hosts have
+        for python in stack.pythons():
+            lock = locks.read(ROOT, stack.name, python, "aarch64")
+            assert lock is not None, f"no lock for {stack.name} / {python} / aarch64"
+            assert all(p.hashes for p in lock.packages), f"{lock.where}: an entry without a hash"
+
+
+def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_path):
+    bumped = tmp_path / "matrix.yaml"
+    bumped.write_text(committed_matrix_text().replace('numpy: "<2"}      # new protobuf', 'numpy: "<1.26"}  #', 1))
+    link_locks(bumped)
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry",
+           "--matrix", str(bumped)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2 and "is stale" in out.stderr, out.stdout + out.stderr
+    assert "docker" not in out.stdout
+    (tmp_path / "locks").unlink()
+    out = subprocess.run(cmd + ["--require-pins"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr

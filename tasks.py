@@ -207,13 +207,13 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
 
 @task(auto_shortflags=False, help={"suite": "Debian suite (bookworm, bullseye)", "platform": "linux/arm64 or linux/amd64",
             "tag": "image tag to create", "mirror": "Debian mirror URL", "docker": "the container client to use",
-            "dry": "print the commands"})
+            "engine": "docker (default) or podman", "dry": "print the commands"})
 @user_errors
 def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://deb.debian.org/debian",
-               docker=None, dry=False):
+               docker=None, engine="docker", dry=False):
     """Make a Debian base image with debootstrap, for sites with no registry access."""
     from ascend_build.images.baseimage import debian_base
-    engine = eng.for_task("docker", docker, dry)
+    engine = eng.for_task(engine, docker, dry)
     debian_base(engine, suite, platform, tag, mirror, dry)
 
 
@@ -287,15 +287,16 @@ RUN_HELP = {
     "runtime": "auto (Ascend Docker Runtime when installed), ascend, or runc (device flags)",
     "shm_size": "shared memory for data loaders (default 16g)", "network_host": "use the host network",
     "host_root": "read the host's devices and driver files below this folder (default /)",
-    "docker": BUILD_HELP["docker"], "dry": "print the docker run command only",
+    "docker": BUILD_HELP["docker"], "engine": "docker (default) or podman", "dry": "print the run command only",
     "force": "run even when the image needs a newer driver or another chip than the host has",
 }
 
 
-def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive, force):
+def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive, force,
+         engine="docker"):
     from ascend_build.host import doctor as doc
     from ascend_build.host.run import RunOptions, compose
-    engine = eng.for_task("docker", docker, dry)
+    engine = eng.for_task(engine, docker, dry)
     facts = doc.read_image(engine, image)
     if facts is None:
         print(f"WARNING: {image} is not here to read its labels: its driver and chip needs are not checked",
@@ -321,19 +322,19 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-        dry=False, force=False):
+        dry=False, force=False, engine="docker"):
     """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
-    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force)
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force, engine)
 
 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
 def shell(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-          dry=False, force=False):
+          dry=False, force=False, engine="docker"):
     """An interactive bash in an image on a 910B host, with its NPUs."""
-    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True, force)
+    _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True, force, engine)
 
 
 @task(auto_shortflags=False, help={
@@ -377,7 +378,8 @@ PUSH_HELP = {
     "torch": "only this stack (with --os etc.: one image not in `images:`)", "os": "base OS name",
     "python": "python minor version", "chip": "kernels chip", "platform": "linux/arm64 or linux/amd64 (repeatable)",
     "join": "join the arches into manifest lists after pushing (default on)",
-    "docker": BUILD_HELP["docker"], "dry": "print the commands",
+    "docker": BUILD_HELP["docker"], "engine": "docker (default) or podman (reads registries with skopeo)",
+    "dry": "print the commands",
 }
 
 
@@ -390,11 +392,11 @@ def _push_cells(m, torch, os, python, chip, platform):
 @task(auto_shortflags=False, iterable=["platform"], help=PUSH_HELP)
 @user_errors
 def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
-         join=True, docker=None, dry=False, matrix="matrix.yaml"):
+         join=True, docker=None, engine="docker", dry=False, matrix="matrix.yaml"):
     """Push tested images (skipping content the registry has) and join their arches."""
     from ascend_build.images.registry import push as push_images
     m = load_matrix(matrix)
-    engine = eng.for_task("docker", docker, dry)
+    engine = eng.for_task(engine, docker, dry)
     report = push_images(engine, _push_cells(m, torch, os, python, chip, platform), repository, registry, dry, join)
     for line in report.pushed:
         print(f"pushed {line}")
@@ -410,12 +412,12 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
 
 @task(auto_shortflags=False, iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})
 @user_errors
-def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, dry=False,
-         matrix="matrix.yaml"):
+def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, engine="docker",
+         dry=False, matrix="matrix.yaml"):
     """Join the per-arch images already in the registry into one manifest list per tag."""
     from ascend_build.images.registry import join_all
     m = load_matrix(matrix)
-    engine = eng.for_task("docker", docker, dry)
+    engine = eng.for_task(engine, docker, dry)
     for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
         print(f"manifest list {line}")
 
@@ -456,9 +458,10 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
         print(f"wrote {path}; review with `git diff {path}`, then `invoke render`")
     else:
         print(f"{path}: the imported part is already current")
-    # New upstream facts can make locks stale (a torch_npu re-pairing, Huawei's wheel sums):
-    # remake those, and show what changed in them.
-    _lock(matrix, [], [], ["linux/arm64"], False, False, pip_index_url, ca_bundle, proxy)
+    # New upstream facts can make committed locks stale (a torch_npu re-pairing, Huawei's
+    # wheel sums): remake those, and show what changed in them.
+    _lock(matrix, [], [], ["linux/arm64", "linux/amd64"], False, False, pip_index_url, ca_bundle, proxy,
+          existing_only=True)
 
 
 @task(auto_shortflags=False, iterable=["torch", "python", "platform"], help={
@@ -493,12 +496,12 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
     _lock(matrix, torch or [], python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy)
 
 
-def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy):
+def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False):
     from ascend_build.matrix import lock as locks
     from ascend_build.matrix.upstream import resolve
     m = load_matrix(matrix)
     root = m.path.parent
-    cells = locks.select(m, root, stacks, pythons, platforms, refresh)
+    cells = locks.select(m, root, stacks, pythons, platforms, refresh, existing_only)
     ca, _ = ca_setting(ca_bundle)
     net = resolve.Network(pip_index_url or resolve.DEFAULT_INDEX, ca, proxy)
     changes = resolve.lock(m, root, cells, net, write=not dry)

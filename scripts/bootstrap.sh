@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a Debian or Ubuntu machine for ascend-build: a Docker engine with BuildKit,
-# qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
+# podman and skopeo (the other engine, daemonless), qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
 # a cross compiler (the test doubles' stub libraries), a local registry for the push tests,
 # and this project's Python deps in the checkout's virtual environment (.venv): Debian 12
 # and Ubuntu 24.04 refuse `pip install` into the system Python (PEP 668).
@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
-packages=(docker.io qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry python3-venv)
+packages=(docker.io podman skopeo qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry python3-venv)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@ def pytest_addoption(parser):
     parser.addoption("--image", default=None, help="image id or tag for the image suite (tests/image)")
     parser.addoption("--matrix", default=str(ROOT / "matrix.yaml"), help="matrix file the image was built from")
     parser.addoption("--engine-client", default=None, help="container client for the image suite")
+    parser.addoption("--engine", default="docker", help="docker or podman: the engine the image is in")
 
 
 from ascend_build.images.kinds import KINDS  # noqa: E402
@@ -49,30 +50,40 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-@pytest.fixture(scope="session")
-def engine():
-    """A running, BuildKit-capable engine. On a laptop without one the engine tests
-    skip; with CI=true a missing engine fails them."""
+def usable_engine(kind: str):
+    """A running engine of this kind. On a laptop without one the engine tests skip; with
+    CI=true a missing engine fails them."""
     from ascend_build import engine as eng
     from ascend_build.errors import EngineError
     try:
-        return eng.detect("docker")
+        return eng.detect(kind)
     except EngineError as exc:
         if in_ci():
-            pytest.fail(f"CI=true but no usable container engine: {exc}")
-        pytest.skip(f"no usable container engine: {exc}")
+            pytest.fail(f"CI=true but no usable {kind} engine: {exc}")
+        pytest.skip(f"no usable {kind} engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A running, BuildKit-capable docker engine."""
+    return usable_engine("docker")
 
 
 # ---------------------------------------------------------------- image suites (--image)
 # Shared by tests/image (runtime) and tests/builder_image: one container per module.
 
 @pytest.fixture(scope="session")
-def client(pytestconfig) -> str:
+def suite_engine(pytestconfig):
     from ascend_build import engine as eng
-    engine = eng.detect("docker", pytestconfig.getoption("--engine-client"))
-    # testinfra's docker backend calls `docker` from PATH: make it this client.
+    engine = eng.detect(pytestconfig.getoption("--engine"), pytestconfig.getoption("--engine-client"))
+    # testinfra's docker and podman backends call the client from PATH: make it this one.
     os.environ["PATH"] = os.path.dirname(os.path.abspath(engine.client)) + os.pathsep + os.environ["PATH"]
-    return engine.client
+    return engine
+
+
+@pytest.fixture(scope="session")
+def client(suite_engine) -> str:
+    return suite_engine.client
 
 
 @pytest.fixture(scope="session")
@@ -110,23 +121,23 @@ def platform(labels) -> str:
 
 
 @pytest.fixture(scope="module")
-def host(client, image, platform):
+def host(client, suite_engine, image, platform):
     """A container of the image, kept running for the module, as a testinfra host."""
     import testinfra
-    started = subprocess.run([client, "run", "-d", "--platform", platform, "--entrypoint", "sleep", image,
-                              "infinity"], capture_output=True, text=True)
+    started = subprocess.run(suite_engine.command("run", "-d", "--platform", platform, "--entrypoint", "sleep", image,
+                                                  "infinity"), capture_output=True, text=True)
     assert started.returncode == 0, started.stderr
     cid = started.stdout.strip()
     try:
-        yield testinfra.get_host(f"docker://{cid}")
+        yield testinfra.get_host(f"{suite_engine.testinfra_backend}://{cid}")
     finally:
         subprocess.run([client, "rm", "-f", cid], capture_output=True)
 
 
 @pytest.fixture(scope="session")
-def docker_run(client, image, platform):
+def docker_run(suite_engine, image, platform):
     """`docker run --rm IMAGE ARGS...`: no login shell, no profile, only image ENV."""
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([client, "run", "--rm", "--platform", platform, image, *args],
+        return subprocess.run(suite_engine.command("run", "--rm", "--platform", platform, image, *args),
                               capture_output=True, text=True)
     return run

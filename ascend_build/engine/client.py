@@ -89,6 +89,8 @@ class Engine:
     skipped: tuple[str, ...] = ()     # clients on PATH passed over, and why
 
     def command(self, *args: str) -> list[str]:
+        if self.kind == "podman" and args and args[0] in ("run", "create"):
+            return [self.client, args[0], *_podman_limits(), *args[1:]]
         return [self.client, *args]
 
     def describe(self) -> str:
@@ -99,9 +101,33 @@ class Engine:
         return f"engine: {self.client} {self.version}, building with {how}{passed}"
 
     def runtimes(self) -> frozenset[str]:
-        """The container runtimes the engine offers (e.g. `ascend`, the Ascend Docker Runtime)."""
+        """The container runtimes the engine offers (e.g. `ascend`, the Ascend Docker Runtime).
+        The Ascend Docker Runtime is docker's: podman gets the NPUs by device flags."""
+        if self.kind == "podman":
+            return frozenset()
         out = _output(self.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"))
         return frozenset(out.stdout.split()) if out.returncode == 0 else frozenset()
+
+
+def _podman_limits() -> list[str]:
+    """Containers get the open-file and process limits podman's own process has, as
+    docker's get dockerd's. Rootful podman otherwise asks for 1048576 of each, which runc
+    can only set with CAP_SYS_RESOURCE: where root lacks it (a container, a locked-down
+    node) every `podman run` fails with "error setting rlimits". podman holds its own
+    process limit at kernel.pid_max (seen with podman 4.3), so that caps nproc too."""
+    import resource
+    flags = []
+    for name, which in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        hard = resource.getrlimit(which)[1]
+        if which == resource.RLIMIT_NPROC:
+            try:
+                pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+                hard = pid_max if hard == resource.RLIM_INFINITY else min(hard, pid_max)
+            except (OSError, ValueError):
+                pass
+        value = -1 if hard == resource.RLIM_INFINITY else hard
+        flags += ["--ulimit", f"{name}={value}:{value}"]
+    return flags
 
 
 def show(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -153,7 +179,9 @@ def detect(kind: str = "docker", client: str | None = None, need_server: bool = 
             continue
         engine = replace(engine, skipped=tuple(reasons))
         if need_server:
-            info = _output([cand, "info", "--format", "{{.ServerVersion}}"])
+            # podman has no daemon: its `info` answers when its storage and runtime work.
+            field = "{{.Version.Version}}" if kind == "podman" else "{{.ServerVersion}}"
+            info = _output([cand, "info", "--format", field])
             if info.returncode != 0 or not info.stdout.strip():
                 raise EngineError(f"{cand} cannot reach its engine: {(info.stderr or info.stdout).strip()[:300]}\n"
                                   f"Start it (e.g. `dockerd &`, or scripts/bootstrap.sh) and try again.")

@@ -68,7 +68,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
-    plan = _plan(rendered, cell, site, inputs, toolkit, kernels, _requirements(matrix, cell, lock, inputs), lock)
+    plan = _plan(rendered, cell, site, inputs, toolkit, kernels, _requirements(matrix, cell, lock, inputs), lock,
+                 engine.kind)
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
@@ -164,7 +165,7 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
 
 
 def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located,
-          requirements: dict[str, str], lock: locks.Lock | None) -> Plan:
+          requirements: dict[str, str], lock: locks.Lock | None, engine_kind: str = "docker") -> Plan:
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
                   "ASCEND_CHIP": cell.chip}
@@ -186,7 +187,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
                             _cann_sums(cell, toolkit, kernels))
     return Plan(cell, rendered, toolkit, kernels, inputs, requirements, lock.where if lock else None, build_args,
-                content, tags, labels, work_dir(site, cell))
+                content, tags, labels, work_dir(site, cell, engine_kind))
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:
@@ -201,9 +202,10 @@ def _cann_sums(cell: Cell, *located: Located) -> str:
         separators=(",", ":"))
 
 
-def work_dir(site: Site, cell: Cell) -> Path:
-    """Where one image's build log, manifest and staged context live."""
-    return site.work / f"{cell.name}-{cell.target.suffix}"
+def work_dir(site: Site, cell: Cell, engine_kind: str = "docker") -> Path:
+    """Where one image's build log, manifest, SBOM and staged context live (one folder per
+    engine: docker and podman builds of a cell do not share files)."""
+    return site.work / (f"{cell.name}-{cell.target.suffix}" + ("" if engine_kind == "docker" else f"-{engine_kind}"))
 
 
 def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
@@ -300,7 +302,7 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = I
     (nothing half-built is tagged) and names the ones not built."""
     outcomes = []
     for index, cell in enumerate(cells):
-        log = work_dir(site, cell) / "build.log"
+        log = work_dir(site, cell, engine_kind) / "build.log"
         log.unlink(missing_ok=True)
         try:
             result = build(matrix, cell, site, inputs, engine_kind, client)

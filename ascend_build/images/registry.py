@@ -1,6 +1,7 @@
 """Pushing tested images: per-arch tags go to the registry, a build whose content tag
 is already there is skipped, and the arches of one tag are joined into a manifest list
-(`docker manifest`, which works without buildx)."""
+(`docker manifest`, which works without buildx; with podman, `podman manifest`, and
+skopeo to read a registry, since `podman manifest inspect` 4.x reads local lists only)."""
 from __future__ import annotations
 
 import subprocess
@@ -26,14 +27,26 @@ def _ok(engine: eng.Engine, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(engine.command(*args), capture_output=True, text=True)
 
 
-def insecure(registry: str) -> list[str]:
-    # Loopback registries speak plain http (docker allows it for 127.0.0.0/8).
-    host = registry.split("/")[0]
-    return ["--insecure"] if host.startswith(("127.", "localhost")) else []
+def _loopback(registry: str) -> bool:
+    return registry.split("/")[0].startswith(("127.", "localhost"))
+
+
+def insecure(engine: eng.Engine, registry: str) -> list[str]:
+    """Loopback registries speak plain http (docker allows it for 127.0.0.0/8 when told)."""
+    if not _loopback(registry):
+        return []
+    return ["--tls-verify=false"] if engine.kind == "podman" else ["--insecure"]
+
+
+def _inspect_remote(engine: eng.Engine, ref: str, registry: str) -> subprocess.CompletedProcess:
+    if engine.kind == "podman":
+        tls = ["--tls-verify=false"] if _loopback(registry) else []
+        return subprocess.run(["skopeo", "inspect", "--raw", *tls, f"docker://{ref}"], capture_output=True, text=True)
+    return _ok(engine, "manifest", "inspect", *insecure(engine, registry), ref)
 
 
 def in_registry(engine: eng.Engine, ref: str, registry: str) -> bool:
-    return _ok(engine, "manifest", "inspect", *insecure(registry), ref).returncode == 0
+    return _inspect_remote(engine, ref, registry).returncode == 0
 
 
 def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry: str, dry: bool = False,
@@ -56,7 +69,8 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
             report.skipped.append(f"{local} (content {content} already in {registry})")
         else:
             for remote in remotes:
-                for cmd in (engine.command("tag", local, remote), engine.command("push", remote)):
+                push_flags = insecure(engine, registry) if engine.kind == "podman" else []
+                for cmd in (engine.command("tag", local, remote), engine.command("push", *push_flags, remote)):
                     if dry:
                         print(eng.show(cmd))
                     elif eng.run(cmd) != 0:
@@ -87,9 +101,18 @@ def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = F
 
 
 def join(engine: eng.Engine, target: str, parts: list[str], registry: str, dry: bool = False) -> None:
-    create = engine.command("manifest", "create", *insecure(registry), "--amend", target, *parts)
-    publish = engine.command("manifest", "push", *insecure(registry), "--purge", target)
-    for cmd in (create, publish):
+    tls = insecure(engine, registry)
+    if engine.kind == "podman":
+        # A local list, filled from the registry, pushed, then dropped.
+        if not dry:
+            _ok(engine, "manifest", "rm", target)      # a list left by an earlier run; none is fine
+        cmds = [engine.command("manifest", "create", target)]
+        cmds += [engine.command("manifest", "add", *tls, target, f"docker://{part}") for part in parts]
+        cmds.append(engine.command("manifest", "push", "--all", "--rm", *tls, target, f"docker://{target}"))
+    else:
+        cmds = [engine.command("manifest", "create", *tls, "--amend", target, *parts),
+                engine.command("manifest", "push", *tls, "--purge", target)]
+    for cmd in cmds:
         if dry:
             print(eng.show(cmd))
         elif eng.run(cmd) != 0:
@@ -99,7 +122,7 @@ def join(engine: eng.Engine, target: str, parts: list[str], registry: str, dry: 
 def platforms_of(engine: eng.Engine, ref: str, registry: str) -> list[str]:
     """The os/arch entries of a manifest list in the registry."""
     import json
-    out = _ok(engine, "manifest", "inspect", *insecure(registry), ref)
+    out = _inspect_remote(engine, ref, registry)
     if out.returncode != 0:
         raise UserError(f"{ref} is not in the registry: {out.stderr.strip()}")
     data = json.loads(out.stdout)

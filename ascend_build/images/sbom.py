@@ -158,8 +158,10 @@ def add_to_image(engine: Engine, candidate: str, platform: str, path: Path) -> s
         raise EngineError(f"could not create a container of {candidate}: {created.stderr.strip()[:300]}")
     container = created.stdout.strip()
     try:
+        # podman: the image format its builds use (a commit message needs it, too)
+        fmt = ("--format", "docker") if engine.kind == "podman" else ()
         for cmd in (("cp", str(path), f"{container}:{SBOM_PATH}"),
-                    ("commit", "--message", "ascend-build: the image's SBOM (CycloneDX)", container)):
+                    ("commit", *fmt, "--message", "ascend-build: the image's SBOM (CycloneDX)", container)):
             out = subprocess.run(engine.command(*cmd), capture_output=True, text=True)
             if out.returncode != 0:
                 raise EngineError(f"{' '.join(cmd[:1])} of the SBOM into {candidate} failed: {out.stderr.strip()[:300]}")

@@ -118,7 +118,8 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
     """The test suite of the image's kind."""
     suite = suite or KINDS[kind_of(engine, image)].suite
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / suite), "-p", "no:cacheprovider",
-           "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client, "-v",
+           "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
+           "--engine", engine.kind, "-v",
            *(extra or [])]
     print("$ " + eng.show(cmd), flush=True)
     # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.

@@ -176,9 +176,10 @@ def check_all(matrix: Matrix, root: Path) -> tuple[list[str], list[str]]:
 
 
 def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], platforms: list[str],
-           refresh: bool) -> list[tuple[str, str, str]]:
+           refresh: bool, existing_only: bool = False) -> list[tuple[str, str, str]]:
     """The (stack, python, arch) cells `invoke lock` resolves: the asked-for ones, each
-    Python in its stack's range; without `refresh` only those missing or stale."""
+    Python in its stack's range; without `refresh` only those missing or stale
+    (`existing_only`: only stale ones, as `invoke update` does)."""
     from ..platforms import get
     for name in stacks:
         if name not in matrix.stacks:
@@ -201,6 +202,7 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
                     lock = read(root, name, python, arch)
                 except UserError:
                     lock = None
-                if lock is None or lock.digest != inputs_digest(matrix, stack, python, arch):
+                if (lock is None and not existing_only) or (
+                        lock is not None and lock.digest != inputs_digest(matrix, stack, python, arch)):
                     cells.append((name, python, arch))
     return cells

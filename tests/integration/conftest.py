@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
 from ascend_build.images.baseimage import debian_base
-from tests.conftest import link_locks
+from tests.conftest import in_ci, link_locks
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
@@ -104,3 +107,47 @@ def built(engine, arm64_base, packages, pinned_matrix, ca_bundle):
     return out
 
 
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory):
+    exe = shutil.which("docker-registry")
+    if exe is None:
+        message = "docker-registry is not installed (Debian: apt-get install docker-registry)"
+        pytest.fail(message) if in_ci() else pytest.skip(message)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tmp_path_factory.mktemp("registry")
+    config = folder / "config.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'data'}\n"
+                      f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    with open(folder / "registry.log", "w") as log:
+        proc = subprocess.Popen([exe, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"registry did not start: {(folder / 'registry.log').read_text()[-2000:]}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def scan_saved(engine, tag: str, needles: dict[str, str]) -> tuple[int, set[str]]:
+    """(bytes read, needles found) in `save` of an image: every layer, byte for byte."""
+    saved = subprocess.Popen(engine.command("save", tag), stdout=subprocess.PIPE)
+    assert saved.stdout is not None
+    raw = {what: needle.encode() for what, needle in needles.items()}
+    longest = max(len(n) for n in raw.values())
+    total, tail, found = 0, b"", set()
+    for block in iter(lambda: saved.stdout.read(1 << 20), b""):
+        total += len(block)
+        window = tail + block
+        found |= {what for what, needle in raw.items() if needle in window}
+        tail = block[-longest:]
+    assert saved.wait() == 0
+    return total, found

@@ -3,6 +3,7 @@ and torch_npu wheels from PyPI, the CANN test double for the installers, a Debia
 made by debootstrap), tested by the image suite before it is tagged."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,7 +20,7 @@ from ascend_build.images.options import Inputs, Site
 from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
 
-from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_MARKER, STACK, image_exists
+from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
 
 
 
@@ -55,6 +56,29 @@ def test_image_suite_on_the_tagged_image(engine, built, pinned_matrix):
                           "--matrix", str(pinned_matrix)], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-4000:]
     assert " passed" in out.stdout and " failed" not in out.stdout
+
+
+def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engine, built, packages, pinned_matrix):
+    """CycloneDX, schema-valid; the CANN entries carry the sums of the very files the build
+    verified; torch's entry the sha256 of the locked wheel; `invoke sbom` gives it back."""
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+    from ascend_build.images.packages import sha256_of
+    from ascend_build.matrix.lock import read
+    cell = load_matrix(pinned_matrix).cell(**STACK)
+    path = ROOT / built.stdout.split("sbom: ")[1].split()[0]
+    text = path.read_text()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    doc = json.loads(text)
+    cann = {c["name"]: c["hashes"][0]["content"] for c in doc["components"] if c.get("group") == "Huawei CANN"}
+    assert cann == {f: sha256_of(packages / f) for f in (cell.toolkit.file, cell.kernels.file)}
+    torch = next(c for c in doc["components"] if c["bom-ref"] == "pypi:torch")
+    locked = next(p for p in read(ROOT, "2.1.0", "3.11", "aarch64").packages if p.name == "torch")
+    assert torch["version"] == "2.1.0" and torch["hashes"][0]["content"] in locked.hashes
+    out = subprocess.run([sys.executable, "-m", "invoke", "sbom", "--image", f"{REPO}:{cell.name}-arm64"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == doc
 
 
 def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix):
@@ -157,17 +181,7 @@ def test_no_secret_leaves_a_byte_in_the_image(engine, built_behind_proxy, ca_bun
         for what, needle in needles.items():
             assert needle not in out.stdout, f"the {what} is in `docker {args[0]}`"
         assert "127.0.0.1:" not in out.stdout and (ca_bundle is None or str(ca_bundle) not in out.stdout)
-    saved = subprocess.Popen(engine.command("save", tag), stdout=subprocess.PIPE)
-    assert saved.stdout is not None
-    raw = {what: needle.encode() for what, needle in needles.items()}
-    longest = max(len(n) for n in raw.values())
-    total, tail, found = 0, b"", set()
-    for block in iter(lambda: saved.stdout.read(1 << 20), b""):
-        total += len(block)
-        window = tail + block
-        found |= {what for what, needle in raw.items() if needle in window}
-        tail = block[-longest:]
-    assert saved.wait() == 0
+    total, found = scan_saved(engine, tag, needles)
     assert total > 100 << 20, "docker save gave too little to be the image"
     assert not found, f"in the image's bytes: {sorted(found)}"
 

@@ -4,50 +4,14 @@ the local image, pull it back, run the image suite on what was pulled; and join 
 arches into one manifest list."""
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
-import pytest
 
 from ascend_build.images.baseimage import debian_base
 from ascend_build.matrix import load_matrix
 from ascend_build.images.registry import join, platforms_of
-from tests.conftest import in_ci
 from tests.integration.conftest import BOOKWORM, REPO, ROOT, STACK, image_exists
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    exe = shutil.which("docker-registry")
-    if exe is None:
-        message = "docker-registry is not installed (Debian: apt-get install docker-registry)"
-        pytest.fail(message) if in_ci() else pytest.skip(message)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    folder = tmp_path_factory.mktemp("registry")
-    config = folder / "config.yml"
-    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'data'}\n"
-                      f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
-    with open(folder / "registry.log", "w") as log:
-        proc = subprocess.Popen([exe, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"registry did not start: {(folder / 'registry.log').read_text()[-2000:]}")
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def invoke(*args: str) -> subprocess.CompletedProcess:

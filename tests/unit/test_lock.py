@@ -146,6 +146,20 @@ def test_check_all_names_stale_broken_orphaned_and_missing_locks(tmp_path):
     assert "2.10.0 / Python 3.11 / aarch64" in missing
 
 
+def test_select_takes_missing_and_stale_cells_and_update_only_the_stale(tmp_path):
+    m = _matrix(tmp_path)
+    stack = m.stacks["2.1.0"]
+    _write(tmp_path, "2.1.0", "3.9", "aarch64", locks.inputs_digest(m, stack, "3.9", "aarch64"))   # current
+    _write(tmp_path, "2.1.0", "3.10", "aarch64", "0" * 64)                                        # stale
+    picked = locks.select(m, tmp_path, ["2.1.0"], [], ["linux/arm64"], refresh=False)
+    assert picked == [("2.1.0", p, "aarch64") for p in stack.pythons() if p != "3.9"]
+    assert locks.select(m, tmp_path, ["2.1.0"], [], ["linux/arm64"], False, existing_only=True) == [
+        ("2.1.0", "3.10", "aarch64")]
+    assert len(locks.select(m, tmp_path, ["2.1.0"], [], ["linux/arm64"], refresh=True)) == len(stack.pythons())
+    with pytest.raises(UserError, match="unknown stack '2.0'"):
+        locks.select(m, tmp_path, ["2.0"], [], ["linux/arm64"], False)
+
+
 def test_a_given_wheel_replaces_the_release_and_keeps_hash_checking(tmp_path):
     files = {layer: f"{locks.HEADER}\n--require-hashes\n" for layer in locks.LAYERS}
     files["torch_npu"] += "torch-npu==2.1.0.post8 \\\n    --hash=sha256:" + "a" * 64 + "\nsix==1.0 --hash=sha256:" + "b" * 64 + "\n"

@@ -199,7 +199,8 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
     if image:
         code = steps.run_image_tests(image, Path(matrix), eng.detect(engine, docker))
     else:
-        code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra"],
+        code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
+                               "--durations=25"],
                               cwd=ROOT).returncode
     if code != 0:
         raise Exit(code=code)

@@ -53,7 +53,10 @@ class Engine:
         else:
             cmd = [self.client, "build", "--format", "docker"]
         cmd += ["--platform", req.platform, "-f", str(req.dockerfile)]
-        for key, value in sorted(req.build_args.items()):
+        # What BuildKit sets by itself, given: podman expands TARGETARCH in FROM only when
+        # the Dockerfile declares it, and docker 20.10's BuildKit then leaves it empty.
+        args = {"TARGETARCH": req.platform.split("/")[1], **req.build_args}
+        for key, value in sorted(args.items()):
             cmd += ["--build-arg", f"{key}={value}"]
         for key, value in sorted(req.labels.items()):
             cmd += ["--label", f"{key}={value}"]

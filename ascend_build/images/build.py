@@ -168,10 +168,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
           requirements: dict[str, str], lock: locks.Lock | None, engine_kind: str = "docker") -> Plan:
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
-                  "ASCEND_CHIP": cell.chip,
-                  # Declared in the Dockerfile for podman's FROM lines; a declared TARGETARCH
-                  # without a value is empty in docker 20.10's BuildKit unless given.
-                  "TARGETARCH": cell.target.suffix}
+                  "ASCEND_CHIP": cell.chip}
     if cell.python_source:
         build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
                           PYTHON_URLS=" ".join(cell.python_source.urls))

@@ -130,7 +130,9 @@ def test_package_manifest_is_in_the_image(host, cell):
     assert any(line.startswith("torch==") for line in lines)
 
 
-VENV_SEEDS = {"pip", "setuptools"}     # what `python -m venv` puts in before any lock
+# What `python -m venv` puts in before any lock; Debian's and Ubuntu's python3-venv also
+# seed a `pkg_resources` 0.0.0 distribution (Debian 11 does).
+VENV_SEEDS = {"pip", "setuptools", "pkg-resources"}
 
 
 def test_python_packages_are_exactly_the_lock(host, labels):

@@ -143,9 +143,7 @@ def unlocked(matrix: Matrix, cell: Cell) -> dict[str, str]:
 
 def with_wheel(files: dict[str, str], wheel: Path, sha256: str, mount: str) -> dict[str, str]:
     """The torch_npu layer with a given (or source-built) wheel in place of the release."""
-    keep = [e for e in _entries(files["torch_npu"])
-            if not (_PIN.match(e) and normalize(_PIN.match(e)[1]) == "torch-npu")
-            and not e.startswith("torch_npu==")]
+    keep = [e for e in _entries(files["torch_npu"]) if not ((m := _PIN.match(e)) and normalize(m[1]) == "torch-npu")]
     locked = any(e.startswith("--require-hashes") for e in keep)
     entry = f"torch-npu @ file://{mount}/{wheel.name}" + (f" --hash=sha256:{sha256}" if locked else "")
     comments = [line for line in files["torch_npu"].splitlines() if line.startswith("#")]

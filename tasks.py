@@ -144,7 +144,9 @@ BUILD_HELP = {
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release branch)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
-    "no_cache": "rebuild every step (ignore the layer cache)",
+    "no_cache": "rebuild every step (ignore the layer cache) and download every file again",
+    "pip_on": "where pip installs the Python packages: auto (default: on the build machine when it cross-builds), "
+              "native (on the build machine, for the image's arch: no qemu) or target (in the image)",
     "all": "build every image of the matrix's `images:`; one failing does not stop the others",
     "for_host": "pick the newest line (of --torch, if given) whose CANN this host's driver runs, for its chip; "
                 "the value is the host's root folder (/ for this machine)",
@@ -161,11 +163,12 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           require_pins=False, base_image=None, pip_index_url=None, ca_bundle=None, wheelhouse=None,
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
-          cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None):
+          cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
+          pip_on="auto"):
     """Build a runtime image, run its tests, and tag it only if they pass."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
-                 require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache)
+                 require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on)
     inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
                     builder_flavor=builder_flavor)

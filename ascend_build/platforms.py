@@ -40,3 +40,8 @@ def get(name: str) -> Platform:
 
 def of_arch(arch: str) -> Platform:
     return next(p for p in PLATFORMS.values() if p.arch == arch)
+
+
+def host() -> Platform | None:
+    """This machine's platform, when it is one the images are built for."""
+    return next((p for p in PLATFORMS.values() if p.arch == _host.machine()), None)

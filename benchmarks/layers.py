@@ -43,8 +43,10 @@ from ascend_build.images.baseimage import debian_base  # noqa: E402
 from ascend_build.images.build import build  # noqa: E402
 from ascend_build.images.options import Inputs, Site  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
+from ascend_build.platforms import host  # noqa: E402
 from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.images.render import render_all  # noqa: E402
+from benchmarks.results import report  # noqa: E402
 from tests.doubles.cann_double import make_run  # noqa: E402
 
 BASE = "ascend-build-bench/debian:bookworm-{arch}"     # made anew on every run: the base code measured too
@@ -194,6 +196,9 @@ def main() -> None:
     matrix = load_matrix(mpath)
     base = BASE.format(arch="arm64")
     debian_base(engine, "bookworm", "linux/arm64", base)
+    here = host()       # the fast path installs the Python packages there, from the same release
+    if here and here.docker != "linux/arm64":
+        debian_base(engine, "bookworm", here.docker, BASE.format(arch=here.suffix))
     common = dict(os="debian12", python="3.11", platform="linux/arm64", packages=[pk], offline=True,
                   require_pins=True, base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
                   repository=REPO, cache=work / "cache", work=work / "build")
@@ -277,17 +282,10 @@ def main() -> None:
     rows.append((f"no-op rebuild of the {len(rebuilt)} images built here (build + image tests)",
                  f"{time.monotonic() - start:.0f} s", "-"))
 
-    width = max(len(r[0]) for r in rows)
-    head = (f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores, engine {server} ({engine.mode}), "
-            f"linux/arm64 under qemu where the host is not arm64.")
-    table = "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
-    text = (f"# Build-efficiency figures\n\n{head}\n\n| measure | value | target |\n|---|---|---|\n{table}\n\n"
-            f"Produced by `python benchmarks/layers.py`; CANN is the test double padded to "
-            f"{(TOOLKIT_PAD + KERNELS_PAD) / GIB:.0f} GiB of incompressible data.\n")
-    (ROOT / "benchmarks" / "RESULTS.md").write_text(text)
-    print("\n" + head)
-    for a, b, c in rows:
-        print(f"{a.ljust(width)}  {b}   target {c}")
+    report("layers.py", "Layers, bumps, stacks, no-op rebuilds",
+           f"engine {server} ({engine.mode}), linux/arm64 under qemu where the host is not arm64", rows,
+           f"Produced by `python benchmarks/layers.py`; CANN is the test double padded to "
+           f"{(TOOLKIT_PAD + KERNELS_PAD) / GIB:.0f} GiB of incompressible data.")
     shutil.rmtree(work, ignore_errors=True)
 
 

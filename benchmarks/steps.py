@@ -17,24 +17,34 @@ ROOT = Path(__file__).resolve().parents[1]
 _START = re.compile(r"^#(\d+) \[([\w.-]+) *(\d+/\d+)?\] (.*)$")
 _END = re.compile(r"^#(\d+) (DONE ([0-9.]+)s|CACHED|ERROR.*)$")
 
-# What a step does, from its text: (group, needle), first match wins.
+# What a step does, from its text: (group, needle), first match wins. The fast path's
+# steps on the build machine (stages native-*) are grouped apart: they run beside the
+# emulated ones, so the sum of step times is not the wall time of the build.
 GROUPS = (
     ("CANN's Python needs", "lock/cann.txt"),
+    ("CANN's Python needs", "--from=native-cann "),
     ("torch + deps", "lock/torch.txt"),
+    ("torch + deps", "--from=native-torch "),
     ("torch_npu", "lock/torch_npu.txt"),
+    ("torch_npu", "--from=native-torch_npu "),
     ("CANN toolkit", "cann/toolkit"),
     ("CANN kernels / ops", "cann/kernels"),
     ("apex slot", "source=apex"),
     ("manifest + requirements", "manifest.txt"),
     ("CPython from source", "python.tar.xz"),
-    ("Python (distro) + venv", "python3 -m venv"),
+    ("venv", "-m venv /opt/venv"),
+    ("venv", "--from=native-venv "),
+    ("OS packages + distro Python", "python3-venv"),
+    ("OS packages + distro Python", "python3-devel"),
     ("OS packages", "apt-get install"),
     ("OS packages", "dnf install"),
 )
+PIP_GROUPS = ("CANN's Python needs", "torch + deps", "torch_npu")
 
 
-def group_of(text: str) -> str:
-    return next((name for name, needle in GROUPS if needle in text), "other (FROM, ENV, WORKDIR, context)")
+def group_of(text: str, stage: str = "") -> str:
+    group = next((name for name, needle in GROUPS if needle in text), "other (FROM, ENV, WORKDIR, context)")
+    return f"build machine: {group}" if stage.startswith("native-") else group
 
 
 def stage_steps(dockerfile: Path) -> dict[str, list[str]]:
@@ -57,6 +67,7 @@ def profile(log: Path) -> tuple[dict[str, float], dict[str, int], float] | None:
     """(seconds per group, cached steps per group, total) of one BuildKit log, or None for
     a log without BuildKit step times."""
     titles: dict[str, str] = {}
+    stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
     cached: dict[str, int] = {}
     lines = log.read_text(errors="replace").splitlines()
@@ -71,10 +82,11 @@ def profile(log: Path) -> tuple[dict[str, float], dict[str, int], float] | None:
             # Only if the Dockerfile still is the one built (the log shows the step's start).
             match = 0 <= index < len(full) and " ".join(full[index].split()).startswith(shown.rstrip(".").rstrip())
             titles[start[1]] = full[index] if match else start[4]
+            stages[start[1]] = stage
             continue
         end = _END.match(line)
         if end and end[1] in titles:
-            group = group_of(titles[end[1]])
+            group = group_of(titles[end[1]], stages[end[1]])
             if end[3]:
                 seconds[group] = seconds.get(group, 0.0) + float(end[3])
             elif end[2] == "CACHED":

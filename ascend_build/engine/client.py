@@ -4,6 +4,7 @@ legacy builder: it has no RUN --mount and no secrets, which the images depend on
 from __future__ import annotations
 
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -53,9 +54,10 @@ class Engine:
         else:
             cmd = [self.client, "build", "--format", "docker"]
         cmd += ["--platform", req.platform, "-f", str(req.dockerfile)]
-        # What BuildKit sets by itself, given: podman expands TARGETARCH in FROM only when
-        # the Dockerfile declares it, and docker 20.10's BuildKit then leaves it empty.
-        args = {"TARGETARCH": req.platform.split("/")[1], **req.build_args}
+        # What BuildKit sets by itself, given: podman expands TARGETARCH and BUILDPLATFORM
+        # in FROM only when the Dockerfile declares them, and docker 20.10's BuildKit then
+        # leaves them empty.
+        args = {"TARGETARCH": req.platform.split("/")[1], "BUILDPLATFORM": _build_platform(), **req.build_args}
         for key, value in sorted(args.items()):
             cmd += ["--build-arg", f"{key}={value}"]
         for key, value in sorted(req.labels.items()):
@@ -110,6 +112,12 @@ class Engine:
             return frozenset()
         out = _output(self.command("info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"))
         return frozenset(out.stdout.split()) if out.returncode == 0 else frozenset()
+
+
+def _build_platform() -> str:
+    from ..platforms import host
+    here = host()
+    return here.docker if here else f"linux/{platform.machine()}"
 
 
 def _podman_limits() -> list[str]:

@@ -11,6 +11,7 @@ import shutil
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from platform import machine
 
 from .. import engine as eng
 from ..engine import interrupts
@@ -18,6 +19,7 @@ from ..engine.network import check as check_network, describe as describe_networ
 from ..errors import PackageError, UserError
 from ..matrix import Cell, Matrix
 from ..matrix import lock as locks
+from ..platforms import host as host_platform
 from . import steps
 from .kinds import RUNTIME, content_tag
 from .options import Inputs, Site
@@ -45,6 +47,7 @@ class Plan:
     requirements: dict[str, str]     # lock/<layer>.txt in the context
     locked: Path | None              # the lock they come from, None: not locked
     build_args: dict[str, str]
+    host_args: dict[str, str]        # how this machine builds it: not part of the content tag
     content: str
     tags: list[str]
     labels: dict[str, str]
@@ -73,11 +76,16 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
+    native = plan.host_args["PIP_ON"] == "native"
+    print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {cell.arch}, no qemu"
+                                          if native else f"in the image ({cell.platform})"))
     if not site.dry:
         steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.os.image, cell.platform)
+        if native:
+            steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], cell.os.image, str(host_platform()))
     with steps.secrets(site.net) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                               build_args=plan.build_args, secrets=secrets, labels=plan.labels,
+                               build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
                                iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
                                cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
@@ -187,7 +195,22 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
                             _cann_sums(cell, toolkit, kernels))
     return Plan(cell, rendered, toolkit, kernels, inputs, requirements, lock.where if lock else None, build_args,
-                content, tags, labels, work_dir(site, cell, engine_kind))
+                _host_args(cell, site), content, tags, labels, work_dir(site, cell, engine_kind))
+
+
+def _host_args(cell: Cell, site: Site) -> dict[str, str]:
+    """The build arguments that say how this machine builds the image, not what is in it:
+    where pip runs (the fast path: on the build machine, from the same OS release for its
+    arch) and whether pip's download cache is read."""
+    args = {"PIP_ON": "target"}
+    if site.pip_native(cell.target):
+        builder = host_platform()
+        if builder is None:
+            raise UserError(f"--pip-on native: this machine ({machine()}) is not one of the build platforms")
+        args.update(PIP_ON="native", BUILD_BASE_IMAGE=site.base(cell.os.image, builder), TARGET_MACHINE=cell.arch)
+    if site.no_cache:
+        args["PIP_FRESH"] = "1"
+    return args
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:
@@ -240,6 +263,8 @@ def _stage(plan: Plan, ctx: Path) -> None:
     (ctx / "lock").mkdir()
     for layer, text in plan.requirements.items():
         (ctx / "lock" / f"{layer}.txt").write_text(text)
+    # pip for the image's machine, run by the build machine's stages (PIP_ON=native).
+    shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

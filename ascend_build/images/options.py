@@ -11,8 +11,13 @@ from typing import Mapping
 
 from ..engine.network import Network
 from ..errors import UserError
-from ..platforms import Platform
+from ..platforms import Platform, host
 from .packages import default_cache
+
+
+# Where pip installs the image's Python packages: on the build machine for the image's
+# machine (native: no qemu), or in the image (target).
+PIP_ON = ("auto", "native", "target")
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,8 @@ class Site:
     proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
     network: str | None = None             # "host": RUN steps share the host's network
     cache_registry: str | None = None      # registry repository for layer cache
-    no_cache: bool = False                 # rebuild every step
+    no_cache: bool = False                 # rebuild every step, download every file again
+    pip_on: str = "auto"                   # native | target | auto: native when cross-building
     dry: bool = False
     work: Path = Path(".build")
 
@@ -39,6 +45,14 @@ class Site:
     @property
     def cache_dir(self) -> Path:
         return self.cache or default_cache()
+
+    def pip_native(self, target: Platform) -> bool:
+        """Do the Python package steps run on the build machine (the fast path)?"""
+        if self.pip_on not in PIP_ON:
+            raise UserError(f"--pip-on {self.pip_on!r}: choose one of {', '.join(PIP_ON)}")
+        if self.pip_on == "auto":
+            return target.emulated() and host() is not None
+        return self.pip_on == "native"
 
     def base(self, image: str, target: Platform) -> str:
         """The base image to build FROM: the matrix's, or this site's replacement."""

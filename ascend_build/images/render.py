@@ -23,23 +23,39 @@ NET_SETUP = ("if [ -s /run/secrets/proxy-env ]; then . /run/secrets/proxy-env; f
              "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi;")
 
 
-def net_run(body: str) -> str:
+def net_run(body: str, mounts: str = "") -> str:
     """A RUN instruction that may download: the network secrets mounted and set up first."""
-    return f"RUN {NET_MOUNTS} \\\n    {NET_SETUP} \\\n    {body}"
+    return f"RUN {NET_MOUNTS}{' ' + mounts if mounts else ''} \\\n    {NET_SETUP} \\\n    {body}"
 
 
-# Package-manager commands per OS family: the only place apt and dnf differ. Each step
-# leaves no package lists or caches behind (apt's *.bin caches are 70+ MiB that the next
-# apt step would rewrite: dead bytes in the layer below).
+def cache_mount(name: str, target: str) -> str:
+    """A download cache kept by the engine between builds, locked while a step uses it."""
+    return f"--mount=type=cache,id=ascend-build-{name},target={target},sharing=locked"
+
+
+# The wheels every image's pip steps downloaded: one folder for every image, arch and
+# Python (wheel file names say which they are for; every wheel taken from it is checked
+# against the lock's sha256 all the same).
+WHEEL_CACHE = cache_mount("wheels", "/var/cache/ascend-build/wheels")
+
+
+# Package-manager commands per OS family: the only place apt and dnf differ. Downloads go
+# to a cache mount (one per OS release, shared by every image and arch built on it), so a
+# rebuild downloads no package twice; the mount is never part of a layer. Each step
+# leaves no package lists behind (apt's *.bin caches are 70+ MiB that the next apt step
+# would rewrite: dead bytes in the layer below). The official Debian and Ubuntu images
+# delete every download after install (docker-clean): that is turned off for the mount.
 _OS_PACKAGES = {
-    "apt": "apt-get update \\\n"
+    "apt": "rm -f /etc/apt/apt.conf.d/docker-clean \\\n"
+           " && apt-get update \\\n"
            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+           "      -o APT::Keep-Downloaded-Packages=true \\\n"
            "      {packages} \\\n"
-           " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
-    "dnf": "dnf install -y \\\n"
-           "      {packages} \\\n"
-           " && dnf clean all && rm -rf /var/cache/dnf",
+           " && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
+    "dnf": "dnf install -y --setopt=keepcache=1 \\\n"
+           "      {packages}",
 }
+_PACKAGE_CACHE = {"apt": "/var/cache/apt/archives", "dnf": "/var/cache/dnf"}
 _PACKAGES = {
     "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
            "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
@@ -62,16 +78,30 @@ def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
     return f" \\\n{indent}".join(lines)
 
 
-def os_packages(family: str) -> str:
-    return net_run(_OS_PACKAGES[family].format(packages=_wrap(_PACKAGES[family])))
+def _package_cache(os: OSBase, native: bool) -> str:
+    # The build machine's stages get a cache of their own: they run beside the image's
+    # stages, and one locked cache would make them wait for each other.
+    return cache_mount(f"{os.family}-{os.name}" + ("-build-machine" if native else ""), _PACKAGE_CACHE[os.family])
 
 
-def python_distro(os: OSBase) -> str:
-    install = net_run(_OS_PACKAGES[os.family].format(packages=_PYTHON_PACKAGES[os.family]))
-    # Refuse a base whose python3 is not the version the matrix says it is.
+def _packages_run(os: OSBase, words: str, native: bool) -> str:
+    run = net_run(_OS_PACKAGES[os.family].format(packages=_wrap(words)), _package_cache(os, native))
+    # dnf's cache is the mount: `dnf clean all` would only empty it for the next build.
+    return ("# hadolint ignore=DL3040\n" if os.family == "dnf" else "") + run
+
+
+def os_packages(os: OSBase, native: bool = False) -> str:
+    return _packages_run(os, _PACKAGES[os.family], native)
+
+
+def python_distro(os: OSBase, native: bool = False) -> str:
+    """The distro's python3 (refused when it is not the version the matrix says). In the
+    image, in the same step as the OS packages: one package-list update and one dpkg run
+    less under qemu. On the build machine only Python itself is needed."""
+    words = _PYTHON_PACKAGES[os.family] if native else f"{_PACKAGES[os.family]} {_PYTHON_PACKAGES[os.family]}"
+    install = _packages_run(os, words, native)
     return (f"{install} \\\n"
-            f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\" \\\n"
-            f" && python3 -m venv /opt/venv")
+            f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\"")
 
 
 # Builder toolchains per family. manylinux images carry devtoolset/gcc-toolset on PATH
@@ -136,7 +166,8 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
-        os_packages=os_packages(os.family), python_distro=python_distro(os),
+        os_packages=os_packages(os), python_distro=python_distro(os), wheel_cache=WHEEL_CACHE,
+        native_os_packages=os_packages(os, True), native_python_distro=python_distro(os, True),
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
         toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),

@@ -155,6 +155,70 @@ def test_python_packages_are_exactly_the_lock(host, labels):
     assert set(installed) - set(locked) - VENV_SEEDS - given - apex == set()
 
 
+# Run inside the image: every byte-compiled file of the venv checked against the image's
+# own interpreter (magic number, and for timestamp-based .pyc the source's mtime and
+# size, which is how Python decides to trust it), every console script's shebang, and
+# pip's own consistency check. Files pip wrote on the build machine (the fast path)
+# must pass exactly as those pip writes in the image.
+_VENV_CHECK = r"""
+import importlib.util, json, os, site, struct, subprocess, sys
+sp = site.getsitepackages()[0]
+bad, pyc = [], 0
+for root, dirs, files in os.walk(sp):
+    if not root.endswith("__pycache__"):
+        continue
+    for name in files:
+        if not name.endswith(".pyc"):
+            continue
+        pyc += 1
+        path = os.path.join(root, name)
+        with open(path, "rb") as f:
+            head = f.read(16)
+        src = os.path.join(os.path.dirname(root), name.split(".")[0] + ".py")
+        if head[:4] != importlib.util.MAGIC_NUMBER:
+            bad.append(path + ": magic")
+        elif struct.unpack("<I", head[4:8])[0] == 0 and os.path.exists(src):
+            st = os.stat(src)
+            mtime, size = struct.unpack("<II", head[8:16])
+            if mtime != int(st.st_mtime) & 0xFFFFFFFF or size != st.st_size & 0xFFFFFFFF:
+                bad.append(path + ": stale against its source")
+shebangs = set()
+for name in os.listdir("/opt/venv/bin"):
+    path = os.path.join("/opt/venv/bin", name)
+    if os.path.isfile(path) and not os.path.islink(path):
+        with open(path, "rb") as f:
+            first = f.readline()
+        if first.startswith(b"#!"):
+            shebangs.add(first.decode().strip())
+check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+print(json.dumps({"pyc": pyc, "bad": bad[:20], "shebangs": sorted(shebangs), "check": check.returncode,
+                  "check_out": check.stdout[-2000:]}))
+"""
+
+
+def test_byte_code_scripts_and_dependencies_are_the_images_own(host):
+    """Whichever machine ran pip (the fast path runs it on the build machine), the venv is
+    what pip in the image makes: byte code valid for the image's Python, console scripts
+    that start the venv's python, and `pip check` clean."""
+    found = pyjson(host, _VENV_CHECK)
+    assert found["pyc"] > 1000, "torch alone has thousands of modules: the venv was not byte-compiled"
+    assert found["bad"] == []
+    assert found["shebangs"] and all(s in ("#!/opt/venv/bin/python3", "#!/opt/venv/bin/python")
+                                     or s.startswith("#!/bin/sh") for s in found["shebangs"]), found["shebangs"]
+    assert found["check"] == 0, found["check_out"]
+
+
+def test_no_download_cache_or_staging_left_in_the_image(host):
+    """The downloaded wheels and OS packages live in the engine's cache mounts, never in a
+    layer; neither does pip's own cache, a --no-cache build's wheels or the fast path's
+    staging folder. (A cache mount leaves its mount point behind: an empty folder.)"""
+    for folder in ("/var/cache/ascend-build", "/root/.cache/pip", "/tmp/fresh-wheels", "/layer"):
+        out = host.run(f"find {folder} ! -type d -print -quit 2>/dev/null")
+        assert out.stdout.strip() == "", f"{folder} holds {out.stdout.strip()}"
+    debs = host.run("find /var/cache/apt/archives /var/cache/dnf -name '*.deb' -o -name '*.rpm' 2>/dev/null")
+    assert debs.stdout.strip() == ""
+
+
 def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, labels, cell):
     """CycloneDX 1.6, valid against its schema; the CANN installers with the sha256 the
     build verified; every Python package of the venv, with its wheel's sha256 when locked;

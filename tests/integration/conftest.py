@@ -31,11 +31,15 @@ def image_exists(engine, ref: str) -> bool:
 
 
 def _base(engine, pattern: str, suite: str, platform: str = "linux/arm64") -> str:
-    from ascend_build.platforms import PLATFORMS
-    ref = pattern.format(arch=PLATFORMS[platform].suffix)
-    if not image_exists(engine, ref):
-        debian_base(engine, suite, platform, ref)
-    return ref
+    """The base image for `platform`, and for the build machine's platform too: a cross
+    build installs its Python packages there (the fast path), from the same release."""
+    from ascend_build.platforms import PLATFORMS, host
+    wanted = [PLATFORMS[platform]] + [p for p in [host()] if p and p.docker != platform]
+    for target in wanted:
+        ref = pattern.format(arch=target.suffix)
+        if not image_exists(engine, ref):
+            debian_base(engine, suite, target.docker, ref)
+    return pattern.format(arch=PLATFORMS[platform].suffix)
 
 
 @pytest.fixture(scope="session")

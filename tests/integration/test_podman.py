@@ -19,7 +19,7 @@ import pytest
 from ascend_build.images.registry import platforms_of
 from ascend_build.matrix import load_matrix
 from tests.conftest import usable_engine
-from tests.integration.conftest import ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
+from tests.integration.conftest import BOOKWORM, ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
 
 REPO = "ascend-build-test/podman-runtime"
 
@@ -31,10 +31,15 @@ def podman():
 
 @pytest.fixture(scope="module")
 def podman_base(podman, engine, arm64_base):
-    if not image_exists(podman, arm64_base):
-        saved = subprocess.Popen(engine.command("save", arm64_base), stdout=subprocess.PIPE)
-        loaded = subprocess.run(podman.command("load"), stdin=saved.stdout, capture_output=True, text=True)
-        assert saved.wait() == 0 and loaded.returncode == 0, loaded.stderr
+    """The docker store's base images, copied into podman's: the arm64 one and the build
+    machine's (the fast path installs the Python packages there)."""
+    from ascend_build.platforms import host
+    refs = {arm64_base} | ({BOOKWORM.format(arch=host().suffix)} if host() else set())
+    for ref in sorted(refs):
+        if not image_exists(podman, ref):
+            saved = subprocess.Popen(engine.command("save", ref), stdout=subprocess.PIPE)
+            loaded = subprocess.run(podman.command("load"), stdin=saved.stdout, capture_output=True, text=True)
+            assert saved.wait() == 0 and loaded.returncode == 0, loaded.stderr
     return arm64_base
 
 

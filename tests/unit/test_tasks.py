@@ -90,3 +90,33 @@ def test_dry_build_touches_no_network_and_says_what_it_would_download(tmp_path):
     assert "failed" not in out.stdout + out.stderr
     assert not (tmp_path / "cache" / "cann").exists() or not any((tmp_path / "cache" / "cann").iterdir())
     assert re.search(r"^engine: \S+ \S+, building with ", out.stdout, re.M), "the client, its version, the builder"
+
+
+def test_dry_build_says_where_pip_runs(tmp_path):
+    """A cross build runs pip on the build machine, for the image's arch, from the build
+    machine's base image; `--pip-on target` runs it in the image; `--no-cache` also
+    refreshes every download. None of it is part of the content tag."""
+    from ascend_build.platforms import host
+    env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    args = ("build", "--dry", "--offline", "--packages", str(tmp_path), "--os", "debian12",
+            "--base-image", "debian:bookworm=mirror.local/debian:bookworm-{arch}")
+    fast = invoke(*args, env=env)
+    assert fast.returncode == 0, fast.stderr
+    here = host()
+    assert f"--build-arg BUILDPLATFORM={here.docker}" in fast.stdout
+    if here.arch == "aarch64":
+        assert "--build-arg PIP_ON=target" in fast.stdout
+        return
+    assert "--build-arg PIP_ON=native" in fast.stdout and "--build-arg TARGET_MACHINE=aarch64" in fast.stdout
+    assert f"--build-arg BUILD_BASE_IMAGE=mirror.local/debian:bookworm-{here.suffix}" in fast.stdout
+    assert "--build-arg BASE_IMAGE=mirror.local/debian:bookworm-arm64" in fast.stdout
+    assert f"pip runs on the build machine ({here.docker}) for aarch64, no qemu" in fast.stdout
+    assert "PIP_FRESH" not in fast.stdout
+    plain = invoke(*args, "--pip-on", "target", "--no-cache", env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert "--build-arg PIP_ON=target" in plain.stdout and "BUILD_BASE_IMAGE" not in plain.stdout
+    assert "--build-arg PIP_FRESH=1" in plain.stdout and "pip runs in the image (linux/arm64)" in plain.stdout
+    tag = re.compile(r"sha-[0-9a-f]{16}-arm64")
+    assert tag.findall(fast.stdout) and tag.findall(fast.stdout) == tag.findall(plain.stdout), "same content tag"
+    bad = invoke(*args, "--pip-on", "elsewhere", env=env)
+    assert bad.returncode == 2 and "--pip-on 'elsewhere': choose one of auto, native, target" in bad.stderr

@@ -2,7 +2,8 @@
 builds on the local engine, printed and written to benchmarks/RESULTS.md. Figures, not
 assertions: the targets are printed next to what was measured.
 
-    python benchmarks/fast_path.py      # after scripts/bootstrap.sh; about 35 min on 2 cores
+    python benchmarks/fast_path.py [STACK ...]   # after scripts/bootstrap.sh; default 2.1.0 2.10.0,
+                                                 # about 35 min on 2 cores (2.1.0 alone: about 20)
 
 linux/arm64 images (qemu on an x86_64 machine), Debian 12 + Python 3.11, the CANN TEST
 DOUBLE (tests/doubles, unpadded), real torch and torch_npu wheels from PyPI, locked.
@@ -136,7 +137,7 @@ def step_table(logs: dict[str, Path]) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(stacks: list[str]) -> None:
     here = host()
     if here is None or not PLATFORMS["linux/arm64"].emulated():
         raise SystemExit("this benchmark compares the fast path of a cross-arch build: run it on an x86_64 machine")
@@ -148,7 +149,7 @@ def main() -> None:
     rows: list[tuple[str, str, str]] = []
     logs: dict[str, Path] = {}
 
-    for stack in ("2.1.0", "2.10.0"):
+    for stack in stacks:
         timed = {}
         for path in ("target", "native"):
             bench.empty_download_caches()
@@ -186,4 +187,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or ["2.1.0", "2.10.0"])

@@ -201,16 +201,22 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
 def _host_args(cell: Cell, site: Site) -> dict[str, str]:
     """The build arguments that say how this machine builds the image, not what is in it:
     where pip runs (the fast path: on the build machine, from the same OS release for its
-    arch) and whether pip's download cache is read."""
+    arch) and whether downloads are made again."""
     args = {"PIP_ON": "target"}
-    if site.pip_native(cell.target):
-        builder = host_platform()
-        if builder is None:
-            raise UserError(f"--pip-on native: this machine ({machine()}) is not one of the build platforms")
-        args.update(PIP_ON="native", BUILD_BASE_IMAGE=site.base(cell.os.image, builder), TARGET_MACHINE=cell.arch)
     if site.no_cache:
         args["PIP_FRESH"] = "1"
-    return args
+    if not site.pip_native(cell.target):
+        return args
+    builder = host_platform()
+    if builder is None:
+        raise UserError(f"--pip-on native: this machine ({machine()}) is not one of the build platforms")
+    base = site.base(cell.os.image, builder)
+    if site.pip_on == "auto" and base == site.base(cell.os.image, cell.target) and cell.os.image in site.base_images:
+        # A replacement without {arch} names one image, the image's arch: none for this machine.
+        print(f"python packages: --base-image {cell.os.image}={base} names one arch's image, so pip runs in the "
+              f"image; put {{arch}} in it (with a {builder.suffix} image there) for the fast path")
+        return args
+    return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": cell.arch}
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:

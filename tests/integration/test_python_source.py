@@ -35,8 +35,9 @@ def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
     ctx = tmp_path / "ctx"
     ctx.mkdir(exist_ok=True)
     req = eng.BuildRequest(dockerfile=ROOT / "images/runtime/2.1.0/debian12/Dockerfile", context=ctx,
-                           platform="linux/amd64", target="python-source", tags=[tag],
-                           build_args={"BASE_IMAGE": BASE, "PYTHON_VERSION": source.version,
+                           platform="linux/amd64", target="venv-target", tags=[tag],
+                           # The source Python and the venv made with it, in the image.
+                           build_args={"BASE_IMAGE": BASE, "PYTHON_FROM": "source", "PYTHON_VERSION": source.version,
                                        "PYTHON_SHA256": sha256,
                                        "PYTHON_URLS": " ".join((f"http://127.0.0.1:9/{uuid.uuid4().hex}.tar.xz",)
                                                                + source.urls)},

@@ -120,3 +120,17 @@ def test_dry_build_says_where_pip_runs(tmp_path):
     assert tag.findall(fast.stdout) and tag.findall(fast.stdout) == tag.findall(plain.stdout), "same content tag"
     bad = invoke(*args, "--pip-on", "elsewhere", env=env)
     assert bad.returncode == 2 and "--pip-on 'elsewhere': choose one of auto, native, target" in bad.stderr
+
+
+def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
+    """--base-image naming one image (no {arch}) gives the build machine no base of its own
+    arch: `auto` then runs pip in the image, and says how to get the fast path."""
+    from ascend_build.platforms import host
+    if host() is None or host().arch == "aarch64":
+        return
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--os", "debian12",
+                 "--base-image", "debian:bookworm=mirror.local/debian:bookworm-arm64",
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert "--build-arg PIP_ON=target" in out.stdout and "BUILD_BASE_IMAGE" not in out.stdout
+    assert "names one arch's image, so pip runs in the image; put {arch} in it" in out.stdout

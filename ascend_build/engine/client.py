@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import interrupts
 from ..errors import EngineError
+from ..platforms import host
 
 
 @dataclass
@@ -115,7 +116,6 @@ class Engine:
 
 
 def _build_platform() -> str:
-    from ..platforms import host
     here = host()
     return here.docker if here else f"linux/{platform.machine()}"
 

@@ -210,12 +210,14 @@ def _host_args(cell: Cell, site: Site) -> dict[str, str]:
     builder = host_platform()
     if builder is None:
         raise UserError(f"--pip-on native: this machine ({machine()}) is not one of the build platforms")
-    base = site.base(cell.os.image, builder)
-    if site.pip_on == "auto" and base == site.base(cell.os.image, cell.target) and cell.os.image in site.base_images:
-        # A replacement without {arch} names one image, the image's arch: none for this machine.
-        print(f"python packages: --base-image {cell.os.image}={base} names one arch's image, so pip runs in the "
-              f"image; put {{arch}} in it (with a {builder.suffix} image there) for the fast path")
-        return args
+    base = site.build_machine_base(cell.os.image, builder)
+    if base is None:
+        if site.pip_on == "auto":
+            print(f"python packages: --base-image {cell.os.image}={site.base(cell.os.image, cell.target)} names "
+                  f"one arch's image, so pip runs in the image; put {{arch}} in it (with a {builder.suffix} image "
+                  f"there) for the fast path")
+            return args
+        base = site.base(cell.os.image, builder)        # --pip-on native: the user's word for it
     return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": cell.arch}
 
 

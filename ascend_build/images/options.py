@@ -54,6 +54,14 @@ class Site:
             return target.emulated() and host() is not None
         return self.pip_on == "native"
 
+    def build_machine_base(self, image: str, builder: Platform) -> str | None:
+        """The base of the build machine's stages: the same release for its arch. None
+        when this site replaces the image by one image of one arch (no {arch} in it)."""
+        replacement = self.base_images.get(image)
+        if replacement is not None and "{arch}" not in replacement:
+            return None
+        return self.base(image, builder)
+
     def base(self, image: str, target: Platform) -> str:
         """The base image to build FROM: the matrix's, or this site's replacement."""
         return self.base_images.get(image, image).replace("{arch}", target.suffix)

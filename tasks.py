@@ -154,6 +154,10 @@ BUILD_HELP = {
     "engine": "docker (default) or podman",
     "docker": "the container client to use (default: the first BuildKit-capable one on PATH)",
     "dry": "print the commands instead of running them",
+    "requirements": "a requirements file: build a user layer on top of the runtime image, locked (FILE.lock/) with "
+                    "every runtime package held, tested, tagged <runtime name>-<layer>-<arch>",
+    "layer_name": "the user layer's name in its tag (default: the requirements file's name)",
+    "layer_wheelhouse": "folder of the team's own wheels the requirements may name (for the user layer only)",
 }
 
 
@@ -164,8 +168,9 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
-          pip_on="auto"):
-    """Build a runtime image, run its tests, and tag it only if they pass."""
+          pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None):
+    """Build a runtime image, run its tests, and tag it only if they pass; with
+    --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
                  require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on)
@@ -183,8 +188,15 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
         print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
               + "".join(f"\n  skipped {line}" for line in skipped))
     if not all:
-        builds.build(m, m.cell(torch, os, python, chip, platform), site, inputs, engine, docker)
+        cell = m.cell(torch, os, python, chip, platform)
+        layer = _layer_request(m, cell, site, inputs, requirements, layer_name, layer_wheelhouse)  # before any build
+        runtime = builds.build(m, cell, site, inputs, engine, docker, reuse_tested=bool(layer))
+        if layer:
+            from ascend_build.images import userlayer
+            userlayer.build(m, cell, site, inputs, runtime, *layer, engine_kind=engine, client=docker)
         return
+    if requirements:
+        raise UserError("--requirements builds one user layer on one runtime image: drop --all")
     if any((torch, os, python, chip, platform)):
         raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
     outcomes = builds.build_many(m, m.image_cells(), site, inputs, engine, docker)
@@ -192,6 +204,17 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
     failed = [o for o in outcomes if o.status != "tagged"]
     if failed:
         raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
+
+
+def _layer_request(m, cell, site, inputs, requirements, layer_name, layer_wheelhouse):
+    if not requirements:
+        if layer_name or layer_wheelhouse:
+            raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements FILE")
+        return None
+    from ascend_build.images import userlayer
+    req = userlayer.LayerRequest.of(requirements, layer_name, layer_wheelhouse)
+    lock, _ = userlayer.prepare(m, m.aliased(cell), site, inputs, req)
+    return req, lock
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
@@ -473,7 +496,8 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
     "torch": "lock this stack (repeatable; default: every stack)",
     "python": "only this Python (repeatable; default: the stack's whole range)",
     "platform": "linux/arm64 (default) or linux/amd64 (repeatable; x86_64 needs PyTorch's CPU index)",
-    "refresh": "re-resolve even locks that are current (takes newer releases of unpinned packages)",
+    "refresh": "re-resolve even locks that are current, taking the newest releases (a stale lock is otherwise "
+               "remade keeping the versions it had where they still fit)",
     "check": "resolve nothing: exit 1 if a lock is stale or broken; list the images in `images:` without one",
     "dry": "resolve and print what would change; write nothing",
     "pip_index_url": "the index to resolve against (default: PyPI)",
@@ -508,7 +532,7 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
     cells = locks.select(m, root, stacks, pythons, platforms, refresh, existing_only)
     ca, _ = ca_setting(ca_bundle)
     net = resolve.Network(pip_index_url or resolve.DEFAULT_INDEX, ca, proxy)
-    changes = resolve.lock(m, root, cells, net, write=not dry)
+    changes = resolve.lock(m, root, cells, net, write=not dry, upgrade=refresh)
     for change in changes:
         print(f"{change.where.relative_to(root)}: " + ("new" if change.new else "changed"))
         for line in change.diff:

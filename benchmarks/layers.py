@@ -192,13 +192,16 @@ def main() -> None:
         make_run(pk, "kernels", version, "aarch64", chip="910b", pad_bytes=KERNELS_PAD)
     mpath = work / "matrix.yaml"
     shutil.copy(ROOT / "matrix.yaml", mpath)
+    (work / "locks").symlink_to(ROOT / "locks", target_is_directory=True)     # the stacks' locks, as committed
     pin(load_matrix(mpath), sorted(pk.glob("*.run")))
     matrix = load_matrix(mpath)
     base = BASE.format(arch="arm64")
-    debian_base(engine, "bookworm", "linux/arm64", base)
     here = host()       # the fast path installs the Python packages there, from the same release
-    if here and here.docker != "linux/arm64":
-        debian_base(engine, "bookworm", here.docker, BASE.format(arch=here.suffix))
+    for platform, ref in [("linux/arm64", base)] + ([(here.docker, BASE.format(arch=here.suffix))]
+                                                    if here and here.docker != "linux/arm64" else []):
+        # Made once (debootstrap, minutes under qemu), then reused: the rows measure builds on it.
+        if subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode != 0:
+            debian_base(engine, "bookworm", platform, ref)
     common = dict(os="debian12", python="3.11", platform="linux/arm64", packages=[pk], offline=True,
                   require_pins=True, base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
                   repository=REPO, cache=work / "cache", work=work / "build")

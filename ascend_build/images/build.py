@@ -59,7 +59,10 @@ class Plan:
 
 
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), engine_kind: str = "docker",
-          client: str | None = None, run_tests=None) -> BuildResult:
+          client: str | None = None, run_tests=None, reuse_tested: bool = False) -> BuildResult:
+    """`reuse_tested`: when the image's content tag is here already (set only after its
+    tests passed, from these very inputs), take it instead of building and testing again
+    (what a user layer stands on; --no-cache builds anyway)."""
     cell = matrix.aliased(cell)
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
@@ -76,6 +79,9 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     ctx = plan.work / "context"
     for line in describe_network(site.net):
         print(line)
+    if reuse_tested and not site.dry and not site.no_cache and _has(engine, plan.tags[1]):
+        print(f"runtime image {plan.tags[1]} is here, tested when it was tagged (same inputs): reused")
+        return BuildResult(cell, plan.tags[1], plan.tags, None, plan.content)
     native = plan.host_args["PIP_ON"] == "native"
     print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {cell.arch}, no qemu"
                                           if native else f"in the image ({cell.platform})"))
@@ -92,7 +98,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
             print(f"# stage lock/{{{','.join(locks.LAYERS)}}}.txt from "
                   + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
-            steps.show_dry(engine, req, plan.tags, RUNTIME.suite)
+            steps.show_dry(engine, req, plan.tags, RUNTIME)
             return BuildResult(cell, None, plan.tags, None, plan.content)
         try:
             _stage(plan, ctx)
@@ -107,6 +113,11 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
     return BuildResult(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def _has(engine: eng.Engine, ref: str) -> bool:
+    import subprocess
+    return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
 
 
 def _with_sbom(engine: eng.Engine, candidate: str, plan: Plan) -> str:
@@ -338,8 +349,11 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = I
         log = work_dir(site, cell, engine_kind) / "build.log"
         log.unlink(missing_ok=True)
         try:
+            layers = _prepare_layers(matrix, cell, site, inputs, outcomes)    # refused before the build
             result = build(matrix, cell, site, inputs, engine_kind, client)
             outcomes.append(Outcome(cell.name, cell.platform, "tagged", result.tags[0], result.log))
+            for req, lock in layers:
+                outcomes.append(_build_layer(matrix, cell, site, inputs, result, req, lock, engine_kind, client))
         except KeyboardInterrupt:
             if outcomes:
                 print("\n" + summary(outcomes), file=sys.stderr)
@@ -350,6 +364,33 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = I
             outcomes.append(Outcome(cell.name, cell.platform, "failed", str(exc).splitlines()[0][:160],
                                     log if log.exists() else None))
     return outcomes
+
+
+def _prepare_layers(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list:
+    """The cell's user layers (`images:` ... `layers:`), each locked or refused; a refused
+    one is a failed row, and the runtime image is built all the same."""
+    from .userlayer import LayerRequest, prepare
+    ready = []
+    for layer in cell.layers:
+        try:
+            req = LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
+            ready.append((req, prepare(matrix, matrix.aliased(cell), site, inputs, req)[0]))
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            outcomes.append(Outcome(f"{cell.name}-{layer.name or Path(layer.requirements).stem}", cell.platform,
+                                    "failed", str(exc).splitlines()[0][:160], None))
+    return ready
+
+
+def _build_layer(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client) -> Outcome:
+    from .userlayer import build as build_layer
+    name = f"{cell.name}-{req.name}"
+    try:
+        result = build_layer(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client)
+        return Outcome(name, cell.platform, "tagged", result.tags[0], result.log)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(name, cell.platform, "failed", str(exc).splitlines()[0][:160], None)
 
 
 def summary(outcomes: list[Outcome]) -> str:

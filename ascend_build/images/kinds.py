@@ -28,6 +28,7 @@ class ImageKind:
     suite: str                   # tests/<suite>: run on every candidate before its tag
     repository: str              # the default local repository
     labels: Callable[..., dict[str, str]]   # the labels set at build time, from the cell
+    extends: str | None = None   # the kind it is built FROM: its tests are inherited, run first
 
     def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> list[str]:
         """readable (what is inside), content (what went in), and the alias where one is set."""
@@ -65,9 +66,24 @@ def _builder_labels(cell: BuilderCell, content: str, base: str) -> dict[str, str
     return {**_common(cell.platform, content, base), label("pythons"): " ".join(cell.pythons)}
 
 
+def _layer_labels(cell: Cell, content: str, base: str, name: str, lock: str) -> dict[str, str]:
+    # The runtime's labels come with its image (FROM); these say what the layer added.
+    return {label("kind"): "layer", label("layer"): name, label("layer-lock"): lock,
+            label("content-tag"): content, label("runtime"): base,
+            "org.opencontainers.image.base.name": base}
+
+
 KINDS: dict[str, ImageKind] = {k.name: k for k in (
     ImageKind("builder", "builder.Dockerfile.j2", BuilderCell, None, "builder_image", "ascend-builder",
               _builder_labels),
     ImageKind("runtime", "runtime.Dockerfile.j2", Cell, "builder", "image", "ascend-runtime", _runtime_labels),
+    # A team's requirements on a tested runtime image: the runtime suite runs again on it.
+    ImageKind("layer", "layer.Dockerfile.j2", Cell, "runtime", "layer_image", "ascend-runtime", _layer_labels,
+              extends="runtime"),
 )}
-RUNTIME, BUILDER = KINDS["runtime"], KINDS["builder"]
+RUNTIME, BUILDER, LAYER = KINDS["runtime"], KINDS["builder"], KINDS["layer"]
+
+
+def suites(kind: ImageKind) -> list[str]:
+    """The test suites an image of this kind passes: those of the kinds it extends, then its own."""
+    return (suites(KINDS[kind.extends]) if kind.extends else []) + [kind.suite]

@@ -8,7 +8,7 @@ from pathlib import Path
 import jinja2
 
 from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
-from .kinds import BUILDER, LABEL_PREFIX, RUNTIME
+from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
@@ -179,6 +179,16 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
 
 
+def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
+    """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
+    build argument and a staged file."""
+    text = _env().get_template(LAYER.template).render(
+        net_mounts=NET_MOUNTS, net_setup=NET_SETUP, wheel_cache=WHEEL_CACHE,
+        requirements_dir="/usr/local/share/ascend-build/requirements",
+        manifest="/usr/local/share/ascend-build/manifest.txt")
+    return Rendered(Path("images/layer/Dockerfile"), text)
+
+
 def _quoted(requirements) -> list[str]:
     return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
 
@@ -193,11 +203,11 @@ def _all_builders(matrix: Matrix) -> list[Rendered]:
 
 
 # Every Dockerfile of a kind (kinds.py), for `invoke render`.
-_EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders}
+_EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders, LAYER.name: lambda m: [layer_dockerfile(m)]}
 
 
 def render_all(matrix: Matrix) -> list[Rendered]:
-    return [r for kind in (RUNTIME, BUILDER) for r in _EVERY[kind.name](matrix)]
+    return [r for kind in (RUNTIME, BUILDER, LAYER) for r in _EVERY[kind.name](matrix)]
 
 
 @dataclass(frozen=True)

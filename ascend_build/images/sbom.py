@@ -71,13 +71,24 @@ def _wheel_sha(lock_files: dict[str, str], name: str, version: str, tags: list[s
     if not lock_files:
         return None
     from packaging.utils import parse_wheel_filename
-    lock = Lock(Path(REQUIREMENTS), "", {layer: lock_files.get(layer, "") for layer in LAYERS})
+    # The runtime's layers and any user layer's lock (layer-NAME.txt) in the image.
+    lock = Lock(Path(REQUIREMENTS), "", {layer: lock_files.get(layer, "") for layer in LAYERS}
+                | {k: v for k, v in lock_files.items() if k.startswith("layer-")})
+    installed = set(tags)
     for pinned in lock.packages:
         if pinned.name != normalize(name) or pinned.version != version:
             continue
         for filename, sha in pinned.files:
-            if {str(t) for t in parse_wheel_filename(filename)[3]} & set(tags):
+            if {str(t) for t in parse_wheel_filename(filename)[3]} & installed:
                 return sha
+        # Some wheels keep the tag they were built with in WHEEL (torchvision's says
+        # linux_aarch64) after being renamed manylinux: then the one file of the lock
+        # for this interpreter and ABI is the one pip installed.
+        same_abi = [sha for filename, sha in pinned.files
+                    if {(t.interpreter, t.abi) for t in parse_wheel_filename(filename)[3]}
+                    & {tuple(t.split("-")[:2]) for t in installed}]
+        if len(same_abi) == 1:
+            return same_abi[0]
     return None
 
 

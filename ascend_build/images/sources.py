@@ -66,7 +66,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
                                iidfile=work / "image-id", network=site.network)
         if engine is None or site.dry:
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
-            steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER.suite)
+            steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
             return tags[0]
         steps.check_base(engine, build_args["BASE_IMAGE"], wanted, bcell.platform)
         steps.build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",

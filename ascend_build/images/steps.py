@@ -16,7 +16,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
-from .kinds import KINDS, RUNTIME, label
+from .kinds import KINDS, RUNTIME, label, suites
 from .render import ROOT, Rendered
 
 MANIFEST = "/usr/local/share/ascend-build/manifest.txt"
@@ -49,10 +49,10 @@ def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None
     return f"{registry}:{name}" if engine.mode == "classic-buildkit" else f"{registry}:buildcache-{name}"
 
 
-def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], suite: str) -> None:
+def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], kind) -> None:
     cmd, env = engine.build_command(req)
     print(eng.show(cmd, env))
-    print(f"# then: pytest tests/{suite} --image <built id>; on success:")
+    print(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
     for tag in tags:
         print(eng.show(engine.command("tag", "<built id>", tag)))
 
@@ -115,9 +115,9 @@ def kind_of(engine: eng.Engine, image: str) -> str:
 
 def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
                     suite: str | None = None) -> int:
-    """The test suite of the image's kind."""
-    suite = suite or KINDS[kind_of(engine, image)].suite
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / suite), "-p", "no:cacheprovider",
+    """The test suites of the image's kind (those it inherits first)."""
+    chosen = [suite] if suite else suites(KINDS[kind_of(engine, image)])
+    cmd = [sys.executable, "-m", "pytest", *[str(ROOT / "tests" / s) for s in chosen], "-p", "no:cacheprovider",
            "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
            "--engine", engine.kind, "-v",
            *(extra or [])]

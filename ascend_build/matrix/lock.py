@@ -33,12 +33,14 @@ def normalize(name: str) -> str:
 
 def requirements(matrix: Matrix, stack: Stack, arch: str) -> dict[str, list[str]]:
     """What each layer asks for, before resolution: CANN's Python needs (numpy bounded
-    where that CANN needs it), torch with the stack's pins, torch_npu."""
+    where that CANN needs it), torch with its companions and the stack's pins, torch_npu.
+    A companion is named without a version: its wheels' metadata pins the torch they fit,
+    so the resolver picks the release made for this torch (the lock records it)."""
     cann = matrix.cann[stack.cann]
     pins = [f"{name}{spec}" for name, spec in sorted(stack.pins.items())]
     torch = f"torch=={stack.torch}" + ("+cpu" if arch == "x86_64" else "")
     return {"cann": list(matrix.cann_python_deps) + [f"numpy{cann.numpy}" if cann.numpy else "numpy"],
-            "torch": [torch] + pins,
+            "torch": [torch, *stack.companions] + pins,
             "torch_npu": [f"torch_npu=={stack.torch_npu}", torch] + pins}
 
 
@@ -77,7 +79,7 @@ class Lock:
     @property
     def packages(self) -> list[Pinned]:
         found = []
-        for layer in LAYERS:
+        for layer in self.files:        # the runtime's layers, and a user layer's file
             named = dict((sha16, filename) for sha16, filename in _FILE.findall(self.files[layer]))
             for entry in _entries(self.files[layer]):
                 pin = _PIN.match(entry)

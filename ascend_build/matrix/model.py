@@ -22,6 +22,10 @@ VERSION = r"[0-9][0-9A-Za-z.+-]*"
 MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
 DRIVER = r"[0-9]{2}\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?"
 SHA256 = r"[0-9a-f]{64}"
+# Companions a stack may carry: PyTorch's own domain libraries, whose wheels pin the torch
+# release they were built for. DeepSpeed is not one: PyPI has only its source, which
+# compiles against torch at install time (a user layer can carry it).
+COMPANIONS = ("torchvision", "torchaudio")
 
 
 # ---------------------------------------------------------------------------- model
@@ -110,6 +114,9 @@ class Stack:
     torch_index: dict[str, str]
     torch_npu_on_pypi: bool
     builder: str = ""
+    # Packages installed with torch, each at the release its own metadata pairs with this
+    # torch (torchvision 0.16.0 requires torch==2.1.0): the lock resolves the version.
+    companions: tuple[str, ...] = ()
 
     def python_for(self, os: "OSBase") -> str:
         """The Python an image on `os` gets unless one is asked for: the distro's python3
@@ -123,6 +130,13 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class UserLayer:
+    """A team's requirements built as a layer on an image of `images:` (images/userlayer.py)."""
+    requirements: str           # relative to matrix.yaml's folder
+    name: str | None = None     # default: the file's name
+
+
+@dataclass(frozen=True)
 class ImageSpec:
     stack: str
     os: tuple[str, ...]
@@ -130,6 +144,7 @@ class ImageSpec:
     python: str | None
     chip: str | None
     alias: str | None
+    layers: tuple[UserLayer, ...] = ()
 
 
 class _OnPlatform:
@@ -159,6 +174,7 @@ class Cell(_OnPlatform):
     kernels: CannFile
     pins: tuple[str, ...]                # pip requirement strings
     alias: str | None = None
+    layers: tuple[UserLayer, ...] = ()   # user layers `images:` builds on it
 
     @property
     def dockerfile(self) -> Path:
@@ -296,7 +312,8 @@ class Matrix:
             for os in spec.os:
                 for platform in spec.platforms:
                     alias = spec.alias if os == self.defaults["os"] else None
-                    cells.append(self.cell(spec.stack, os, spec.python, spec.chip, platform, alias))
+                    cells.append(dataclasses.replace(self.cell(spec.stack, os, spec.python, spec.chip, platform, alias),
+                                                     layers=spec.layers))
         return cells
 
 
@@ -351,6 +368,7 @@ _SCHEMA = s.record({
         "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://\S+", "an index URL"), non_empty=False),
         "torch_npu_on_pypi": s.boolean,
         "builder": s.string(),
+        "companions": s.list_of(s.one_of(*COMPANIONS), non_empty=False),
     })),
     "builders": s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
         "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
@@ -367,7 +385,9 @@ _SCHEMA = s.record({
         "stack": s.string(),
         "os": s.list_of(s.string()),
         "platforms": s.list_of(s.one_of(*PLATFORM_ARCH)),
-    }, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag")})),
+    }, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag"),
+        "layers": s.list_of(s.record({"requirements": s.string(r"\S+", "a requirements file, relative to matrix.yaml")},
+                                     {"name": s.string(r"[a-z0-9][a-z0-9_.-]{0,39}", "a lowercase tag part")}))})),
 }, {
     # Hand-written facts that sit beside the imported ones.
     "cann_numpy": s.map_of(s.string(VERSION, "a CANN version"), s.specifier),
@@ -442,9 +462,10 @@ def _build(path: Path, src: Located) -> Matrix:
             cann=st["cann"], python_min=st["python"]["min"], python_max=st["python"]["max"],
             python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
             torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),
-            builder=st.get("builder", ""))
+            builder=st.get("builder", ""), companions=tuple(st.get("companions") or ()))
     images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
-                        i.get("alias")) for i in d["images"]]
+                        i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
+              for i in d["images"]]
     builders = {k: Builder(k, v["image"], v["family"], v["gcc"], v["python"], tuple(v["pythons"]))
                 for k, v in d["builders"].items()}
     return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,

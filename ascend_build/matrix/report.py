@@ -39,9 +39,24 @@ def stacks_table(matrix: Matrix) -> str:
         rows.append({"stack": st.name, "torch / torch_npu": f"{st.torch} / {st.torch_npu}",
                      "CANN (driver)": f"{cann.version} ({cann.driver})",
                      "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
-                     "chips": ", ".join(cann.kernels), "toolchain": f"gcc {st.gcc}" + (
+                     "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
+                     "toolchain": f"gcc {st.gcc}" + (
                          f", builder {st.builder}" if st.builder else ", no builder flavor (release wheel only)")})
     return table(rows)
+
+
+def _companions(matrix: Matrix, st) -> str:
+    """Each companion at the version its lock resolved (for the default Python, aarch64)."""
+    if not st.companions:
+        return "-"
+    from ..errors import UserError
+    from .lock import normalize, pinned_versions, read
+    try:
+        lock = read(matrix.path.parent, st.name, st.python_default, "aarch64")
+    except UserError:
+        lock = None
+    pins = pinned_versions(lock.files) if lock else {}
+    return ", ".join(f"{c} {pins[normalize(c)]}" if normalize(c) in pins else f"{c} (no lock)" for c in st.companions)
 
 
 def matrix_table(matrix: Matrix) -> str:

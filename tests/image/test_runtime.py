@@ -85,6 +85,34 @@ def test_torch_and_torch_npu_versions(host, cell):
     assert Version(installed["torch-npu"]).public == cell.stack.torch_npu
 
 
+def test_companions_are_the_ones_made_for_this_torch(docker_run, cell):
+    """torchvision (and other companions) present, and built for this torch: its C++
+    operators load (a torchvision made for another torch fails here with `operator
+    torchvision::nms does not exist`)."""
+    if not cell.stack.companions:
+        pytest.skip(f"stack {cell.stack.name} has no companions")
+    code = ("import json, torch, importlib; from importlib.metadata import version, requires; "
+            f"names = {list(cell.stack.companions)!r}; mods = {{n: importlib.import_module(n) for n in names}}; "
+            "b = torch.tensor([[0., 0., 1., 1.], [0., 0., 1., 1.]]); "
+            "kept = mods['torchvision'].ops.nms(b, torch.tensor([0.9, 0.8]), 0.5).tolist() "
+            "if 'torchvision' in mods else [0]; "
+            "print(json.dumps({'torch': torch.__version__, 'kept': kept, "
+            "'needs': {n: requires(n) for n in names}}))")
+    # torch >= 2.5 loads torch_npu on `import torch` (device backend autoload), which needs
+    # the real CANN libraries; this test is about torch and its companions, so it runs
+    # without the autoload (the torch_npu tests above cover torch_npu).
+    result = docker_run("env", "TORCH_DEVICE_BACKEND_AUTOLOAD=0", "python", "-c", code)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["kept"] == [0]
+    from packaging.requirements import Requirement
+    for name, needs in found["needs"].items():
+        # The companion's own metadata pins the torch it was built for: this one.
+        torch_req = [Requirement(r) for r in needs if normalize(Requirement(r).name) == "torch"]
+        assert torch_req and all(r.specifier.contains(Version(found["torch"]).public) for r in torch_req), \
+            (name, needs)
+
+
 def test_pins_hold(host, cell):
     installed = _installed(host)
     for name, spec in cell.stack.pins.items():
@@ -152,7 +180,10 @@ def test_python_packages_are_exactly_the_lock(host, labels):
     assert wrong == {}, "locked version -> installed"
     given = {"torch-npu"} if "torch-npu @ file://" in texts["torch_npu"] else set()
     apex = set() if labels[f"{LABEL_PREFIX}.apex"] == "absent" else {"apex"}
-    assert set(installed) - set(locked) - VENV_SEEDS - given - apex == set()
+    # A user layer built on the image adds its own lock's packages (tests/layer_image checks those).
+    layers = {f: host.file(f"{folder}/{f}").content_string
+              for f in host.run(f"ls {folder}").stdout.split() if f.startswith("layer-")}
+    assert set(installed) - set(locked) - VENV_SEEDS - given - apex - set(pinned_versions(layers)) == set()
 
 
 # Run inside the image: every byte-compiled file of the venv checked against the image's

@@ -203,3 +203,17 @@ def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_
     (tmp_path / "locks").unlink()
     out = subprocess.run(cmd + ["--require-pins"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr
+
+
+def test_a_stale_lock_is_remade_preferring_its_versions_unless_refreshed(tmp_path, monkeypatch):
+    """A new companion or pin should move only what it must: the old lock's versions are
+    the resolver's preferences; `invoke lock --refresh` (upgrade) asks for none."""
+    m = _matrix(tmp_path)
+    _write(tmp_path, "2.1.0", "3.9", "aarch64", "0" * 64, "scipy==1.10.0 --hash=sha256:" + "a" * 64)
+    seen = []
+    monkeypatch.setattr(resolve, "compile_cell", lambda *a: seen.append(a[5]) or resolve.parse_compiled(UV_OUTPUT))
+    monkeypatch.setattr(resolve, "uv_version", lambda: "uv 0.0 (double)")
+    monkeypatch.setattr(resolve, "Index", lambda *a, **k: IndexDouble())
+    resolve.lock(m, tmp_path, [("2.1.0", "3.9", "aarch64")], resolve.Network(), write=False)
+    resolve.lock(m, tmp_path, [("2.1.0", "3.9", "aarch64")], resolve.Network(), write=False, upgrade=True)
+    assert seen == [{"scipy": "1.10.0"}, None]

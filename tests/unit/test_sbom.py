@@ -67,3 +67,20 @@ def test_os_packages_and_the_base_are_listed():
     lib = {c["bom-ref"]: c for c in doc["components"]}
     assert lib["deb:bash"]["purl"] == "pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=arm64"
     assert lib["base-image"]["name"] == "debian:bookworm" and lib["os"]["version"] == "12"
+
+
+def test_a_renamed_wheel_and_a_user_layer_package_get_their_sha256():
+    """torchvision's wheels keep `linux_aarch64` in WHEEL after being renamed manylinux:
+    the lock's one file for that interpreter and ABI is the one installed. A user layer's
+    lock (layer-NAME.txt in the image) is read like the runtime's."""
+    vision = "torchvision-0.16.0-cp311-cp311-manylinux2014_aarch64.whl"
+    found = {**FOUND, "python": FOUND["python"] + [
+        {"name": "torchvision", "version": "0.16.0", "tags": ["cp311-cp311-linux_aarch64"]},
+        {"name": "einops", "version": "0.8.1", "tags": ["py3-none-any"]}],
+        "requirements": {**LOCK, "torch": "--require-hashes\ntorchvision==0.16.0 \\\n    --hash=sha256:" + "c" * 64
+                         + "\n    # " + "c" * 16 + " " + vision + "\n",
+                         "layer-team": "--require-hashes\neinops==0.8.1 \\\n    --hash=sha256:" + "d" * 64
+                         + "\n    # " + "d" * 16 + " einops-0.8.1-py3-none-any.whl\n"}}
+    lib = {c["bom-ref"]: c for c in json.loads(make(LABELS, "x", found))["components"]}
+    assert lib["pypi:torchvision"]["hashes"] == [{"alg": "SHA-256", "content": "c" * 64}]
+    assert lib["pypi:einops"]["hashes"] == [{"alg": "SHA-256", "content": "d" * 64}]

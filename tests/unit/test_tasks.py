@@ -134,3 +134,55 @@ def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "--build-arg PIP_ON=target" in out.stdout and "BUILD_BASE_IMAGE" not in out.stdout
     assert "names one arch's image, so pip runs in the image; put {arch} in it" in out.stdout
+
+
+def test_a_user_layer_that_moves_a_held_package_stops_before_docker(tmp_path):
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nexit 1\n")
+    fake.chmod(0o755)
+    reqs = tmp_path / "team.txt"
+    reqs.write_text("einops\nnumpy>=2\n")
+    out = invoke("build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--offline",
+                 "--packages", str(tmp_path / "none"), "--requirements", str(reqs),
+                 env={"PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+                      "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"{reqs} line 2: `numpy>=2` would move numpy away from 1.26.4" in out.stderr
+    assert not calls.exists() and not (tmp_path / "team.lock").exists()
+
+
+def test_dry_build_with_a_user_layer_shows_both_builds(tmp_path):
+    reqs = tmp_path / "team.txt"
+    reqs.write_text("einops==0.8.1\n")
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--torch", "2.1.0", "--os", "debian12",
+                 "--python", "3.11", "--requirements", str(reqs), "--layer-name", "nlp",
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    runtime = re.search(r"docker tag '<built id>' (ascend-runtime:sha-[0-9a-f]{16}-arm64)", out.stdout)[1]
+    assert f"-f {ROOT}/images/layer/Dockerfile" in out.stdout
+    assert f"--build-arg RUNTIME_IMAGE={runtime}" in out.stdout and "--build-arg LAYER_NAME=nlp" in out.stdout
+    assert "ascend-runtime:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-nlp-arm64" in out.stdout
+    assert "pytest tests/image tests/layer_image" in out.stdout
+    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--layer-name", "nlp")
+    assert out.returncode == 2 and "give its --requirements FILE" in out.stderr
+
+
+def test_images_entries_carry_user_layers(tmp_path):
+    """An `images:` entry's `layers:` are built by `invoke build --all` after its runtime
+    image; a bad one is refused by the schema, naming the key."""
+    matrix = tmp_path / "matrix.yaml"
+    text = (ROOT / "matrix.yaml").read_text().replace(
+        '  - stack: "2.1.0-cann8.0.0"\n', '  - stack: "2.1.0-cann8.0.0"\n    layers: [{requirements: team.txt, name: nlp}]\n', 1)
+    matrix.write_text(text)
+    (tmp_path / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
+    (tmp_path / "team.txt").write_text("einops==0.8.1\n")
+    out = invoke("build", "--all", "--dry", "--offline", "--packages", str(tmp_path), "--matrix", str(matrix),
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ascend-runtime:cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-nlp-arm64" in out.stdout
+    assert re.search(r"cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-nlp\s+linux/arm64\s+tagged", out.stdout)
+    matrix.write_text(text.replace("name: nlp}", "name: NLP}"))
+    out = invoke("matrix", "--matrix", str(matrix))
+    assert out.returncode == 2 and "images[1].layers[0].name" in out.stderr

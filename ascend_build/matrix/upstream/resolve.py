@@ -169,28 +169,48 @@ def uv_version() -> str:
     return " ".join(subprocess.run([uv_binary(), "--version"], capture_output=True, text=True).stdout.split()[:2])
 
 
-def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network) -> dict[str, tuple[str, list[str]]]:
+def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network,
+                 prefer: dict[str, str] | None = None) -> dict[str, tuple[str, list[str]]]:
     reqs = requirements(matrix, stack, arch)
     if not _torch_npu_on_index(matrix, stack):
         reqs["torch_npu"] = [r for r in reqs["torch_npu"] if not r.startswith("torch_npu==")]
+    out = uv_compile({layer: reqs[layer] for layer in LAYERS}, python, arch, net,
+                     extra_index=stack.torch_index.get(arch) if arch == "x86_64" else None, prefer=prefer)
+    if isinstance(out, str):
+        raise UserError(f"stack {stack.name} / Python {python} / {arch} does not resolve:\n{out}")
+    return out
+
+
+def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, *,
+               constraints: list[str] = (), prefer: dict[str, str] | None = None, extra_index: str | None = None,
+               find_links: Path | None = None) -> dict[str, tuple[str, list[str]]] | str:
+    """Resolve requirement files (name -> lines) for CPython `python` on glibc `arch`:
+    {name: (version, [parents])}, or uv's complaint when they do not resolve.
+    `constraints` hold versions without asking for them; `prefer` (an earlier lock)
+    keeps its versions where they still fit, so a new requirement moves nothing else."""
     with tempfile.TemporaryDirectory(prefix="ascend-lock-") as tmp:
-        ins = []
-        for layer in LAYERS:
-            path = Path(tmp) / f"{layer}.in"
-            path.write_text("\n".join(reqs[layer]) + "\n")
-            ins.append(str(path))
-        cmd = [uv_binary(), "pip", "compile", *ins, "--python-version", python,
+        paths = []
+        for name, lines in ins.items():
+            path = Path(tmp) / f"{name}.in"
+            path.write_text("\n".join(lines) + "\n")
+            paths.append(str(path))
+        output = Path(tmp) / "resolved.txt"
+        output.write_text("".join(f"{n}=={v}\n" for n, v in sorted((prefer or {}).items())))
+        cmd = [uv_binary(), "pip", "compile", *paths, "--python-version", python,
                "--python-platform", f"{arch}-manylinux_{RESOLVE_GLIBC}", "--only-binary", ":all:",
                "--annotation-style", "line", "--no-header", "--quiet", "--no-config",
-               "--index-url", net.index_url]
-        torch_index = stack.torch_index.get(arch)
-        if arch == "x86_64" and torch_index:
-            cmd += ["--extra-index-url", torch_index, "--index-strategy", "unsafe-best-match"]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=net.env())
-    if out.returncode != 0:
-        raise UserError(f"stack {stack.name} / Python {python} / {arch} does not resolve:\n"
-                        + _redact(out.stderr.strip()[-3000:]))
-    return parse_compiled(out.stdout)
+               "--index-url", net.index_url, "--output-file", str(output)]
+        if constraints:
+            (Path(tmp) / "constraints.txt").write_text("\n".join(constraints) + "\n")
+            cmd += ["--constraint", str(Path(tmp) / "constraints.txt")]
+        if extra_index:
+            cmd += ["--extra-index-url", extra_index, "--index-strategy", "unsafe-best-match"]
+        if find_links:
+            cmd += ["--find-links", str(find_links)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=net.env())
+        if done.returncode != 0:
+            return _redact(done.stderr.strip()[-3000:])
+        return parse_compiled(output.read_text())
 
 
 def _torch_npu_on_index(matrix: Matrix, stack: Stack) -> bool:
@@ -211,9 +231,10 @@ def _layer_named(note: str, layer_of: dict[str, str]) -> str:
     return layer_of.get(normalize(note.split(" ", 1)[0]), "torch_npu")
 
 
-def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, index: Index) -> dict[str, str]:
+def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, index: Index,
+         prefer: dict[str, str] | None = None) -> dict[str, str]:
     """The three lock files of one cell, as text."""
-    resolved = compile_cell(matrix, stack, python, arch, net)
+    resolved = compile_cell(matrix, stack, python, arch, net, prefer)
     layer_of = assign_layers(resolved)
     tags = target_tags(python, arch)
     sums = huawei_sums(matrix, stack, python, arch)
@@ -273,9 +294,11 @@ def diff_packages(old: dict[str, str] | None, new: dict[str, str]) -> list[str]:
     return lines
 
 
-def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Network, write: bool = True
-         ) -> list[Change]:
-    """Make (or remake) the locks of the given (stack, python, arch) cells; returns what changed."""
+def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Network, write: bool = True,
+         upgrade: bool = False) -> list[Change]:
+    """Make (or remake) the locks of the given (stack, python, arch) cells; returns what changed.
+    A stale lock is remade keeping the versions it had where they still fit (a new
+    companion or pin moves only what it must); `upgrade` takes the newest instead."""
     extra = tuple({i for s, _, a in cells if a == "x86_64" and (i := matrix.stacks[s].torch_index.get(a))})
     index = Index(net, extra)
     changes = []
@@ -285,7 +308,8 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
             old = read(root, stack, python, arch)
         except UserError:
             old = None
-        files = make(matrix, matrix.stacks[stack], python, arch, net, index)
+        prefer = None if upgrade or old is None else pinned_versions(old.files)
+        files = make(matrix, matrix.stacks[stack], python, arch, net, index, prefer)
         if old is not None and old.files == files:
             continue
         warnings = [line[2:] for text in files.values() for line in text.splitlines() if "mirror copy" in line]

@@ -4,6 +4,7 @@ made by debootstrap from a Debian mirror, turned into an image for one platform.
 FROM scratch with the platform given explicitly."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from .. import engine as eng
+from ..engine import emulation
 from ..errors import UserError
 from ..platforms import get as get_platform
 
@@ -46,7 +48,10 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
             print(eng.show(cmd, env))
             return
         started = time.monotonic()
-        if subprocess.run(boot, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
+        # Its second stage runs the target's binaries under qemu: the same faster CPU
+        # setting as for builds (engine/emulation.py).
+        env = {**os.environ, **emulation.build_args(target)}
+        if subprocess.run(boot, env=env, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
             raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
                             f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
         print(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image",

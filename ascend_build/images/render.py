@@ -105,43 +105,56 @@ def python_distro(os: OSBase, native: bool = False) -> str:
 
 
 # Builder toolchains per family. manylinux images carry devtoolset/gcc-toolset on PATH
-# already; git, patch and ccache come from the distro (ccache from EPEL on manylinux2014),
-# cmake from PyPI there (manylinux ships no cmake >= 3.18 of its own).
+# already; where the stack needs another toolset than the image's, the flavor names the
+# toolset root and that gcc-toolset is installed and put first on PATH. git, patch and
+# ccache come from the distro (ccache from EPEL on manylinux), cmake from PyPI there
+# (manylinux2014 ships no cmake >= 3.18 of its own).
 _TOOLCHAIN = {
     "apt": ("apt-get update \\\n"
             " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
             "      {packages} \\\n"
             " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"),
     "manylinux": ("set -eu; \\\n"
-                  "    yum install -y git patch epel-release && yum install -y ccache && yum clean all; \\\n"
+                  "    yum install -y git patch epel-release && yum install -y ccache{packages} && yum clean all; \\\n"
                   "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"
                   "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
                   "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
 }
 # What torch_npu's and apex's builds import besides torch. Ascend apex needs
 # setuptools <= 65.7; the 61+ floor replaces the old one a distro venv starts with, and
-# wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools.
-BUILD_REQUIREMENTS = ["pyyaml", "wheel<0.44", "setuptools>=61,<=65.7", "numpy<2"]
+# wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools. Python
+# 3.12 removed what setuptools < 66 imports (pkgutil.ImpImporter): there, a current one.
+BUILD_REQUIREMENTS = ["pyyaml", "wheel<0.44", "setuptools>=61,<=65.7; python_version < '3.12'",
+                      "setuptools>=66; python_version >= '3.12'"]
 
 
-def builder_toolchain(b: Builder, pythons: list[str]) -> str:
+def build_requirements(stack: Stack) -> list[str]:
+    """numpy as the stack pins it: <2 up to 2.5.1; none for the new lines, whose Pythons
+    (3.13) have no numpy 1.x wheel at all."""
+    return BUILD_REQUIREMENTS + ["numpy" + stack.pins.get("numpy", "")]
+
+
+def builder_toolchain(b: Builder, gcc: int, pythons: list[str]) -> str:
     if b.family == "apt":
-        words = (f"ca-certificates curl git patch make cmake ccache gcc-{b.gcc} g++-{b.gcc} "
+        words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
                  + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
         return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
-    return net_run(_TOOLCHAIN["manylinux"])
+    toolset = Path(b.toolset_root(gcc)).name if b.toolset else ""
+    return net_run(_TOOLCHAIN["manylinux"].format(packages=f" {toolset}-gcc {toolset}-gcc-c++" if toolset else ""))
 
 
 def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     pythons = [p for p in b.pythons if p in stack.pythons()]
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
+    ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"
+    # ccache's directory first: its gcc finds the real one further on PATH (the toolset's).
+    path = ccache_dir + (f":{b.toolset_root(stack.gcc)}/root/usr/bin" if b.toolset else "")
     text = _env().get_template(BUILDER.template).render(
-        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, default_base=b.image.replace("{arch}", "aarch64"),
-        toolchain=builder_toolchain(b, pythons),
-        cc=f"gcc-{b.gcc}" if versioned else "gcc", cxx=f"g++-{b.gcc}" if versioned else "g++",
-        ccache_dir="/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache",
-        pythons=" ".join(pythons), torch_index=stack.torch_index,
-        build_requirements=" ".join(_quoted(BUILD_REQUIREMENTS)), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)
+        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
+        default_base=b.image.replace("{arch}", "aarch64"), toolchain=builder_toolchain(b, stack.gcc, pythons),
+        cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
+        path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
+        build_requirements=" ".join(_quoted(build_requirements(stack))), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
 
 
@@ -199,7 +212,7 @@ def _all_runtime(matrix: Matrix) -> list[Rendered]:
 
 def _all_builders(matrix: Matrix) -> list[Rendered]:
     return [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
-            for b in matrix.builders.values() if b.gcc == stack.gcc and any(p in stack.pythons() for p in b.pythons)]
+            for b in matrix.builders.values() if b.offers(stack.gcc) and any(p in stack.pythons() for p in b.pythons)]
 
 
 # Every Dockerfile of a kind (kinds.py), for `invoke render`.

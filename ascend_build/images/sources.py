@@ -220,7 +220,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         _publish(tmp, out_dir, kind, {"kind": kind.name, "wheel": wheel.name, "revision": src.revision,
                                       "source": src.origin, "builder": tag, "builder_id": builder_id,
                                       "python": python, "arch": bcell.arch, "torch": bcell.stack.torch,
-                                      "gcc": bcell.flavor.gcc})
+                                      "gcc": bcell.gcc})
     finally:
         with interrupts.deferred():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from . import schema as s
 from ..errors import MatrixError, UserError
+from ..platforms import ARCHES
 from ..platforms import ARCHES, PLATFORMS, Platform, get as get_platform
 from .eras import Era, era_of
 from .yamlsource import Located, load
@@ -91,12 +92,19 @@ class Builder:
     name: str
     image: str         # may hold {arch}: aarch64 / x86_64
     family: str        # manylinux or apt
-    gcc: int
+    gccs: tuple[int, ...]    # the gcc majors it offers; a builder image carries the stack's one
     python: str        # interpreter path pattern with {X.Y} and {XY}
     pythons: tuple[str, ...]
+    toolset: str = ""  # manylinux: the gcc-toolset root, {gcc} filled in; "": the image's own gcc
 
     def python_path(self, minor: str) -> str:
         return self.python.replace("{X.Y}", minor).replace("{XY}", minor.replace(".", ""))
+
+    def offers(self, gcc: int) -> bool:
+        return gcc in self.gccs
+
+    def toolset_root(self, gcc: int) -> str:
+        return self.toolset.replace("{gcc}", str(gcc))
 
 
 @dataclass(frozen=True)
@@ -211,8 +219,12 @@ class BuilderCell(_OnPlatform):
         return Path("images") / "builder" / self.stack.name / self.flavor.name / "Dockerfile"
 
     @property
+    def gcc(self) -> int:
+        return self.stack.gcc
+
+    @property
     def name(self) -> str:
-        return (f"torch{self.stack.torch}-{self.flavor.name}-gcc{self.flavor.gcc}-py"
+        return (f"torch{self.stack.torch}-{self.flavor.name}-gcc{self.gcc}-py"
                 + "-py".join(self.pythons)).lower()
 
 
@@ -238,10 +250,10 @@ class Matrix:
         if flavor not in self.builders:
             raise UserError(f"unknown builder flavor {flavor!r}; {self.path} defines: {', '.join(self.builders)}")
         b = self.builders[flavor]
-        if b.gcc != st.gcc:
-            raise UserError(f"builder {flavor} has gcc {b.gcc} but torch stack {stack} needs gcc {st.gcc} "
+        if not b.offers(st.gcc):
+            raise UserError(f"builder {flavor} has gcc {_gccs(b)} but torch stack {stack} needs gcc {st.gcc} "
                             f"(stacks.{stack}.gcc); builders with gcc {st.gcc}: "
-                            f"{', '.join(n for n, x in self.builders.items() if x.gcc == st.gcc) or 'none'}")
+                            f"{', '.join(n for n, x in self.builders.items() if x.offers(st.gcc)) or 'none'}")
         usable = [p for p in b.pythons if p in st.pythons()]
         if python:
             if python not in usable:
@@ -354,7 +366,8 @@ _SCHEMA = s.record({
         "cann": s.list_of(s.string(), non_empty=False),
     }, {"branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"), "source": s.string(), "pypi": s.boolean,
         "wheels": s.map_of(s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64"),
-                           s.map_of(s.one_of("torch", "torch_npu"), s.string(SHA256, "64 hex digits")))})),
+                           s.map_of(s.one_of("torch", "torch_npu"), s.string(SHA256, "64 hex digits"))),
+        "pypi_pythons": s.map_of(s.one_of(*ARCHES), s.list_of(s.string(MINOR, "like \"3.10\"")))})),
     "cann_python_deps": s.list_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name")),
     "stacks": s.map_of(s.string(VERSION, "a torch version like \"2.1.0\""), s.record({
         "torch": s.string(VERSION),
@@ -373,10 +386,10 @@ _SCHEMA = s.record({
     "builders": s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
         "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
         "family": s.one_of("manylinux", "apt"),
-        "gcc": s.integer(4, 20),
+        "gcc": s.list_of(s.integer(4, 20)),
         "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
         "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
-    })),
+    }, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}")})),
     "sources": s.record({
         "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
         "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")}),
@@ -397,6 +410,10 @@ _SCHEMA = s.record({
                          {"choices": s.map_of(s.string(), s.record({"take": s.string(), "why": s.string()}),
                                               non_empty=False)}),
 })
+
+
+def _gccs(b: Builder) -> str:
+    return " or ".join(map(str, b.gccs))
 
 
 def _minor(version: str) -> int:
@@ -466,7 +483,8 @@ def _build(path: Path, src: Located) -> Matrix:
     images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                         i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
               for i in d["images"]]
-    builders = {k: Builder(k, v["image"], v["family"], v["gcc"], v["python"], tuple(v["pythons"]))
+    builders = {k: Builder(k, v["image"], v["family"], tuple(v["gcc"]), v["python"], tuple(v["pythons"]),
+                           v.get("toolset", ""))
                 for k, v in d["builders"].items()}
     return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,
                   list(d["cann_python_deps"]), builders, {k: dict(v) for k, v in d["sources"].items()})
@@ -518,7 +536,7 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
         elif st.cann not in allowed:
             c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
                    f"not {st.cann}; use cann: {allowed[0]}{other}")
-        _check_wheels(c, path, st, releases[st.torch_npu].get("wheels") or {})
+        _check_wheels(c, path, st, releases[st.torch_npu])
         if st.torch_npu_on_pypi and releases[st.torch_npu].get("pypi") is False:
             on_pypi = [r for r, v in releases.items() if r.startswith(st.torch) and v.get("pypi") is not False
                        and v["cann"]]
@@ -547,21 +565,23 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
         b = m.builders.get(st.builder)
         if b is None:
             c.fail(path + ("builder",), f"got {st.builder!r}; builders defined: {', '.join(m.builders)}")
-        elif b.gcc != st.gcc:
-            fits = [n for n, x in m.builders.items() if x.gcc == st.gcc]
-            c.fail(path + ("builder",), f"builder {st.builder} has gcc {b.gcc}, but this stack needs gcc "
+        elif not b.offers(st.gcc):
+            fits = [n for n, x in m.builders.items() if x.offers(st.gcc)]
+            c.fail(path + ("builder",), f"builder {st.builder} has gcc {_gccs(b)}, but this stack needs gcc "
                    f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
 
 
-def _check_wheels(c: s.Checker, path: tuple, st: Stack, wheels: dict) -> None:
+def _check_wheels(c: s.Checker, path: tuple, st: Stack, release: dict) -> None:
     """The stack's Python range must be one the torch_npu release has wheels for, on
-    every arch Huawei lists it for."""
+    every arch Huawei lists it for: in Huawei's list (with sha256) or among PyPI's files."""
+    wheels, on_pypi = release.get("wheels") or {}, release.get("pypi_pythons") or {}
     for arch in sorted({tag.split("-")[1] for tag in wheels}):
-        listed = [t.split("-")[0] for t in wheels if t.endswith(arch)]
-        missing = [p for p in st.pythons() if f"cp{p.replace('.', '')}-{arch}" not in wheels]
+        listed = {p for p in on_pypi.get(arch, [])} | {f"3.{t.split('-')[0][3:]}" for t in wheels if t.endswith(arch)}
+        missing = [p for p in st.pythons() if p not in listed]
         if missing:
             c.fail(path + ("python",), f"torch_npu {st.torch_npu} has no {arch} wheel for Python "
-                   f"{', '.join(missing)} (torch_npu_releases lists {', '.join(listed)}); narrow the range")
+                   f"{', '.join(missing)} (torch_npu_releases lists {', '.join(sorted(listed, key=_minor))}, "
+                   f"Huawei's list and PyPI's files); narrow the range")
 
 
 def _check_defaults(m: Matrix, c: s.Checker) -> None:

@@ -40,9 +40,17 @@ def stacks_table(matrix: Matrix) -> str:
                      "CANN (driver)": f"{cann.version} ({cann.driver})",
                      "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
                      "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
-                     "toolchain": f"gcc {st.gcc}" + (
-                         f", builder {st.builder}" if st.builder else ", no builder flavor (release wheel only)")})
+                     "toolchain": _toolchain(matrix, st)})
     return table(rows)
+
+
+def _toolchain(matrix: Matrix, st) -> str:
+    """The stack's gcc, its builder, and the other flavors with that gcc and one of its Pythons."""
+    if not st.builder:
+        return f"gcc {st.gcc}, no builder flavor (release wheel only)"
+    others = [n for n, b in matrix.builders.items() if n != st.builder and b.offers(st.gcc)
+              and any(p in st.pythons() for p in b.pythons)]
+    return f"gcc {st.gcc}, builder {st.builder}" + (f" (also: {', '.join(others)})" if others else "")
 
 
 def _companions(matrix: Matrix, st) -> str:

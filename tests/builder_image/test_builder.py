@@ -35,3 +35,12 @@ def test_each_python_has_torch_of_the_stack(host, bcell):
         got_python, got_torch = out.stdout.split()
         assert got_python == minor
         assert Version(got_torch).base_version == bcell.stack.torch
+
+
+def test_each_python_has_what_a_setup_py_build_imports(host, bcell):
+    """setuptools (the one that still imports on this Python), wheel, yaml and numpy."""
+    for minor in bcell.pythons:
+        python = f"/opt/venvs/py{minor}/bin/python{minor}"
+        out = host.run(f"{python} -c 'import setuptools, wheel, yaml, numpy; "
+                       f"from setuptools import Extension, setup; print(setuptools.__version__)'")
+        assert out.rc == 0, out.stderr

@@ -3,6 +3,7 @@ the CANN test double's installers, and a matrix copy with the doubles pinned."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -10,11 +11,13 @@ import sys
 import time
 import urllib.request
 import uuid
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from ascend_build.images.baseimage import debian_base
+from ascend_build.images.packages import sha256_of
 from tests.conftest import in_ci, link_locks
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
@@ -22,6 +25,7 @@ from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 ROOT = Path(__file__).resolve().parents[2]
 BOOKWORM = "ascend-build-test/debian:bookworm-{arch}"
 BULLSEYE = "ascend-build-test/debian:bullseye-{arch}"
+TRIXIE = "ascend-build-test/debian:trixie-{arch}"
 REPO = "ascend-build-test/runtime"
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
@@ -50,6 +54,11 @@ def arm64_base(engine):
 @pytest.fixture(scope="session")
 def bullseye_arm64_base(engine):
     return _base(engine, BULLSEYE, "bullseye")
+
+
+@pytest.fixture(scope="session")
+def trixie_arm64_base(engine):
+    return _base(engine, TRIXIE, "trixie")
 
 
 @pytest.fixture(scope="session")
@@ -109,6 +118,31 @@ def built(engine, arm64_base, packages, pinned_matrix, ca_bundle):
                          env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     return out
+
+
+@pytest.fixture(scope="session")
+def zipped_packages(tmp_path_factory) -> Path:
+    """The CANN 9.0.0 doubles (9.x era: operator package, cann-9.0.0 tree, cann/set_env.sh)
+    in the form Huawei publishes them: .zip files around the .run installers."""
+    made, folder = tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips")
+    for run in (make_run(made, "toolkit", "9.0.0", "aarch64"), make_run(made, "kernels", "9.0.0", "aarch64", chip="910b")):
+        with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
+            archive.write(run, run.name)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def matrix_900(tmp_path_factory, zipped_packages) -> Path:
+    """matrix.yaml with the doubles' .zip sums in place of Huawei's, as `zip_sha256`."""
+    text = (ROOT / "matrix.yaml").read_text()
+    for archive in zipped_packages.glob("*.zip"):
+        run = archive.name[:-4] + ".run"
+        text, count = re.subn(rf"(\{{file: {re.escape(run)}, sha256: null, zip_sha256: )[0-9a-f]{{64}}",
+                              rf"\g<1>{sha256_of(archive)}", text)
+        assert count == 1, run
+    path = tmp_path_factory.mktemp("matrix-900") / "matrix.yaml"
+    path.write_text(text)
+    return link_locks(path)
 
 
 @pytest.fixture(scope="session")

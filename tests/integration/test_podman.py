@@ -29,6 +29,21 @@ def podman():
     return usable_engine("podman")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def podman_store_tidied(podman):
+    """When the module ends, podman's store gives back what it took: the images this
+    module made or loaded (ascend-build-test/...) and the untagged stage images of its
+    --no-cache build. docker's store and every other podman image stay."""
+    yield
+    listed = subprocess.run(podman.command("images", "--format", "{{.Repository}}:{{.Tag}}"),
+                            capture_output=True, text=True).stdout.split()
+    ours = [ref for ref in listed if ref.split("/", 1)[-1].startswith("ascend-build-test/")
+            or ref.startswith(("ascend-build-test/", "127.0.0.1:"))]      # the last: pushed to the test registry
+    if ours:
+        subprocess.run(podman.command("rmi", "--force", *ours), capture_output=True)
+    subprocess.run(podman.command("image", "prune", "--force"), capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def podman_base(podman, engine, arm64_base):
     """The docker store's base images, copied into podman's: the arm64 one and the build

@@ -79,6 +79,38 @@ def test_command_forms_carry_secrets_only_as_secret_mounts(tmp_path):
     assert cmd[:2] == ["podman", "build"] and "--platform" in cmd
 
 
+@pytest.mark.parametrize("machine, qemu, platform, expected", [
+    ("x86_64", (7, 2), "linux/arm64", "max,pauth-impdef=on"),    # emulated, qemu has the property
+    ("x86_64", (5, 2), "linux/arm64", None),                     # too old: the property is unknown
+    ("x86_64", None, "linux/arm64", None),                       # version unreadable: nothing passed
+    ("aarch64", (7, 2), "linux/arm64", None),                    # native: no qemu at all
+])
+def test_emulated_builds_get_the_fast_pointer_auth_cpu(tmp_path, monkeypatch, machine, qemu, platform, expected):
+    from ascend_build.engine import emulation
+    monkeypatch.setattr(emulation.Platform, "emulated", lambda self, host_machine=None: machine != self.arch)
+    monkeypatch.setattr(emulation, "qemu_version", lambda arch: qemu)
+    req = BuildRequest(dockerfile=Path("D"), context=tmp_path, platform=platform)
+    for engine in (Engine("docker", "docker", "classic-buildkit", "20.10"), Engine("podman", "podman", "podman", "4")):
+        cmd, _ = engine.build_command(req)
+        args = [cmd[i + 1] for i, c in enumerate(cmd) if c == "--build-arg"]
+        assert [a for a in args if a.startswith("QEMU_CPU=")] == ([f"QEMU_CPU={expected}"] if expected else [])
+
+
+def test_every_emulated_stage_declares_qemu_cpu():
+    """A build arg reaches RUN only in stages that declare it: every stage that runs the
+    image's own binaries does, the build machine's stages do not need it."""
+    from ascend_build.images.render import render_all
+    from ascend_build.matrix import load_matrix
+    root = Path(__file__).resolve().parents[2]
+    for r in render_all(load_matrix(root / "matrix.yaml")):
+        stages = r.text.split("\nFROM ")[1:]
+        for stage in stages:
+            native = stage.startswith(("--platform=${BUILDPLATFORM}", "native-"))
+            runs = "\nRUN " in stage
+            if runs and not native:
+                assert "\nARG QEMU_CPU\n" in stage, f"{r.path}: stage {stage.splitlines()[0]!r}"
+
+
 def test_registry_layer_cache_per_mode(tmp_path):
     req = BuildRequest(dockerfile=Path("D"), context=tmp_path, platform="linux/arm64", cache_ref="reg/x:buildcache-a")
     cmd, _ = Engine("docker", "docker", "buildx", "28").build_command(req)

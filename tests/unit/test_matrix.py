@@ -152,6 +152,20 @@ def test_cli_choices_outside_the_matrix_are_user_errors():
         m.cell("2.3.1", chip="A3")
 
 
+def test_a3_takes_its_own_operator_package_and_950_is_refused_by_name():
+    """A3 (Atlas A3) needs its own package: from 8.5.0 `Ascend-cann-A3-ops_<v>`; the image
+    says so in its name. No published CANN release has a 950 package yet."""
+    m = load_matrix(ROOT / "matrix.yaml")
+    a3 = m.cell("2.10.0", chip="A3")
+    assert a3.kernels.file == "Ascend-cann-A3-ops_9.0.0_linux-aarch64.run"
+    assert a3.kernels.zip_url.endswith("/CANN%209.0.0/Ascend-cann-A3-ops_9.0.0_linux-aarch64.zip")
+    assert a3.name.startswith("cann9.0.0-a3-") and m.cell("2.10.0").name.startswith("cann9.0.0-910b-")
+    assert m.cell("2.6.0", chip="A3").kernels.file == "Ascend-cann-A3-ops_8.5.0_linux-aarch64.run"
+    with pytest.raises(UserError, match=r"CANN 9.0.0 has no kernels for chip '950' \(cann.9.0.0.kernels\); "
+                                        r"chips with kernels: 910b, 310p, 910, A3"):
+        m.cell("2.10.0", chip="950")
+
+
 def test_python_with_no_distro_package_and_no_tarball(tmp_path):
     text = REAL.replace('  "3.8":\n    version: 3.8.18\n    urls: [https://www.python.org/ftp/python/3.8.18/Python-3.8.18.tar.xz]\n    sha256: null\n', "", 1)
     m = load_matrix(write(tmp_path, text))

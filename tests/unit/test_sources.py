@@ -21,7 +21,7 @@ REAL = (ROOT / "matrix.yaml").read_text()
 def test_builder_cells_follow_the_stack():
     m = load_matrix(ROOT / "matrix.yaml")
     b = m.builder_cell("2.1.0")
-    assert b.flavor.name == "manylinux2014" and b.flavor.gcc == 10 and b.pythons == ("3.8", "3.9", "3.10", "3.11")
+    assert b.flavor.name == "manylinux2014" and b.gcc == 10 and b.pythons == ("3.8", "3.9", "3.10", "3.11")
     assert b.flavor.python_path("3.10") == "/opt/python/cp310-cp310/bin/python3.10"
     assert m.builder_cell("2.1.0", "debian11").pythons == ("3.9",)
     with pytest.raises(UserError, match=r"python 3.11 is not available in builder debian11 .* choose one of: 3.9"):
@@ -30,12 +30,29 @@ def test_builder_cells_follow_the_stack():
 
 def test_builder_with_the_wrong_gcc_is_refused(tmp_path):
     path = tmp_path / "matrix.yaml"
-    path.write_text(REAL.replace("    gcc: 10               # bullseye's gcc-10", "    gcc: 12               # bullseye", 1)
+    path.write_text(REAL.replace("    gcc: [10]             # bullseye's gcc-10", "    gcc: [12]             # bullseye", 1)
                     .replace("    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: manylinux2014",
                              "    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: debian11", 1))
     with pytest.raises(MatrixError, match=r"stacks\['2.1.0'\].builder: builder debian11 has gcc 12, but this stack "
                                           r"needs gcc 10; builders with gcc 10: manylinux2014"):
         load_matrix(path)
+
+
+def test_a_toolset_flavor_serves_each_stack_its_own_gcc():
+    """manylinux_2_28 offers gcc-toolset 11, 13 and 14: each stack's builder carries its
+    own, first on PATH after ccache; a gcc it does not offer is refused with the ones that do."""
+    m = load_matrix(ROOT / "matrix.yaml")
+    files = {str(r.path): r.text for r in render_all(m)}
+    for stack, gcc in (("2.6.0", 11), ("2.8.0", 13), ("2.10.0", 14)):
+        text = files[f"images/builder/{stack}/manylinux_2_28/Dockerfile"]
+        assert f"yum install -y ccache gcc-toolset-{gcc}-gcc gcc-toolset-{gcc}-gcc-c++" in text
+        assert f"PATH=/usr/lib64/ccache:/opt/rh/gcc-toolset-{gcc}/root/usr/bin:${{PATH}}" in text
+        assert f'.gcc="{gcc}"' in text and m.builder_cell(stack).name.startswith(f"torch{stack}-manylinux_2_28-gcc{gcc}-")
+    assert "gcc-13 g++-13" in files["images/builder/2.8.0/debian13/Dockerfile"]
+    assert m.builder_cell("2.10.0", "debian13").pythons == ("3.13",)
+    with pytest.raises(UserError, match=r"builder debian13 has gcc 13 or 14 but torch stack 2.6.0 needs gcc 11 .*"
+                                        r"builders with gcc 11: manylinux_2_28"):
+        m.builder_cell("2.6.0", "debian13")
 
 
 def test_builder_dockerfiles_carry_the_toolchain():

@@ -3,6 +3,8 @@ in tests/doubles/deployer_fixture.py): the imported part is rewritten with its s
 the hand-written rest stays byte for byte, disagreements are never settled silently."""
 from __future__ import annotations
 
+import json
+
 import re
 import subprocess
 import sys
@@ -51,6 +53,8 @@ def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
     assert 'source: "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"' in m_text
     assert re.search(r"cp310-aarch64: \{torch_npu: [0-9a-f]{64}, torch: [0-9a-f]{64}\}", m_text)
     assert "Ascend-cann-nnrt" not in m_text, "files the images do not use are counted, not imported"
+    # --from reads no index: PyPI's facts stay as the last import found them (3.13 for 2.10.0).
+    assert m.source.data["torch_npu_releases"]["2.10.0"]["pypi_pythons"]["aarch64"][-1] == "3.13"
     assert result.counts["CANN releases"] == 6 and result.counts["torch_npu releases"] == 12
     assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 12
     lines = result.summary.lines()      # against the real import committed in matrix.yaml
@@ -187,25 +191,67 @@ def test_a_stack_on_an_unpaired_torch_npu_is_refused_with_that_reason(matrix):
 
 def test_a_python_range_beyond_the_published_wheels_is_refused(matrix):
     text = matrix.read_text()
-    old = '''    python: {min: "3.10", max: "3.12", default: "3.11"}
+    old = '''    python: {min: "3.10", max: "3.13", default: "3.11"}
     gcc: 14'''
     assert old in text
-    matrix.write_text(text.replace(old, old.replace('max: "3.12"', 'max: "3.13"'), 1))
-    with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 has no aarch64 wheel for Python 3.13 "
-                                          r"\(torch_npu_releases lists cp310, cp311, cp312\)"):
+    matrix.write_text(text.replace(old, old.replace('max: "3.13"', 'max: "3.14"'), 1))
+    with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 has no aarch64 wheel for Python 3.14 "
+                                          r"\(torch_npu_releases lists 3.10, 3.11, 3.12, 3.13, Huawei's list and "
+                                          r"PyPI's files\)"):
         load_matrix(matrix)
 
 
+def test_python_range_takes_pypis_wheels_where_huaweis_list_stops(matrix):
+    """2.10.0: Huawei lists cp310-cp312, PyPI also has cp313; without PyPI's fact 3.13 is refused."""
+    text = matrix.read_text()
+    head, tail = text.split("\n  2.10.0:\n    cann: [9.0.0]\n", 1)
+    line = next(l for l in tail.splitlines() if "pypi_pythons" in l)
+    assert '"3.13"' in line
+    matrix.write_text(head + "\n  2.10.0:\n    cann: [9.0.0]\n" + tail.replace(line + "\n", "", 1))
+    with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 has no aarch64 wheel for Python 3.13"):
+        load_matrix(matrix)
+
+
+def _index_page(files: list[str], yanked: tuple[str, ...] = ()) -> str:
+    """A PEP 503 simple page as a mirror serves it (a stand-in for PyPI's)."""
+    links = "".join(f'<a href="../../files/{f}#sha256={"0" * 64}"{" data-yanked" if f in yanked else ""}>{f}</a>\n'
+                    for f in files)
+    return f"<!DOCTYPE html><html><body>\n{links}</body></html>"
+
+
+def test_index_pages_give_final_releases_and_their_pythons_per_arch():
+    from ascend_build.matrix.upstream import pypi
+    names = ["torch_npu-2.10.0-cp310-cp310-manylinux_2_28_aarch64.whl",
+             "torch_npu-2.10.0-cp313-cp313-manylinux_2_28_aarch64.whl",
+             "torch_npu-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+             "torch_npu-2.11.0rc1-cp310-cp310-manylinux_2_28_aarch64.whl",         # pre-release: left out
+             "torch_npu-2.9.9-cp310-cp310-manylinux_2_28_aarch64.whl",             # every file yanked
+             "torch_npu-2.1.0.post3-cp38-cp38-manylinux_2_17_aarch64.manylinux2014_aarch64.whl",
+             "torch_npu-2.1.0.post3.tar.gz"]
+    html = pypi.parse_page(_index_page(names, yanked=(names[4],)), "text/html")
+    as_json = pypi.parse_page(json.dumps({"files": [{"filename": n, "yanked": n == names[4]} for n in names]}),
+                              "application/vnd.pypi.simple.v1+json")
+    assert html == as_json
+    got = pypi.releases(html)
+    assert list(got) == ["2.1.0.post3", "2.10.0"]
+    assert got["2.10.0"].pythons == {"aarch64": {"3.10", "3.13"}, "x86_64": {"3.11"}}
+    # Not only the running interpreter's wheels (what `pip index versions` lists): cp38 counts.
+    assert got["2.1.0.post3"].pythons == {"aarch64": {"3.8"}}
+
+
 def test_pypi_marks_mirror_only_releases_and_lists_unpaired_ones(tmp_path):
+    from ascend_build.matrix.upstream import pypi
     from ascend_build.matrix.upstream.update import add_pypi, merge, render_region
     merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
-    on_pypi = [r for r in merged.torch_npu if r != "2.10.0"] + ["2.14.0"]
-    add_pypi(merged, on_pypi)
+    served = [r for r in merged.torch_npu if r != "2.10.0"] + ["2.14.0"]
+    add_pypi(merged, pypi.releases(pypi.parse_page(_index_page(
+        [f"torch_npu-{r}-cp313-cp313-manylinux_2_28_aarch64.whl" for r in served]), "text/html")))
     region = render_region(merged, {})
     assert "  2.10.0:\n    cann: [9.0.0]\n" in region and "    pypi: false" in region.split("  2.10.0:")[1]
     assert region.count("pypi: false") == 1
     assert ('  2.14.0:\n    cann: []     # unpaired: no CANN pairing published\n'
-            '    source: "PyPI index (pip index versions torch_npu)"\n') in region
+            '    source: "PyPI index (simple page of torch-npu)"\n'
+            '    pypi_pythons: {aarch64: ["3.13"]}\n') in region
     assert list(merged.torch_npu)[-1] == "2.14.0", "in version order"
 
 

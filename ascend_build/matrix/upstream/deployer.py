@@ -79,6 +79,7 @@ class TorchNpuData:
     wheels: dict[str, dict[str, str]] = field(default_factory=dict)   # "cp310-aarch64" -> {torch_npu: sha, torch: sha}
     wheels_source: Source | None = None
     on_pypi: bool | None = None            # None: not asked
+    pypi_pythons: dict[str, list[str]] = field(default_factory=dict)  # arch -> Pythons of its PyPI wheels
 
 
 @dataclass
@@ -247,17 +248,6 @@ def fetch(version: str, dest: Path, pip_args: list[str] | None = None) -> Path:
     if not new:
         raise UserError(f"pip downloaded no {PACKAGE} wheel for {spec} into {dest}")
     return new[-1]
-
-
-def pypi_versions(project: str, pip_args: list[str] | None = None) -> list[str]:
-    """Every version of `project` the package index serves (`pip index versions`)."""
-    cmd = [sys.executable, "-m", "pip", "index", "versions", project, "--disable-pip-version-check",
-           *[a for a in (pip_args or []) if a != "--no-deps"]]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    line = next((l for l in out.stdout.splitlines() if l.startswith("Available versions:")), None)
-    if out.returncode != 0 or line is None:
-        raise UserError(f"cannot list {project} on the package index: {(out.stderr or out.stdout).strip()[-300:]}")
-    return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
 
 
 def newest_version(pip_args: list[str] | None = None) -> str:

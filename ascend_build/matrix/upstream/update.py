@@ -14,7 +14,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from ...errors import UserError
-from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, pypi_versions, read
+from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, read
+from . import pypi
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
 END = "# <<< end of the imported part <<<"
@@ -111,18 +112,31 @@ def _file_conflict(decide, version: str, other: Published, mine: Published | Non
 
 # ---------------------------------------------------------------------------- writing
 
-PYPI_SOURCE = "PyPI index (pip index versions torch_npu)"
+PYPI_SOURCE = "PyPI index (simple page of torch-npu)"
 
 
-def add_pypi(merged: Merged, versions: list[str]) -> None:
-    """Mark which releases PyPI serves, and list the ones it serves that Huawei's data
-    pairs with no CANN release (unpaired: refused in a stack, shown by `invoke matrix`)."""
+def add_pypi(merged: Merged, served: dict[str, pypi.Release]) -> None:
+    """Mark which releases PyPI serves and for which Pythons per arch (its wheel files: a
+    stack's Python range may use them where Huawei's list stops short), and list the
+    releases it serves that Huawei's data pairs with no CANN release (unpaired: refused in
+    a stack, shown by `invoke matrix`)."""
     for rel in merged.torch_npu.values():
-        rel.on_pypi = rel.release in versions
-    for version in versions:
+        rel.on_pypi = rel.release in served
+    for version in served:
         if version not in merged.torch_npu:
             merged.torch_npu[version] = TorchNpuData(version, None, PYPI_SOURCE, on_pypi=True)
+        merged.torch_npu[version].pypi_pythons = {arch: sorted(p, key=Version) for arch, p
+                                                  in sorted(served[version].pythons.items())}
     merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+
+
+def keep_pypi(merged: Merged, old: dict) -> None:
+    """The index's facts from the last import, for releases the new data still has."""
+    for version, rel in merged.torch_npu.items():
+        before = old.get(version) or {}
+        if "pypi" in before:
+            rel.on_pypi = bool(before["pypi"])
+        rel.pypi_pythons = {arch: [str(p) for p in pythons] for arch, pythons in (before.get("pypi_pythons") or {}).items()}
 
 
 def render_region(merged: Merged, pins: dict[str, str]) -> str:
@@ -148,7 +162,8 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
             out.append(f"      {_key(chip)}:")
             out += [_file_line(8, arch, pub, pins) for arch, pub in sorted(rel.kernels[chip].items())]
     out += ["", "# torch_npu release -> the CANN release it was published for, and the torch (CPU build) and",
-            "# torch_npu wheels Huawei lists per Python and arch, with sha256.",
+            "# torch_npu wheels Huawei lists per Python and arch, with sha256; pypi_pythons: the Pythons",
+            "# PyPI has torch_npu wheels for, per arch (its simple page; the lock takes their sha256).",
             "torch_npu_releases:"]
     for release, rel in merged.torch_npu.items():
         out.append(f"  {release}:")
@@ -157,6 +172,9 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
             out.append(f"    source: \"{rel.pairing_source}\"")
         if rel.on_pypi is False:
             out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
+        if rel.pypi_pythons:
+            inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in rel.pypi_pythons.items())
+            out.append(f"    pypi_pythons: {{{inner}}}")
         if rel.wheels:
             out.append(f"    wheels:        # {rel.wheels_source}")
             for tag, sums in rel.wheels.items():
@@ -263,15 +281,17 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
         datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
     merged = merge(datasets, choices)
-    if not given:                    # a site's own copies (--from) come without the index
-        add_pypi(merged, pypi_versions("torch_npu", pip_args or []))
+    old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
+    if given:                        # a site's own copies (--from) come without the index:
+        keep_pypi(merged, old.get("torch_npu_releases") or {})      # its facts stay as last read
+    else:
+        add_pypi(merged, pypi.releases(pypi.files("torch_npu", pip_args or [])))
     undecided = [c for c in merged.conflicts if c.taken is None]
     if undecided:
         raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
                         + "\n  ".join(map(str, undecided))
                         + "\nRecord the choice under upstream.choices, e.g.\n  upstream:\n    choices:\n      "
                         + f"\"{undecided[0].path}\": {{take: {next(iter(undecided[0].values.values()))}, why: \"...\"}}")
-    old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
     pins = {e["file"]: e["sha256"] for rel in (old.get("cann") or {}).values()
             for e in list((rel.get("toolkit") or {}).values())
             + [x for per in (rel.get("kernels") or {}).values() for x in per.values()] if e.get("sha256")}

@@ -106,3 +106,19 @@ def test_extension_in_the_image_was_compiled_by_the_builders_gcc(engine, runtime
     torch_npu_cc, apex_cc = got.stdout.strip().splitlines()
     assert gcc.stdout.strip().startswith("10.")
     assert torch_npu_cc.split()[0] == gcc.stdout.strip() and apex_cc.split()[0] == gcc.stdout.strip()
+
+
+def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, runtime, packages, pinned_matrix, cache):
+    """The source-built torch_npu (2.1.0.post8+standin) went through the engine's shared
+    wheel cache; the same cell built afterwards from the lock (the release wheel, by sha256)
+    must not be offered it: `==2.1.0.post8` matches any local label, and pip would stop on
+    its hash."""
+    stock = f"{REPO}-stock"
+    out = invoke(cache, "build", "--os", "debian11", "--packages", str(packages), "--offline", "--require-pins",
+                 "--repository", stock, "--matrix", str(pinned_matrix), *COMMON)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64",
+                                        f"{stock}:cann8.0.rc3-910b-debian11-py3.9-torch2.1.0-arm64",
+                                        "pip", "show", "torch_npu"), capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    assert "Version: 2.1.0.post8\n" in got.stdout, got.stdout

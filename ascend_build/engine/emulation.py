@@ -1,8 +1,8 @@
 """Builds under emulation (qemu-user through binfmt_misc): what makes them faster without
 changing a byte they produce.
 
-arm64 distributions built with branch protection (Debian 13, Ubuntu 24.04, openEuler
-24.03) sign and check return addresses in nearly every function (pointer authentication).
+arm64 distributions built with branch protection (Debian 13, seen here) sign and check
+return addresses in nearly every function (pointer authentication).
 qemu's `max` CPU emulates that with the architected QARMA algorithm, which costs a lot per
 call: a shell loop in a Debian 13 arm64 container ran 4x slower than in Debian 12's. With
 the implementation-defined algorithm (`pauth-impdef=on`) the same binaries behave the same

@@ -13,7 +13,6 @@ from packaging.version import Version
 
 from . import schema as s
 from ..errors import MatrixError, UserError
-from ..platforms import ARCHES
 from ..platforms import ARCHES, PLATFORMS, Platform, get as get_platform
 from .eras import Era, era_of
 from .yamlsource import Located, load

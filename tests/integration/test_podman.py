@@ -37,8 +37,8 @@ def podman_store_tidied(podman):
     yield
     listed = subprocess.run(podman.command("images", "--format", "{{.Repository}}:{{.Tag}}"),
                             capture_output=True, text=True).stdout.split()
-    ours = [ref for ref in listed if ref.split("/", 1)[-1].startswith("ascend-build-test/")
-            or ref.startswith(("ascend-build-test/", "127.0.0.1:"))]      # the last: pushed to the test registry
+    # podman may prefix local names (localhost/, docker.io/); 127.0.0.1: pushed to the test registry
+    ours = [ref for ref in listed if "ascend-build-test/" in ref or ref.startswith("127.0.0.1:")]
     if ours:
         subprocess.run(podman.command("rmi", "--force", *ours), capture_output=True)
     subprocess.run(podman.command("image", "prune", "--force"), capture_output=True)

@@ -4,7 +4,6 @@ the hand-written rest stays byte for byte, disagreements are never settled silen
 from __future__ import annotations
 
 import json
-
 import re
 import subprocess
 import sys

@@ -120,18 +120,24 @@ def check(net: Network) -> None:
                             f"on the engine's default network; add --network host")
 
 
-def secret_files(net: Network, folder: Path) -> dict[str, Path]:
+def secret_files(net: Network, folder: Path, fresh: bool = False) -> dict[str, Path]:
     """Write the secrets BuildKit mounts (owner-only files in a private folder the caller
-    deletes): `ca-bundle`, `pip-conf` (the index) and `proxy-env` (sourced by RUN)."""
+    deletes): `ca-bundle`, `pip-conf` (the index) and `proxy-env`, the environment every
+    downloading RUN sources: the proxy, and with `fresh` (--no-cache) PIP_FRESH=1, which
+    makes the pip steps download every wheel again. That says how to download, not what
+    the image holds, and a secret's content does not key the layer cache (a build arg
+    would): the layers of a --no-cache build serve the next build as they are."""
     secrets: dict[str, Path] = {}
     if net.ca_bundle:
         secrets["ca-bundle"] = Path(net.ca_bundle).resolve()
     if net.pip_index_url:
         secrets["pip-conf"] = _private(folder / "pip.conf", f"[global]\nindex-url = {net.pip_index_url}\n")
-    if net.proxy:
-        # Both cases: curl reads only the lower-case http_proxy, pip and apt read either.
-        lines = [f"export {var}={shlex.quote(value)} {var.upper()}={shlex.quote(value)}"
-                 for var, value in sorted(net.proxy.items())]
+    # Both cases: curl reads only the lower-case http_proxy, pip and apt read either.
+    lines = [f"export {var}={shlex.quote(value)} {var.upper()}={shlex.quote(value)}"
+             for var, value in sorted(net.proxy.items())]
+    if fresh:
+        lines.append("export PIP_FRESH=1")
+    if lines:
         secrets["proxy-env"] = _private(folder / "proxy.env", "\n".join(lines) + "\n")
     return secrets
 

@@ -89,14 +89,14 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
         steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.os.image, cell.platform)
         if native:
             steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], cell.os.image, str(host_platform()))
-    with steps.secrets(site.net) as secrets:
+    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
                                iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
                                cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
-            print(f"# stage lock/{{{','.join(locks.LAYERS)}}}.txt from "
+            print(f"# stage lock/{{{','.join(locks.LAYERS)}}}.txt (and requirements/, without comments) from "
                   + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return BuildResult(cell, None, plan.tags, None, plan.content)
@@ -212,10 +212,8 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
 def _host_args(cell: Cell, site: Site) -> dict[str, str]:
     """The build arguments that say how this machine builds the image, not what is in it:
     where pip runs (the fast path: on the build machine, from the same OS release for its
-    arch) and whether downloads are made again."""
+    arch). (Whether downloads are made again is not one: see network.secret_files.)"""
     args = {"PIP_ON": "target"}
-    if site.no_cache:
-        args["PIP_FRESH"] = "1"
     if not site.pip_native(cell.target):
         return args
     builder = host_platform()
@@ -264,7 +262,7 @@ def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
 def _stage(plan: Plan, ctx: Path) -> None:
     """The build context: installers in cann/{toolkit,kernels}, the wheelhouse in wheels/,
     a given torch_npu wheel in torch_npu/, an apex wheel in apex/, the requirement files
-    (the lock) in lock/.
+    (the lock) in lock/ and, as pip reads them, in requirements/.
     Hard links when possible: staging a multi-GB installer should not copy it."""
     if ctx.exists():
         shutil.rmtree(ctx)
@@ -279,9 +277,13 @@ def _stage(plan: Plan, ctx: Path) -> None:
         (ctx / folder).mkdir()
         for wheel in filter(None, wheels):
             _link_or_copy(wheel, ctx / folder / wheel.name)
+    # lock/: the files as locked (the manifest keeps them); requirements/: what pip reads,
+    # without the comments that name the stack (a layer shared by stacks, see pip_text).
     (ctx / "lock").mkdir()
+    (ctx / "requirements").mkdir()
     for layer, text in plan.requirements.items():
         (ctx / "lock" / f"{layer}.txt").write_text(text)
+        (ctx / "requirements" / f"{layer}.txt").write_text(locks.pip_text(text))
     # pip for the image's machine, run by the build machine's stages (PIP_ON=native).
     shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
 

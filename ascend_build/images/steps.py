@@ -31,11 +31,12 @@ def current_dockerfile(rendered: Rendered) -> Path:
 
 
 @contextmanager
-def secrets(net: Network) -> Iterator[dict[str, Path]]:
-    """The site's secret files for one build, removed after it (also on a second Ctrl-C)."""
+def secrets(net: Network, fresh: bool = False) -> Iterator[dict[str, Path]]:
+    """The site's secret files for one build, removed after it (also on a second Ctrl-C);
+    `fresh` (--no-cache): download every wheel again (network.secret_files)."""
     folder = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
     try:
-        yield secret_files(net, folder)
+        yield secret_files(net, folder, fresh)
     finally:
         with interrupts.deferred():
             shutil.rmtree(folder, ignore_errors=True)

@@ -89,10 +89,9 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Build
     labels = LAYER.labels(cell, content, base, req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}")
     work = work_dir(site, cell, engine_kind).with_name(work_dir(site, cell, engine_kind).name + f"-{req.name}")
     ctx = work / "context"
-    host_args = {"PIP_FRESH": "1"} if site.no_cache else {}
-    with steps.secrets(site.net) as secrets:
+    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                                build_args={**build_args, **host_args}, secrets=secrets, labels=labels,
+                                build_args=build_args, secrets=secrets, labels=labels,
                                 iidfile=work / "image-id", no_cache=site.no_cache, network=site.network)
         if site.dry:
             print(f"# stage {lock.path} -> {ctx}/lock/layer.txt")

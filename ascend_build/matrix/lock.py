@@ -95,6 +95,19 @@ def pinned_versions(files: dict[str, str]) -> dict[str, str]:
     return {normalize(m[1]): m[2] for text in files.values() for e in _entries(text) if (m := _PIN.match(e))}
 
 
+def pip_text(text: str) -> str:
+    """A requirement file as pip reads it: comment and blank lines dropped (not one inside
+    a continued entry). The lock's comments name its stack and inputs; without them two
+    stacks whose layer needs the same packages give the build the same bytes, hence the
+    same layer cache key, and share that layer and every layer built on it."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        continued = bool(kept) and kept[-1].endswith("\\")
+        if continued or (line.strip() and not line.lstrip().startswith("#")):
+            kept.append(line)
+    return "\n".join(kept) + "\n" if kept else ""
+
+
 def _entries(text: str) -> list[str]:
     """Requirement entries with their continuation lines joined, comments dropped."""
     joined = re.sub(r"\\\n\s*", " ", text)

@@ -217,3 +217,19 @@ def test_a_stale_lock_is_remade_preferring_its_versions_unless_refreshed(tmp_pat
     resolve.lock(m, tmp_path, [("2.1.0", "3.9", "aarch64")], resolve.Network(), write=False)
     resolve.lock(m, tmp_path, [("2.1.0", "3.9", "aarch64")], resolve.Network(), write=False, upgrade=True)
     assert seen == [{"scipy": "1.10.0"}, None]
+
+
+def test_stacks_that_need_the_same_cann_packages_give_pip_the_same_bytes():
+    """The committed locks of 2.1.0-cann8.0.0, 2.3.1 and 2.4.0 (one CANN) differ in their
+    cann layer only by the comments naming the stack: what pip reads (and the build's
+    layer cache keys) is the same, with every entry and hash kept; different packages
+    stay different."""
+    texts = [(ROOT / "locks" / s / "py3.11-aarch64" / "cann.txt").read_text() for s in ("2.1.0-cann8.0.0", "2.3.1", "2.4.0")]
+    assert len(set(texts)) == 3
+    read = [locks.pip_text(t) for t in texts]
+    assert len(set(read)) == 1 and "#" not in read[0]
+    assert locks._entries(read[0]) == locks._entries(texts[0]) and "--hash=sha256:" in read[0]
+    torch = [(ROOT / "locks" / s / "py3.11-aarch64" / "torch.txt").read_text() for s in ("2.3.1", "2.4.0")]
+    assert locks.pip_text(torch[0]) != locks.pip_text(torch[1])
+    # A comment inside a continued entry is pip's to read, so it stays.
+    assert locks.pip_text("# x\na==1 \\\n# kept\n\nb==2\n") == "a==1 \\\n# kept\nb==2\n"

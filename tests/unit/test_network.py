@@ -68,6 +68,19 @@ def test_secret_files_are_private_and_the_proxy_file_is_sourceable(tmp_path):
     assert secret_files(Network(), folder) == {}
 
 
+def test_no_cache_asks_for_fresh_downloads_in_the_sourced_secret(tmp_path):
+    """--no-cache's PIP_FRESH comes in proxy-env, which a RUN sources, with or without a
+    proxy: a build arg would key the layer cache, a secret's content does not."""
+    for net, name in ((Network(), "none"), (Network(proxy={"https_proxy": "http://proxy:3128"}), "proxy")):
+        folder = tmp_path / name
+        folder.mkdir()
+        files = secret_files(net, folder, fresh=True)
+        shown = subprocess.run(["bash", "-c", f". {files['proxy-env']}; echo \"$PIP_FRESH|${{https_proxy:-}}\""],
+                               capture_output=True, text=True).stdout.strip()
+        assert shown == ("1|http://proxy:3128" if net.proxy else "1|")
+    assert "PIP_FRESH" not in secret_files(Network(proxy={"http_proxy": "http://p:1"}), tmp_path)["proxy-env"].read_text()
+
+
 def test_the_ca_bundle_comes_from_the_hosts_trust_settings_unless_told(tmp_path):
     from ascend_build.engine.network import ca_setting
     bundle = tmp_path / "proxy-ca.pem"

@@ -54,15 +54,15 @@ def test_runtime_dockerfile_encodes_the_stack():
     assert "ARG PYTHON_FROM=source" in focal and "ARG PYTHON_VERSION=3.10.13" in focal   # focal's 3.8 is not
     # Order for layer reuse, whichever machine runs pip: CANN's Python needs, toolkit,
     # kernels, torch, then torch_npu in a layer of its own; each pip step mounts only its
-    # own requirement file, so a torch_npu bump (a new lock/torch_npu.txt) cannot bust
-    # the steps before it.
+    # own requirement file, so a torch_npu bump (a new torch_npu.txt) cannot bust the
+    # steps before it.
     for pip_on in ("target", "native"):
         chain = "\n".join(stage_chain(text, "runtime", PIP_ON=pip_on, TARGETARCH="arm64", PYTHON_FROM="distro"))
-        steps = [chain.index(f"source=lock/{layer}.txt") for layer in ("cann", "torch", "torch_npu")]
+        steps = [chain.index(f"source=requirements/{layer}.txt") for layer in ("cann", "torch", "torch_npu")]
         assert steps[0] < chain.index("cann/toolkit") < chain.index("cann/kernels") < steps[1] < steps[2], pip_on
         torch_step = chain[chain.rindex("RUN", 0, steps[1]):chain.rindex("RUN", 0, steps[2])]
         assert "source=wheels," in torch_step and "source=torch_npu" not in torch_step
-        assert "source=apex" not in torch_step and torch_step.count("source=lock/") == 1
+        assert "source=apex" not in torch_step and torch_step.count("source=requirements/") == 1
         # The build machine's steps reach the image only as the files they added.
         assert ("COPY --from=native-" in chain) == (pip_on == "native")
     # No requirement is spelled in the Dockerfile: they come from the staged files only.

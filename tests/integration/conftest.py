@@ -28,6 +28,13 @@ BULLSEYE = "ascend-build-test/debian:bullseye-{arch}"
 TRIXIE = "ascend-build-test/debian:trixie-{arch}"
 REPO = "ascend-build-test/runtime"
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
+DOUBLES = ROOT / "tests" / "doubles"
+
+
+def invoke_cached(cache: Path, *args: str) -> subprocess.CompletedProcess:
+    """`invoke ARGS` from the checkout, with a package and wheel cache of its own."""
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
 
 
 def image_exists(engine, ref: str) -> bool:

@@ -4,17 +4,15 @@ into cached wheels, and a linux/arm64 runtime image installs them; inside that i
 the extension reports that gcc 10 from the builder compiled it."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import BULLSEYE, CA, REPO, ROOT, image_exists
+from tests.integration.conftest import DOUBLES, BULLSEYE, CA, REPO, image_exists
+from tests.integration.conftest import invoke_cached as invoke
 
-DOUBLES = ROOT / "tests" / "doubles"
 BUILDER = "ascend-builder:torch2.1.0-debian11-gcc10-py3.9-arm64"
 COMMON = ["--torch", "2.1.0", "--python", "3.9", "--platform", "linux/arm64",
           "--base-image", f"debian:bullseye={BULLSEYE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
@@ -23,11 +21,6 @@ COMMON = ["--torch", "2.1.0", "--python", "3.9", "--platform", "linux/arm64",
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("ascend-cache")
-
-
-def invoke(cache: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
 
 
 @pytest.fixture(scope="module")

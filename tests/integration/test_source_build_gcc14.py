@@ -6,17 +6,15 @@ installs that wheel; inside the image the extension reports that gcc 14 from the
 compiled it."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, image_exists
+from tests.integration.conftest import DOUBLES, CA, REPO, TRIXIE, image_exists
+from tests.integration.conftest import invoke_cached as invoke
 
-DOUBLES = ROOT / "tests" / "doubles"
 BUILDER = "ascend-builder:torch2.10.0-debian13-gcc14-py3.13-arm64"
 COMMON = ["--torch", "2.10.0", "--python", "3.13", "--platform", "linux/arm64",
           "--base-image", f"debian:trixie={TRIXIE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
@@ -35,11 +33,6 @@ def src(tmp_path_factory) -> Path:
     setup = tree / "setup.py"
     setup.write_text(setup.read_text().replace('"2.1.0.post8+standin"', '"2.10.0+standin"'))
     return tree
-
-
-def invoke(cache: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from ascend_build.images import build as builds
+from ascend_build.images import batch
 from ascend_build.images import steps
 from ascend_build.images.options import Inputs, Site, parse_base_images
 from ascend_build import engine as eng
 from ascend_build.engine import interrupts
 from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
+from ascend_build.cli import localize
 from ascend_build.errors import BuildFailed, UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.engine.network import ca_setting, proxy_settings
@@ -40,8 +41,13 @@ def user_errors(fn):
             if interrupts.received():       # a step that failed because it was interrupted
                 print(interrupts.report(exc), file=sys.stderr)
                 raise Exit(code=interrupts.Interrupted.exit_code) from None
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {localize(str(exc))}", file=sys.stderr)
             raise Exit(code=exc.exit_code) from None
+        except OSError as exc:
+            # A path given on the command line the system refuses (too long, no permission, ...).
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+            raise Exit(code=UserError.exit_code) from None
         finally:
             interrupts.uninstall()
     return wrapper
@@ -158,6 +164,10 @@ BUILD_HELP = {
                     "every runtime package held, tested, tagged <runtime name>-<layer>-<arch>",
     "layer_name": "the user layer's name in its tag (default: the requirements file's name)",
     "layer_wheelhouse": "folder of the team's own wheels the requirements may name (for the user layer only)",
+    "debootstrap": "make a missing Debian base image here with debootstrap (this arch's and, for a cross build, "
+                   "the build machine's): a Debian cell needs no registry",
+    "retest": "an image with the same content tag is here (tested when tagged): run its suite again",
+    "keep_failed": "keep an image whose tests failed, to debug it (removed otherwise)",
 }
 
 
@@ -168,53 +178,44 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           torch_npu_wheel=None, apex_wheel=None, repository="ascend-runtime", engine="docker", docker=None,
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
-          pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None):
+          pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
+          retest=False, keep_failed=False):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
-                 require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on)
+                 require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on,
+                 debootstrap=debootstrap, retest=retest, keep_failed=keep_failed)
     inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
                     builder_flavor=builder_flavor)
     m = load_matrix(matrix)
     if for_host:
         from ascend_build.host import doctor as doc
-        driver = doc.host_driver(Path(for_host))
-        if not driver:
-            raise UserError(f"--for-host {for_host}: no /{doc.DRIVER_INFO} there, so no driver version to match")
-        chip = chip or doc.host_chip(Path(for_host))
-        torch, skipped = doc.pick_stack(m, driver, chip, torch)
-        print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
-              + "".join(f"\n  skipped {line}" for line in skipped))
-    if not all:
-        cell = m.cell(torch, os, python, chip, platform)
-        layer = _layer_request(m, cell, site, inputs, requirements, layer_name, layer_wheelhouse)  # before any build
-        runtime = builds.build(m, cell, site, inputs, engine, docker, reuse_tested=bool(layer))
-        if layer:
-            from ascend_build.images import userlayer
-            userlayer.build(m, cell, site, inputs, runtime, *layer, engine_kind=engine, client=docker)
+        torch, chip = doc.for_host(m, Path(for_host), torch, chip)
+    if all:
+        if requirements:
+            raise UserError("--requirements builds one user layer on one runtime image: drop --all")
+        if any((torch, os, python, chip, platform)):
+            raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
+        outcomes = batch.build_many(m, m.image_cells(), site, inputs, engine, docker)
+        print("\n" + batch.summary(outcomes))
+        failed = [o for o in outcomes if o.status != "tagged"]
+        if failed:
+            raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
         return
-    if requirements:
-        raise UserError("--requirements builds one user layer on one runtime image: drop --all")
-    if any((torch, os, python, chip, platform)):
-        raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
-    outcomes = builds.build_many(m, m.image_cells(), site, inputs, engine, docker)
-    print("\n" + builds.summary(outcomes))
-    failed = [o for o in outcomes if o.status != "tagged"]
-    if failed:
-        raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
+    cell = m.cell(torch, os, python, chip, platform)
+    layers = batch.prepare(m, cell, site, inputs, _layer_requests(requirements, layer_name, layer_wheelhouse))
+    batch.build_cell(m, cell, site, inputs, layers, engine, docker)
 
 
-def _layer_request(m, cell, site, inputs, requirements, layer_name, layer_wheelhouse):
+def _layer_requests(requirements, layer_name, layer_wheelhouse) -> list:
+    from ascend_build.images.userlayer import LayerRequest
     if not requirements:
         if layer_name or layer_wheelhouse:
             raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements FILE")
-        return None
-    from ascend_build.images import userlayer
-    req = userlayer.LayerRequest.of(requirements, layer_name, layer_wheelhouse)
-    lock, _ = userlayer.prepare(m, m.aliased(cell), site, inputs, req)
-    return req, lock
+        return []
+    return [LayerRequest.of(requirements, layer_name, layer_wheelhouse)]
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
@@ -222,8 +223,17 @@ def _layer_request(m, cell, site, inputs, requirements, layer_name, layer_wheelh
 @user_errors
 def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
     """Run the whole test suite, or with --image only the image tests on that image."""
+    if image == "":
+        raise UserError("--image needs a value: the image (tag or id) whose suite to run")
     if image:
-        code = steps.run_image_tests(image, Path(matrix), eng.detect(engine, docker))
+        load_matrix(matrix)
+        found = eng.detect(engine, docker)
+        if steps.image_id(found, image) is None:
+            raise UserError(f"no image {image} in {found.client}'s store: build it (`invoke build`) or pull it")
+        code = steps.run_image_tests(image, Path(matrix), found)
+    elif (matrix, engine, docker) != ("matrix.yaml", "docker", None):
+        raise UserError("--matrix, --engine and --docker choose what the image suite runs on: give --image REF "
+                        "(the whole suite uses the committed matrix and starts its engines itself)")
     else:
         code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
                                "--durations=25"],
@@ -232,16 +242,22 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
         raise Exit(code=code)
 
 
-@task(auto_shortflags=False, help={"suite": "Debian suite (bookworm, bullseye)", "platform": "linux/arm64 or linux/amd64",
-            "tag": "image tag to create", "mirror": "Debian mirror URL", "docker": "the container client to use",
-            "engine": "docker (default) or podman", "dry": "print the commands"})
+@task(auto_shortflags=False, iterable=["platform"], help={
+    "suite": "Debian suite (bookworm, bullseye, trixie)",
+    "platform": "linux/arm64 or linux/amd64 (repeatable; default: linux/arm64 and this machine's, which a cross "
+                "build needs for the fast path)",
+    "tag": "image tag to create; {arch} becomes arm64/amd64 (needed for more than one platform)",
+    "mirror": "Debian mirror URL", "docker": "the container client to use",
+    "engine": "docker (default) or podman", "dry": "print the commands"})
 @user_errors
-def base_image(c, tag, suite="bookworm", platform="linux/arm64", mirror="http://deb.debian.org/debian",
+def base_image(c, tag=None, suite="bookworm", platform=None, mirror="http://deb.debian.org/debian",
                docker=None, engine="docker", dry=False):
-    """Make a Debian base image with debootstrap, for sites with no registry access."""
-    from ascend_build.images.baseimage import debian_base
-    engine = eng.for_task(engine, docker, dry)
-    debian_base(engine, suite, platform, tag, mirror, dry)
+    """Make Debian base images with debootstrap, for sites with no registry access."""
+    from ascend_build.images.baseimage import check_request, default_platforms, make_bases
+    platforms = platform or default_platforms()
+    check_request(suite, platforms, tag, mirror)            # before the engine is even asked
+    made = make_bases(eng.for_task(engine, docker, dry), suite, platforms, tag, mirror, dry)
+    print("made " + ", ".join(made) + f"\nuse them with: --base-image debian:{suite}={tag}")
 
 
 SOURCE_HELP = {
@@ -319,10 +335,18 @@ RUN_HELP = {
 }
 
 
+def _required(value, option: str, example: str):
+    """A task's required option, asked for by name (a positional one would swallow --help)."""
+    if not value:
+        raise UserError(f"{option} is required, e.g. {option} {example}")
+    return value
+
+
 def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, interactive, force,
          engine="docker"):
     from ascend_build.host import doctor as doc
-    from ascend_build.host.run import RunOptions, compose
+    from ascend_build.host.run import RunOptions, compose, host_cards
+    _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
     engine = eng.for_task(engine, docker, dry)
     facts = doc.read_image(engine, image)
     if facts is None:
@@ -337,8 +361,11 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
     runtimes = engine.runtimes() if not dry or runtime == "auto" else frozenset()
     opts = RunOptions(image=image, command=tuple(command), devices=devices, interactive=interactive,
                       shm_size=shm_size, network_host=network_host, runtime=runtime)
-    cmd = compose(engine.client, opts, Path(host_root), runtimes)
+    cmd = compose(engine.client, opts, Path(host_root), runtimes, preview=dry)
     if dry:
+        if not host_cards(Path(host_root)):
+            print(f"# preview: {host_root} has no NPUs; this is the command for a 910B host with cards 0-7 and the "
+                  f"driver in /usr/local/Ascend (on the host, `invoke run` reads what it has)")
         print(eng.show(cmd))
         return
     code = subprocess.run(cmd).returncode
@@ -348,7 +375,7 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
-def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
+def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
         dry=False, force=False, engine="docker"):
     """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
@@ -358,7 +385,7 @@ def run(c, image, devices="all", runtime="auto", shm_size="16g", network_host=Fa
 
 @task(auto_shortflags=False, help=RUN_HELP)
 @user_errors
-def shell(c, image, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
+def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
           dry=False, force=False, engine="docker"):
     """An interactive bash in an image on a 910B host, with its NPUs."""
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True, force, engine)
@@ -418,10 +445,11 @@ def _push_cells(m, torch, os, python, chip, platform):
 
 @task(auto_shortflags=False, iterable=["platform"], help=PUSH_HELP)
 @user_errors
-def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
+def push(c, registry=None, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
          join=True, docker=None, engine="docker", dry=False, matrix="matrix.yaml"):
     """Push tested images (skipping content the registry has) and join their arches."""
     from ascend_build.images.registry import push as push_images
+    _required(registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(matrix)
     engine = eng.for_task(engine, docker, dry)
     report = push_images(engine, _push_cells(m, torch, os, python, chip, platform), repository, registry, dry, join)
@@ -439,10 +467,11 @@ def push(c, registry, repository="ascend-runtime", torch=None, os=None, python=N
 
 @task(auto_shortflags=False, iterable=["platform"], help={k: v for k, v in PUSH_HELP.items() if k not in ("repository", "join")})
 @user_errors
-def join(c, registry, torch=None, os=None, python=None, chip=None, platform=None, docker=None, engine="docker",
+def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform=None, docker=None, engine="docker",
          dry=False, matrix="matrix.yaml"):
     """Join the per-arch images already in the registry into one manifest list per tag."""
     from ascend_build.images.registry import join_all
+    _required(registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(matrix)
     engine = eng.for_task(engine, docker, dry)
     for line in join_all(engine, _push_cells(m, torch, os, python, chip, platform), registry, dry):
@@ -462,6 +491,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
     """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
     wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
     from ascend_build.matrix.upstream import update as upd
+    load_matrix(matrix)                         # a missing or broken matrix is refused first
     path = Path(matrix)
     pip_args = upd.pip_options(pip_index_url, ca_bundle, proxy)
     result = upd.update(path, [Path(p) for p in from_ or []], pip_args)
@@ -527,6 +557,8 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
 def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False):
     from ascend_build.matrix import lock as locks
     from ascend_build.matrix.upstream import resolve
+    from ascend_build.matrix.upstream.update import pip_options
+    pip_options(pip_index_url, ca_bundle, proxy)         # refuse a malformed index, proxy or CA first
     m = load_matrix(matrix)
     root = m.path.parent
     cells = locks.select(m, root, stacks, pythons, platforms, refresh, existing_only)
@@ -548,11 +580,12 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
     "fresh": "make it from the image's contents even if the image carries one",
     "engine": "docker (default) or podman", "docker": "the container client to use"})
 @user_errors
-def sbom(c, image, output=None, fresh=False, engine="docker", docker=None):
+def sbom(c, image=None, output=None, fresh=False, engine="docker", docker=None):
     """The image's SBOM (CycloneDX JSON): OS packages, CANN installers with the sha256 the
     build verified, Python packages with their wheels' sha256 where locked."""
     from ascend_build.images import sbom as sboms
     from ascend_build.images.kinds import label
+    _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
     e = eng.for_task(engine, docker)
     labels = sboms.inspect(e, image)["Config"].get("Labels") or {}
     if label("cann-sha256") not in labels:

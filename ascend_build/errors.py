@@ -38,6 +38,10 @@ class PackageError(UserError):
     exit_code = 3
 
 
+class PackageMissing(PackageError):
+    """A CANN package is in none of the places looked in (and could not be downloaded)."""
+
+
 class BuildFailed(UserError):
     """An image or wheel build ran and failed (its log says why)."""
 

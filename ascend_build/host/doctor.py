@@ -236,6 +236,19 @@ def lines(matrix) -> list[tuple[str, str, str]]:
     return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
 
 
+def for_host(matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
+    """`invoke build --for-host ROOT`: the line and chip for the host below `root`."""
+    from ..errors import UserError
+    driver = host_driver(root)
+    if not driver:
+        raise UserError(f"--for-host {root}: no /{DRIVER_INFO} there, so no driver version to match")
+    chip = chip or host_chip(root)
+    torch, skipped = pick_stack(matrix, driver, chip, torch)
+    print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
+          + "".join(f"\n  skipped {line}" for line in skipped))
+    return torch, chip
+
+
 def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
     """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
     and why each newer one was skipped."""

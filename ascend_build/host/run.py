@@ -53,14 +53,23 @@ def parse_devices(spec: str, available: list[int]) -> list[int]:
     return sorted(set(wanted))
 
 
-def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset()) -> list[str]:
+# What a 910B server has, for a preview composed on a machine without NPUs (a build machine).
+SERVER_CARDS = list(range(8))
+
+
+def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset(),
+            preview: bool = False) -> list[str]:
     """The docker run argv for this host. Refuses a host with no NPU rather than
-    starting a container that cannot see one."""
+    starting a container that cannot see one; a `preview` (a dry run) on such a machine
+    composes the command for a 910B server with the usual layout instead."""
     cards = host_cards(root)
-    if not cards:
+    assumed = preview and not cards
+    if assumed:
+        cards = SERVER_CARDS
+    elif not cards:
         raise UserError(f"no NPU on this host: no {root / 'dev'}/davinciN device. Is the Ascend driver installed "
                         f"(`npu-smi info` lists the cards)? The image runs without NPUs only as a plain "
-                        f"`docker run {opts.image}`.")
+                        f"`docker run {opts.image}`; `--dry` previews the command a 910B host would run.")
     chosen = parse_devices(opts.devices, cards)
     cmd = [client, "run", "--rm"] + (["-it"] if opts.interactive else [])
     use_runtime = opts.runtime == "ascend" or (opts.runtime == "auto" and "ascend" in runtimes)
@@ -71,22 +80,23 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
         # The Ascend Docker Runtime adds the devices and driver mounts itself.
         cmd += ["--runtime", "ascend", "-e", f"ASCEND_VISIBLE_DEVICES={','.join(map(str, chosen))}"]
     else:
-        missing = [d for d in CONTROL_DEVICES if not (root / d.lstrip("/")).exists()]
+        here = (lambda path: True) if assumed else (lambda path: (root / path.lstrip("/")).exists())
+        missing = [d for d in CONTROL_DEVICES if not here(d)]
         if missing:
             raise UserError(f"the host has davinci cards but not {', '.join(missing)}: the driver is not fully "
                             f"installed")
-        if not (root / DRIVER_LIB.lstrip("/")).is_dir():
+        if not assumed and not (root / DRIVER_LIB.lstrip("/")).is_dir():
             raise UserError(f"{DRIVER_LIB} is missing on the host: torch_npu needs the driver's libraries")
         for n in chosen:
             cmd += ["--device", f"/dev/davinci{n}"]
         for dev in CONTROL_DEVICES:
             cmd += ["--device", dev]
-        mounts = [DRIVER_LIB] + [p for p in OPTIONAL_MOUNTS if (root / p.lstrip("/")).exists()]
-        smi = next((p for p in NPU_SMI if (root / p.lstrip("/")).exists()), None)
+        mounts = [DRIVER_LIB] + [p for p in OPTIONAL_MOUNTS if here(p)]
+        smi = next((p for p in NPU_SMI if here(p)), None)
         if smi:
             mounts.append(smi)
         for path in mounts:
-            cmd += ["-v", f"{root / path.lstrip('/')}:{path}:ro"]
+            cmd += ["-v", f"{path if assumed else root / path.lstrip('/')}:{path}:ro"]
     cmd += [f"--shm-size={opts.shm_size}"]
     if opts.ipc_host:
         cmd += ["--ipc=host"]

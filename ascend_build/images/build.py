@@ -16,24 +16,16 @@ from platform import machine
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network, describe as describe_network
-from ..errors import PackageError, UserError
+from ..errors import PackageError, PackageMissing, UserError
 from ..matrix import Cell, Matrix
 from ..matrix import lock as locks
 from ..platforms import host as host_platform
-from . import steps
+from . import baseimage, finish, steps
 from .kinds import RUNTIME, content_tag
 from .options import Inputs, Site
+from .steps import Built
 from .packages import Located, PackageStore, sha256_of, warn_unpinned
 from .render import Rendered, runtime_dockerfile
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    cell: Cell
-    image_id: str | None
-    tags: list[str]
-    log: Path | None
-    content_tag: str
 
 
 @dataclass(frozen=True)
@@ -59,14 +51,15 @@ class Plan:
 
 
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), engine_kind: str = "docker",
-          client: str | None = None, run_tests=None, reuse_tested: bool = False) -> BuildResult:
-    """`reuse_tested`: when the image's content tag is here already (set only after its
-    tests passed, from these very inputs), take it instead of building and testing again
-    (what a user layer stands on; --no-cache builds anyway)."""
+          client: str | None = None, run_tests=None) -> Built:
+    """Build, test and tag one runtime image. An image with the same content tag is here
+    already only if it passed its tests when it was tagged (the content tag hashes every
+    input): it is taken as it is, in seconds, unless --no-cache or --retest."""
     cell = matrix.aliased(cell)
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
+    site = _with_debootstrap(matrix, cell, site)
     lock = _lock(matrix, cell, site)
     toolkit, kernels = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
@@ -77,18 +70,19 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     plan = _plan(rendered, cell, site, inputs, toolkit, kernels, _requirements(matrix, cell, lock, inputs), lock,
                  engine.kind)
     ctx = plan.work / "context"
+    test = run_tests or steps.run_image_tests
+    if not site.dry and not site.no_cache:
+        reused = steps.reuse(engine, plan.tags, plan.content, plan.what, site.retest,
+                             lambda image: test(image, matrix.path, engine))
+        if reused:
+            return Built(cell, reused, plan.tags, None, plan.content)
     for line in describe_network(site.net):
         print(line)
-    if reuse_tested and not site.dry and not site.no_cache and _has(engine, plan.tags[1]):
-        print(f"runtime image {plan.tags[1]} is here, tested when it was tagged (same inputs): reused")
-        return BuildResult(cell, plan.tags[1], plan.tags, None, plan.content)
     native = plan.host_args["PIP_ON"] == "native"
     print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {cell.arch}, no qemu"
                                           if native else f"in the image ({cell.platform})"))
     if not site.dry:
-        steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.os.image, cell.platform)
-        if native:
-            steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], cell.os.image, str(host_platform()))
+        _check_bases(engine, matrix, cell, plan, site)
     with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
@@ -96,37 +90,47 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
                                cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
-            print(f"# stage lock/{{{','.join(locks.LAYERS)}}}.txt (and requirements/, without comments) from "
+            print(f"# stage requirements/{{{','.join(locks.LAYERS)}}}.txt (the lock without comments) from "
                   + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
-            return BuildResult(cell, None, plan.tags, None, plan.content)
+            return Built(cell, None, plan.tags, None, plan.content)
         try:
             _stage(plan, ctx)
-            test = run_tests or steps.run_image_tests
             image_id = steps.build_test_tag(
                 engine, req, plan.what, plan.tags, plan.work / "build.log",
                 lambda image: test(image, matrix.path, engine),
-                # The manifest beside the log for every candidate: a failed one is when it is needed.
-                lambda image: steps.copy_manifest(engine, image, cell.platform, plan.work / "manifest.txt"),
-                lambda image: _with_sbom(engine, image, plan))
+                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags[0], plan.work).image,
+                keep_failed=site.keep_failed)
         finally:
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
-    return BuildResult(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+    return Built(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
 
 
-def _has(engine: eng.Engine, ref: str) -> bool:
-    import subprocess
-    return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
+def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
+    """--debootstrap: the cell's Debian base comes from this machine's debootstrap, under
+    a local name with {arch} (both arches a cross build needs), unless the site maps it."""
+    if not site.debootstrap or cell.os.image in site.base_images:
+        return site
+    if not cell.os.suite:
+        other = matrix.offline_os(cell.stack)
+        raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
+                        + (f"The Debian cell of this line builds without a registry: "
+                           f"`invoke build --torch {cell.stack.name} --os {other.name} --debootstrap`" if other else ""))
+    return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
 
 
-def _with_sbom(engine: eng.Engine, candidate: str, plan: Plan) -> str:
-    """The candidate with its SBOM inside (and beside the build log): what is tested and tagged."""
-    from . import sbom
-    path = plan.work / "sbom.cdx.json"
-    path.write_text(sbom.for_image(engine, candidate, plan.cell.platform, plan.tags[0]))
-    print(f"sbom: {path}")
-    return sbom.add_to_image(engine, candidate, plan.cell.platform, path)
+def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, site: Site) -> None:
+    """Both base images (the image's and, on the fast path, the build machine's) are here
+    or can be had, before the build: pulled, or made by debootstrap with --debootstrap."""
+    make = None
+    if site.debootstrap and cell.os.suite:
+        suite = cell.os.suite
+        make = lambda ref, platform: baseimage.debian_base(engine, suite, platform, ref)   # noqa: E731
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
+    steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
+    if plan.host_args["PIP_ON"] == "native":
+        steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()), advice, make)
 
 
 def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
@@ -243,9 +247,8 @@ def _cann_sums(cell: Cell, *located: Located) -> str:
 
 
 def work_dir(site: Site, cell: Cell, engine_kind: str = "docker") -> Path:
-    """Where one image's build log, manifest, SBOM and staged context live (one folder per
-    engine: docker and podman builds of a cell do not share files)."""
-    return site.work / (f"{cell.name}-{cell.target.suffix}" + ("" if engine_kind == "docker" else f"-{engine_kind}"))
+    """Where one runtime image's build log, manifest, SBOM and staged context live."""
+    return site.work_dir(f"{cell.name}-{cell.target.suffix}", engine_kind)
 
 
 def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
@@ -262,7 +265,7 @@ def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
 def _stage(plan: Plan, ctx: Path) -> None:
     """The build context: installers in cann/{toolkit,kernels}, the wheelhouse in wheels/,
     a given torch_npu wheel in torch_npu/, an apex wheel in apex/, the requirement files
-    (the lock) in lock/ and, as pip reads them, in requirements/.
+    (the lock) as pip reads them in requirements/.
     Hard links when possible: staging a multi-GB installer should not copy it."""
     if ctx.exists():
         shutil.rmtree(ctx)
@@ -277,12 +280,11 @@ def _stage(plan: Plan, ctx: Path) -> None:
         (ctx / folder).mkdir()
         for wheel in filter(None, wheels):
             _link_or_copy(wheel, ctx / folder / wheel.name)
-    # lock/: the files as locked (the manifest keeps them); requirements/: what pip reads,
-    # without the comments that name the stack (a layer shared by stacks, see pip_text).
-    (ctx / "lock").mkdir()
+    # requirements/: what pip reads, without the comments that name the stack (a layer
+    # shared by stacks, see pip_text); the files as locked go into the image afterwards
+    # (images/finish.py).
     (ctx / "requirements").mkdir()
     for layer, text in plan.requirements.items():
-        (ctx / "lock" / f"{layer}.txt").write_text(text)
         (ctx / "requirements" / f"{layer}.txt").write_text(locks.pip_text(text))
     # pip for the image's machine, run by the build machine's stages (PIP_ON=native).
     shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
@@ -302,7 +304,7 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
         if not site.dry:
             raise
         # A dry run still shows the commands: what the real run would fetch, or where it stops.
-        if site.offline:
+        if site.offline or not isinstance(exc, PackageMissing):
             print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
         else:
             print(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
@@ -331,71 +333,3 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
               f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
               f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
     return inputs
-
-
-@dataclass(frozen=True)
-class Outcome:
-    image: str
-    platform: str
-    status: str            # tagged | failed
-    detail: str
-    log: Path | None
-
-
-def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = Inputs(),
-               engine_kind: str = "docker", client: str | None = None) -> list[Outcome]:
-    """Build every cell; one failing does not stop the others. Ctrl-C stops them all
-    (nothing half-built is tagged) and names the ones not built."""
-    outcomes = []
-    for index, cell in enumerate(cells):
-        log = work_dir(site, cell, engine_kind) / "build.log"
-        log.unlink(missing_ok=True)
-        try:
-            layers = _prepare_layers(matrix, cell, site, inputs, outcomes)    # refused before the build
-            result = build(matrix, cell, site, inputs, engine_kind, client)
-            outcomes.append(Outcome(cell.name, cell.platform, "tagged", result.tags[0], result.log))
-            for req, lock in layers:
-                outcomes.append(_build_layer(matrix, cell, site, inputs, result, req, lock, engine_kind, client))
-        except KeyboardInterrupt:
-            if outcomes:
-                print("\n" + summary(outcomes), file=sys.stderr)
-            rest = [f"{c.name} ({c.platform})" for c in cells[index:]]
-            raise interrupts.Interrupted("not built: " + ", ".join(rest)) from None
-        except UserError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            outcomes.append(Outcome(cell.name, cell.platform, "failed", str(exc).splitlines()[0][:160],
-                                    log if log.exists() else None))
-    return outcomes
-
-
-def _prepare_layers(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list:
-    """The cell's user layers (`images:` ... `layers:`), each locked or refused; a refused
-    one is a failed row, and the runtime image is built all the same."""
-    from .userlayer import LayerRequest, prepare
-    ready = []
-    for layer in cell.layers:
-        try:
-            req = LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
-            ready.append((req, prepare(matrix, matrix.aliased(cell), site, inputs, req)[0]))
-        except UserError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            outcomes.append(Outcome(f"{cell.name}-{layer.name or Path(layer.requirements).stem}", cell.platform,
-                                    "failed", str(exc).splitlines()[0][:160], None))
-    return ready
-
-
-def _build_layer(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client) -> Outcome:
-    from .userlayer import build as build_layer
-    name = f"{cell.name}-{req.name}"
-    try:
-        result = build_layer(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client)
-        return Outcome(name, cell.platform, "tagged", result.tags[0], result.log)
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return Outcome(name, cell.platform, "failed", str(exc).splitlines()[0][:160], None)
-
-
-def summary(outcomes: list[Outcome]) -> str:
-    from ..matrix.report import table
-    return table([{"image": o.image, "platform": o.platform, "status": o.status,
-                   "log": str(o.log) if o.log else "-", "detail": o.detail} for o in outcomes])

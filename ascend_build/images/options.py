@@ -35,6 +35,9 @@ class Site:
     cache_registry: str | None = None      # registry repository for layer cache
     no_cache: bool = False                 # rebuild every step, download every file again
     pip_on: str = "auto"                   # native | target | auto: native when cross-building
+    debootstrap: bool = False              # make a missing Debian base here (debootstrap)
+    retest: bool = False                   # a tested image with the same content tag: test it again
+    keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)
     dry: bool = False
     work: Path = Path(".build")
 
@@ -45,6 +48,11 @@ class Site:
     @property
     def cache_dir(self) -> Path:
         return self.cache or default_cache()
+
+    def work_dir(self, name: str, engine_kind: str = "docker") -> Path:
+        """Where one image's build log, manifest, SBOM and staged context live (one folder
+        per engine: docker and podman builds of an image do not share files)."""
+        return self.work / (name + ("" if engine_kind == "docker" else f"-{engine_kind}"))
 
     def pip_native(self, target: Platform) -> bool:
         """Do the Python package steps run on the build machine (the fast path)?"""

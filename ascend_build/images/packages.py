@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import PackageError
+from ..errors import PackageError, PackageMissing
 from ..matrix import CannFile, Matrix
 from ..platforms import of_arch
 
@@ -60,8 +60,10 @@ class PackageStore:
     (downloads land there, atomically)."""
 
     def __init__(self, dirs: Iterable[Path], cache: Path, download: bool = True, fetch: Fetch = _urllib_fetch):
-        self.dirs = [Path(d) for d in dirs]
-        self.cache = Path(cache)
+        # Absolute from the start: the installer's own --check runs in another folder, and
+        # a relative ./packages would name nothing there.
+        self.dirs = [Path(d).absolute() for d in dirs]
+        self.cache = Path(cache).absolute()
         self.download = download
         self.fetch = fetch
         self._checked: set[Path] = set()
@@ -71,14 +73,14 @@ class PackageStore:
         the .zip Huawei publishes (checked against Huawei's sum), or downloaded."""
         if require_pin and not f.sha256 and not f.zip_sha256:
             raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({'.'.join(f.key)}) and --require-pins "
-                               f"is set; pin it with `invoke pin --file PATH-TO-{f.file}`")
+                               f"is set; put it in a folder and pin it with `invoke pin --packages DIR`")
         for folder in self.dirs + [self.cache / "cann"]:
             candidate = folder / f.file
             if candidate.is_file():
                 if require_pin and not f.sha256:
                     raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({'.'.join(f.key)}), "
                                        f"and --require-pins is set; use Huawei's {f.zip} (its sum is in the matrix), "
-                                       f"or pin this file with `invoke pin --file {candidate}`")
+                                       f"or pin this file with `invoke pin --packages {candidate.parent}`")
                 return self._verified(f, candidate)
         if f.zip_sha256:
             unpacked = self._unpacked(f)
@@ -206,16 +208,18 @@ class PackageStore:
                 found += [p.name for p in folder.glob(f"{stem}*{version}*.run") if p.name != f.file]
         return sorted(set(found))
 
-    def _missing(self, f: CannFile, why: str) -> PackageError:
+    def _missing(self, f: CannFile, why: str) -> PackageMissing:
         places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
         near = self._near_misses(f)
         hint = "".join(f"\n  present but not this one (another chip or arch?): {n}" for n in near)
-        return PackageError(
-            f"CANN {f.kind} package not found: {f.file}{hint}\n"
-            f"  looked in: {places}\n"
-            f"  {why}\n"
-            f"Get it from {f.url} (or the Ascend download site), put it in one of those folders "
-            f"(or pass --packages DIR), then pin it: invoke pin --file DIR/{f.file}")
+        if f.zip_sha256:        # what Huawei publishes, with the sum the matrix holds
+            get = (f"Get {f.zip} from {f.zip_url} (Huawei publishes the .zip; matrix.yaml holds its sha256, so "
+                   f"it is checked as it is) and put it in one of those folders (or pass --packages DIR). A bare "
+                   f"{f.file} works too; pin it with `invoke pin --packages DIR`.")
+        else:
+            get = (f"Get {f.file} from {f.url} (or the Ascend download site), put it in one of those folders "
+                   f"(or pass --packages DIR), then pin it: `invoke pin --packages DIR`.")
+        return PackageMissing(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
 
 
 # ELF e_machine values of the two arches CANN ships for.

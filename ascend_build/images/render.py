@@ -195,11 +195,18 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
 def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
     build argument and a staged file."""
-    text = _env().get_template(LAYER.template).render(
-        net_mounts=NET_MOUNTS, net_setup=NET_SETUP, wheel_cache=WHEEL_CACHE,
-        requirements_dir="/usr/local/share/ascend-build/requirements",
-        manifest="/usr/local/share/ascend-build/manifest.txt")
+    text = _env().get_template(LAYER.template).render(net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
+                                                      wheel_cache=WHEEL_CACHE)
     return Rendered(Path("images/layer/Dockerfile"), text)
+
+
+FINISH_TAR = "ascend-build-files.tar"
+
+
+def finish_dockerfile() -> Rendered:
+    """The second, tiny build that adds the project's own files to a built image."""
+    return Rendered(Path("images/finish/Dockerfile"), _env().get_template("finish.Dockerfile.j2").render(
+        tar_name=FINISH_TAR))
 
 
 def _quoted(requirements) -> list[str]:
@@ -220,7 +227,7 @@ _EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders, LAYER.name: l
 
 
 def render_all(matrix: Matrix) -> list[Rendered]:
-    return [r for kind in (RUNTIME, BUILDER, LAYER) for r in _EVERY[kind.name](matrix)]
+    return [r for kind in (RUNTIME, BUILDER, LAYER) for r in _EVERY[kind.name](matrix)] + [finish_dockerfile()]
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,16 @@ every Python package with its version and, where the stack is locked, the sha256
 very wheel that was installed (the installed WHEEL tags matched to the lock's files).
 
 `invoke build` writes it beside the build log and into the image before the image suite
-runs, so the tagged image carries the SBOM its tests saw; `invoke sbom --image REF`
-reads it back (or makes it, for an image built before SBOMs)."""
+runs (images/finish.py), so the tagged image carries the SBOM its tests saw; `invoke sbom
+--image REF` reads it back (or makes it, for an image built before SBOMs). The same image
+gives the same document byte for byte: its serial number comes from the image's content
+tag and its time from the build's SOURCE_DATE_EPOCH, not from the clock."""
 from __future__ import annotations
 
 import json
 import subprocess
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..engine import Engine
@@ -18,40 +22,7 @@ from ..errors import EngineError
 from ..matrix.lock import LAYERS, Lock, normalize
 from .kinds import LABEL_PREFIX, label
 
-SBOM_PATH = "/usr/local/share/ascend-build/sbom.cdx.json"
-REQUIREMENTS = "/usr/local/share/ascend-build/requirements"
-
-# Run inside the image (its own Python): what is installed, as JSON on stdout.
-_PROBE = r"""
-import json, pathlib, site, subprocess, importlib.metadata as md
-def run(cmd):
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError:
-        return None
-    return out.stdout if out.returncode == 0 else None
-def wheel_tags(d):
-    text = d.read_text("WHEEL") or ""
-    return [line[5:].strip() for line in text.splitlines() if line.startswith("Tag:")]
-req = pathlib.Path("%(req)s")
-print(json.dumps({
-    "os_release": pathlib.Path("/etc/os-release").read_text(),
-    "deb": run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Architecture}\n"]),
-    "rpm": run(["rpm", "-qa", "--qf", "%%{NAME}\t%%{VERSION}-%%{RELEASE}\t%%{ARCH}\n"]),
-    "python": [{"name": d.metadata["Name"], "version": d.version, "tags": wheel_tags(d)}
-               for d in md.distributions(path=site.getsitepackages())],
-    "requirements": {p.stem: p.read_text() for p in req.glob("*.txt")} if req.is_dir() else {},
-}))
-""" % {"req": REQUIREMENTS}
-
-
-def probe(engine: Engine, image: str, platform: str) -> dict:
-    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
-                                        "--entrypoint", "python", image, "-c", _PROBE),
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise EngineError(f"could not read the packages of {image}: {out.stderr.strip()[-500:]}")
-    return json.loads(out.stdout)
+from .probe import REQUIREMENTS, SBOM_PATH, probe
 
 
 def inspect(engine: Engine, image: str) -> dict:
@@ -92,8 +63,8 @@ def _wheel_sha(lock_files: dict[str, str], name: str, version: str, tags: list[s
     return None
 
 
-def make(labels: dict[str, str], image_ref: str, found: dict) -> str:
-    """The CycloneDX 1.6 JSON document for one image."""
+def make(labels: dict[str, str], image_ref: str, found: dict, epoch: int = 0) -> str:
+    """The CycloneDX 1.6 JSON document for one image, the same for the same inputs."""
     from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
@@ -102,7 +73,11 @@ def make(labels: dict[str, str], image_ref: str, found: dict) -> str:
 
     prop = lambda k, v: Property(name=f"{LABEL_PREFIX}:{k}", value=str(v))     # noqa: E731
     osr = _os_release(found["os_release"])
-    bom = Bom()
+    # A serial number and a time that say which image and which build, not when this ran.
+    serial = uuid.uuid5(uuid.NAMESPACE_URL, f"ascend-build:{labels.get(label('content-tag'), image_ref)}:"
+                                            f"{labels.get(label('platform'), '')}")
+    bom = Bom(serial_number=serial)
+    bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
     bom.metadata.component = Component(
         type=ComponentType.CONTAINER, name=image_ref.rsplit(":", 1)[0] if ":" in image_ref else image_ref,
         version=labels.get(label("content-tag"), ""), bom_ref="image",
@@ -146,11 +121,12 @@ def make(labels: dict[str, str], image_ref: str, found: dict) -> str:
     return JsonV1Dot6(bom).output_as_string(indent=2)
 
 
-def for_image(engine: Engine, image: str, platform: str | None = None, ref: str | None = None) -> str:
+def for_image(engine: Engine, image: str, platform: str | None = None, ref: str | None = None,
+              epoch: int = 0) -> str:
     info = inspect(engine, image)
     labels = info["Config"].get("Labels") or {}
     platform = platform or labels.get(label("platform")) or f"linux/{info.get('Architecture', 'amd64')}"
-    return make(labels, ref or (info.get("RepoTags") or [image])[0], probe(engine, image, platform))
+    return make(labels, ref or (info.get("RepoTags") or [image])[0], probe(engine, image, platform), epoch)
 
 
 def stored(engine: Engine, image: str, platform: str) -> str | None:
@@ -158,24 +134,3 @@ def stored(engine: Engine, image: str, platform: str) -> str | None:
     out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
                                         "--entrypoint", "cat", image, SBOM_PATH), capture_output=True, text=True)
     return out.stdout if out.returncode == 0 else None
-
-
-def add_to_image(engine: Engine, candidate: str, platform: str, path: Path) -> str:
-    """A new image: the candidate plus its SBOM file (one small layer; config, labels and
-    platform kept). Nothing runs: the file is copied into a created container."""
-    created = subprocess.run(engine.command("create", "--platform", platform, candidate), capture_output=True,
-                             text=True)
-    if created.returncode != 0:
-        raise EngineError(f"could not create a container of {candidate}: {created.stderr.strip()[:300]}")
-    container = created.stdout.strip()
-    try:
-        # podman: the image format its builds use (a commit message needs it, too)
-        fmt = ("--format", "docker") if engine.kind == "podman" else ()
-        for cmd in (("cp", str(path), f"{container}:{SBOM_PATH}"),
-                    ("commit", *fmt, "--message", "ascend-build: the image's SBOM (CycloneDX)", container)):
-            out = subprocess.run(engine.command(*cmd), capture_output=True, text=True)
-            if out.returncode != 0:
-                raise EngineError(f"{' '.join(cmd[:1])} of the SBOM into {candidate} failed: {out.stderr.strip()[:300]}")
-        return out.stdout.strip()
-    finally:
-        subprocess.run(engine.command("rm", "-f", container), capture_output=True)

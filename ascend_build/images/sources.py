@@ -18,6 +18,7 @@ from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
 from ..matrix import BuilderCell, Matrix
 from . import steps
+from .baseimage import advice, debian_base, local_pattern
 from .kinds import BUILDER, content_tag, readable_tag
 from .options import Site
 from .render import NET_SETUP, builder_dockerfile
@@ -53,6 +54,12 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
     dockerfile = steps.current_dockerfile(rendered)
     wanted = bcell.flavor.image.replace("{arch}", bcell.arch)      # the matrix's base, for --base-image
+    if site.debootstrap and wanted not in site.base_images:
+        suite = matrix.debootstrap_suite(wanted)
+        if not suite:
+            raise UserError(f"--debootstrap makes Debian bases; builder {bcell.flavor.name} ({wanted}) is not one. "
+                            + advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"))
+        site = replace(site, base_images={**site.base_images, wanted: local_pattern(suite)})
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
     content = content_tag(rendered.text, build_args, {})
@@ -68,9 +75,15 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
             return tags[0]
-        steps.check_base(engine, build_args["BASE_IMAGE"], wanted, bcell.platform)
-        steps.build_test_tag(engine, req, f"builder {bcell.name} ({bcell.platform})", tags, work / "build.log",
-                             lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite))
+        what = f"builder {bcell.name} ({bcell.platform})"
+        test = lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite)  # noqa: E731
+        if not site.no_cache and steps.reuse(engine, tags, content, what, site.retest, test):
+            return tags[0]
+        suite = matrix.debootstrap_suite(wanted)
+        make = (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
+        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.platform,
+                         advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"), make)
+        steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
         return tags[0]
 
 

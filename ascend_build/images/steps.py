@@ -9,8 +9,9 @@ import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .. import engine as eng
 from ..engine import interrupts
@@ -19,7 +20,15 @@ from ..errors import BuildFailed, EngineError, TestsFailed, UserError
 from .kinds import KINDS, RUNTIME, label, suites
 from .render import ROOT, Rendered
 
-MANIFEST = "/usr/local/share/ascend-build/manifest.txt"
+@dataclass(frozen=True)
+class Built:
+    """What a build left: the image tested and tagged (None: a dry run), its tags, log and
+    content tag."""
+    cell: Any
+    image_id: str | None
+    tags: list[str]
+    log: Path | None
+    content_tag: str
 
 
 def current_dockerfile(rendered: Rendered) -> Path:
@@ -58,28 +67,31 @@ def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], kind) -
         print(eng.show(engine.command("tag", "<built id>", tag)))
 
 
-def check_base(engine: eng.Engine, base: str, wanted: str, platform: str) -> None:
-    """The base image is here, or the engine can pull it, before anything is built: an
-    air-gapped site otherwise learns it from a DNS error deep in the build. `wanted` is
-    the matrix's name for it (what --base-image replaces)."""
+def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
+               make: Callable[[str, str], None] | None = None) -> None:
+    """The base image is here, or the engine can pull it (or `make` makes it), before
+    anything is built: an air-gapped site otherwise learns it from a DNS error deep in
+    the build. `advice` says what to do when none of that works."""
     if subprocess.run(engine.command("image", "inspect", base), capture_output=True).returncode == 0:
+        return
+    if make is not None:
+        make(base, platform)
         return
     print(f"base image {base} is not here; pulling it", flush=True)
     out = subprocess.run(engine.command("pull", "--platform", platform, base), capture_output=True, text=True)
     if out.returncode != 0:
         said = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no answer"]
-        raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n"
-                          f"Use a mirror: --base-image {wanted}=MIRROR/{wanted.split('/')[-1]}; or, for a Debian "
-                          f"base, make one without a registry: `invoke base-image --tag TAG --suite bookworm "
-                          f"--platform {platform}` and pass --base-image {wanted}=TAG")
+        raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n{advice}")
 
 
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
-                   test: Callable[[str], int], built: Callable[[str], None] | None = None,
-                   finish: Callable[[str], str] | None = None) -> str:
+                   test: Callable[[str], int], finish: Callable[[str], str] | None = None,
+                   keep_failed: bool = False) -> str:
     """Build an untagged candidate, test it, and tag it only when the tests pass.
-    `built` sees every candidate, tested or not; `finish` turns it into the image that is
-    tested and tagged (a runtime image gets its SBOM there)."""
+    `finish` turns the candidate into the image that is tested and tagged (a runtime image
+    gets its manifest and SBOM there). What this leaves behind is only the tagged image:
+    a failed one is removed (`keep_failed` keeps it to debug), and an image the tags moved
+    away from is removed once nothing names it."""
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
     cmd, env = engine.build_command(req)
@@ -88,30 +100,91 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     if code != 0:
         tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
         raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}.{tls_hint(tail)}")
-    image_id = req.iidfile.read_text().strip()
-    if built:
-        built(image_id)
-    if finish:
-        image_id = finish(image_id)
-    if test(image_id) != 0:
-        raise TestsFailed(f"image tests failed for {image_id} ({what}); nothing was tagged. "
-                          f"Rerun them with `invoke test --image {image_id}`")
+    candidate = req.iidfile.read_text().strip()
+    try:
+        image = finish(candidate) if finish else candidate
+    except BaseException:
+        with interrupts.deferred():
+            remove_untagged(engine, [candidate])
+        raise
+    # The candidate before `finish` is nobody's: the finished image carries its layers.
+    leftovers = [candidate] if image != candidate else []
+    if test(image) != 0:
+        if keep_failed:
+            raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged. It is kept (--keep-failed):"
+                              f" rerun them with `invoke test --image {image}`, remove it with "
+                              f"`{engine.client} rmi {image}`")
+        with interrupts.deferred():
+            remove_untagged(engine, [image] + leftovers)
+        raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged and the image was removed "
+                          f"(build again with --keep-failed to keep it for debugging)")
     interrupts.check()                  # one that came between the steps
-    with interrupts.deferred():         # all tags or none: an interrupt waits for the last
+    tag_all(engine, image, tags)
+    with interrupts.deferred():
+        remove_untagged(engine, leftovers)
+    print(f"tested and tagged {image}:\n  " + "\n  ".join(tags))
+    return image
+
+
+def reuse(engine: eng.Engine, tags: list[str], content: str, what: str, retest: bool,
+          test: Callable[[str], int]) -> str | None:
+    """The image tagged with this content tag (tags[1]), if it is here: it passed its tests
+    when it was tagged, from exactly these inputs. Every tag of the image is set on it
+    again; with `retest` its suite runs first, and a failure takes its tags away."""
+    found = image_id(engine, tags[1])
+    if found is None or label_of(engine, found, "content-tag") != content:
+        return None
+    if retest:
+        print(f"{tags[1]} is here; --retest: running its suite again", flush=True)
+        if test(found) != 0:
+            with interrupts.deferred():
+                for tag in tags:
+                    subprocess.run(engine.command("rmi", tag), capture_output=True)
+            raise TestsFailed(f"{tags[1]} ({what}) failed its suite again; its tags were removed")
+    tag_all(engine, found, tags)
+    print(f"{tags[1]} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
+          f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags), flush=True)
+    return found
+
+
+def label_of(engine: eng.Engine, image: str, key: str) -> str:
+    out = subprocess.run(engine.command("image", "inspect", "--format",
+                                        '{{index .Config.Labels "' + label(key) + '"}}', image),
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def image_id(engine: eng.Engine, ref: str) -> str | None:
+    out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True,
+                         text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def tag_all(engine: eng.Engine, image: str, tags: list[str]) -> None:
+    """All tags or none (an interrupt waits for the last); the images they named before
+    are removed when no tag names them any more (a rebuild leaves nothing dangling)."""
+    with interrupts.deferred():
+        before = {i for i in (image_id(engine, t) for t in tags) if i}
         for tag in tags:
-            if _quiet(engine.command("tag", image_id, tag)) != 0:
-                raise EngineError(f"could not tag {image_id} as {tag}")
+            if _quiet(engine.command("tag", image, tag)) != 0:
+                raise EngineError(f"could not tag {image} as {tag}")
         interrupts.record(f"tagged {tags[0]}")
-    print(f"tested and tagged {image_id}:\n  " + "\n  ".join(tags))
-    return image_id
+        remove_untagged(engine, sorted(before - {image_id(engine, image)}))
+
+
+def remove_untagged(engine: eng.Engine, images: list[str]) -> None:
+    """Remove these images where no tag names them (an image something still uses stays)."""
+    for image in images:
+        out = subprocess.run(engine.command("image", "inspect", "--format", "{{len .RepoTags}}", image),
+                             capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip() == "0":
+            subprocess.run(engine.command("rmi", image), capture_output=True, start_new_session=True)
 
 
 def kind_of(engine: eng.Engine, image: str) -> str:
     """An image's kind, from its label (images built before the label: runtime)."""
-    out = subprocess.run(engine.command("image", "inspect", "--format",
-                                        '{{index .Config.Labels "' + label("kind") + '"}}', image),
-                         capture_output=True, text=True)
-    return out.stdout.strip() if out.stdout.strip() in KINDS else RUNTIME.name
+    kind = label_of(engine, image, "kind")
+    return kind if kind in KINDS else RUNTIME.name
 
 
 def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
@@ -125,17 +198,6 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
     print("$ " + eng.show(cmd), flush=True)
     # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
     return eng.run(cmd, cwd=ROOT)
-
-
-def copy_manifest(engine: eng.Engine, image: str, platform: str, dest: Path) -> None:
-    """The image's package manifest, beside the build log."""
-    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--entrypoint", "cat", image, MANIFEST),
-                         capture_output=True, text=True)
-    if out.returncode == 0:
-        dest.write_text(out.stdout)
-        print(f"package manifest: {dest}")
-    else:
-        print(f"WARNING: could not read {MANIFEST} from {image}: {out.stderr.strip()[:200]}", file=sys.stderr)
 
 
 def _quiet(cmd: list[str]) -> int:

@@ -17,8 +17,8 @@ from ..errors import UserError
 from ..matrix import Cell, Matrix
 from ..matrix import layerlock
 from ..matrix import lock as locks
-from . import steps
-from .build import BuildResult, work_dir
+from . import finish, steps
+from .steps import Built
 from .kinds import LAYER, content_tag, readable_tag
 from .options import Inputs, Site
 from .render import layer_dockerfile
@@ -75,20 +75,26 @@ def _lock(req, lines, cell, hold, net, wheelhouse, dry):
     return lock_layer(req.name, req.requirements, lines, cell, hold, net, wheelhouse)
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: BuildResult, req: LayerRequest,
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: LayerRequest,
           lock: layerlock.LayerLock, engine_kind: str = "docker", client: str | None = None,
-          run_tests=None) -> BuildResult:
+          run_tests=None) -> Built:
     rendered = layer_dockerfile(matrix)
     dockerfile = steps.current_dockerfile(rendered)
     engine = eng.for_task(engine_kind, client, site.dry)
     cell = matrix.aliased(cell)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
-    build_args = {"RUNTIME_IMAGE": base, "LAYER_NAME": req.name}
-    content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256})
+    build_args = {"RUNTIME_IMAGE": base}
+    content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
     tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
     labels = LAYER.labels(cell, content, base, req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}")
-    work = work_dir(site, cell, engine_kind).with_name(work_dir(site, cell, engine_kind).name + f"-{req.name}")
+    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine_kind)
     ctx = work / "context"
+    what = f"user layer {req.name} on {cell.name} ({cell.platform})"
+    test = run_tests or steps.run_image_tests
+    if not site.dry and not site.no_cache:
+        reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
+        if reused:
+            return Built(cell, reused, tags, None, content)
     with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                 build_args=build_args, secrets=secrets, labels=labels,
@@ -96,27 +102,18 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Build
         if site.dry:
             print(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
             steps.show_dry(engine, breq, tags, LAYER)
-            return BuildResult(cell, None, tags, None, content)
+            return Built(cell, None, tags, None, content)
         work.mkdir(parents=True, exist_ok=True)
         try:
             _stage(ctx, lock, req.wheelhouse)
-            test = run_tests or steps.run_image_tests
-            image_id = steps.build_test_tag(engine, breq, f"user layer {req.name} on {cell.name} ({cell.platform})",
-                                            tags, work / "build.log", lambda image: test(image, matrix.path, engine),
-                                            finish=lambda image: _with_sbom(engine, image, cell, tags[0], work))
+            image_id = steps.build_test_tag(
+                engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
+                lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags[0], work).image,
+                keep_failed=site.keep_failed)
         finally:
             with interrupts.deferred():
                 shutil.rmtree(ctx, ignore_errors=True)
-    return BuildResult(cell, image_id, tags, work / "build.log", content)
-
-
-def _with_sbom(engine: eng.Engine, candidate: str, cell: Cell, ref: str, work: Path) -> str:
-    """The runtime's SBOM made again for the layer: its packages with their locked sums."""
-    from . import sbom
-    path = work / "sbom.cdx.json"
-    path.write_text(sbom.for_image(engine, candidate, cell.platform, ref))
-    print(f"sbom: {path}")
-    return sbom.add_to_image(engine, candidate, cell.platform, path)
+    return Built(cell, image_id, tags, work / "build.log", content)
 
 
 def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> None:

@@ -26,6 +26,10 @@ class Era:
     tree: str                # the installed tree, relative to the install path: {v}
     toolkit_home: str        # ASCEND_TOOLKIT_HOME, as set_env.sh sets it
     set_env: str             # the set_env.sh an image sources
+    # Where the operator package records its version, below the toolkit home (globs), and
+    # whether that is known or only inferred (see OPS_VERSION below).
+    ops_version: tuple[str, ...] = ("opp_kernel/version.info",)
+    ops_version_known: bool = True
 
     def home(self, version: str) -> str:
         return self.toolkit_home.format(root=ROOT, v=version)
@@ -37,16 +41,29 @@ class Era:
         return self.tree.format(v=version)
 
 
+# Up to 8.3 the kernels package writes opp_kernel/version.info (Huawei's install guides
+# check it there: `cat .../ascend-toolkit/latest/opp_kernel/version.info`). For the operator
+# packages from 8.5 on, no install guide names the file: the open-source operator libraries
+# they bundle (cann/ops-nn, ops-math, ...) install theirs as share/info/<library>/version.info
+# below the cann tree, which is what is looked for, with opp_kernel/ in case it stayed.
+OPS_VERSION = dict(ops_version=("opp_kernel/version.info", "share/info/ops*/version.info"), ops_version_known=False)
 _CLASSIC = dict(ops=False, tree="ascend-toolkit/{v}", toolkit_home="{root}/ascend-toolkit/latest",
                 set_env="{root}/ascend-toolkit/set_env.sh")
 ERAS = {
     "noarch": Era("noarch", "Ascend-cann-kernels-{chip}_{v}_linux.run", **_CLASSIC),
     "arch": Era("arch", "Ascend-cann-kernels-{chip}_{v}_linux-{arch}.run", **_CLASSIC),
     "8.5": Era("8.5", "Ascend-cann-{chip}-ops_{v}_linux-{arch}.run", True, "cann-{v}", "{root}/cann-{v}",
-               "{root}/ascend-toolkit/set_env.sh"),
+               "{root}/ascend-toolkit/set_env.sh", **OPS_VERSION),
     "9": Era("9", "Ascend-cann-{chip}-ops_{v}_linux-{arch}.run", True, "cann-{v}", "{root}/cann-{v}",
-             "{root}/cann/set_env.sh"),
+             "{root}/cann/set_env.sh", **OPS_VERSION),
 }
+
+
+def ops_version_names(text: str) -> set[str]:
+    """The release names a version.info states (version=, version_dir=; any case):
+    8.3's says Version=8.3.T5.0.B028 (a build number) and version_dir=8.3.RC1."""
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {v.strip().strip('"') for k, v in pairs if k.strip().lower() in ("version", "version_dir")}
 
 
 def era_of(version: str) -> Era:

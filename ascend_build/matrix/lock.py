@@ -194,6 +194,9 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
     Python in its stack's range; without `refresh` only those missing or stale
     (`existing_only`: only stale ones, as `invoke update` does)."""
     from ..platforms import get
+    for python in pythons:
+        if not re.fullmatch(r"3\.[0-9]{1,2}", python):
+            raise UserError(f"--python {python!r}: expected a minor version like 3.11")
     for name in stacks:
         if name not in matrix.stacks:
             raise UserError(f"unknown stack {name!r}; {matrix.path} defines: {', '.join(matrix.stacks)}")

@@ -36,6 +36,7 @@ class OSBase:
     image: str
     family: str        # apt or dnf: which package manager the template speaks
     python: str        # the distro's python3 minor version
+    suite: str | None = None   # a Debian release debootstrap can make without a registry
 
 
 @dataclass(frozen=True)
@@ -264,14 +265,34 @@ class Matrix:
                             f"{st.python_min}-{st.python_max}")
         return BuilderCell(st, b, tuple(usable), self._platform(platform))
 
+    def debootstrap_suite(self, image: str) -> str | None:
+        """The Debian suite that makes `image` without a registry, if the matrix names one."""
+        return next((o.suite for o in self.os.values() if o.image == image and o.suite), None)
+
+    def offline_os(self, stack: Stack) -> OSBase | None:
+        """The OS whose base debootstrap can make for this stack, its distro Python first
+        (nothing compiled), for when the stack's base image cannot be pulled."""
+        debian = [o for o in self.os.values() if o.suite]
+        return next((o for o in debian if o.python in stack.pythons()), debian[0] if debian else None)
+
     def _stack(self, name: str | None) -> Stack:
         name = name or self.defaults["torch"]
-        if name not in self.stacks:
-            raise UserError(f"unknown torch stack {name!r}; {self.path} defines: {', '.join(self.stacks)}. "
-                            f"To add a line: `invoke update` imports Huawei's torch_npu and CANN releases into "
-                            f"{self.path}; then add a `stacks:` entry naming the torch_npu release, its CANN and "
-                            f"the Python range (see the 2.10.0 entry)")
-        return self.stacks[name]
+        if name in self.stacks:
+            return self.stacks[name]
+        releases = self.source.data.get("torch_npu_releases") or {}
+        mine = {r: v for r, v in releases.items() if r == name or r.startswith(name + ".")}
+        paired = [r for r, v in mine.items() if v.get("cann")]
+        if mine and not paired:
+            raise UserError(f"unknown torch stack {name!r}: torch_npu {', '.join(mine)} is on PyPI but unpaired: the "
+                            f"data {self.path} imported publishes no CANN release for it, so a stack on it would be "
+                            f"refused. `invoke update` brings the pairing once Huawei publishes it; the lines here: "
+                            f"{', '.join(self.stacks)}")
+        hint = (f"torch_npu {', '.join(paired)} is paired (torch_npu_releases): add a `stacks:` entry naming it, "
+                f"its CANN and the Python range (see the 2.10.0 entry)" if paired else
+                f"`invoke update` imports Huawei's torch_npu and CANN releases into {self.path}; then add a "
+                f"`stacks:` entry naming the torch_npu release, its CANN and the Python range (see the 2.10.0 entry)")
+        raise UserError(f"unknown torch stack {name!r}; {self.path} defines: {', '.join(self.stacks)}. To add a "
+                        f"line: {hint}")
 
     def _platform(self, platform: str | None) -> str:
         platform = platform or self.defaults["platform"]
@@ -349,7 +370,7 @@ _SCHEMA = s.record({
         "image": s.string(r"\S+", "an image reference"),
         "family": s.one_of("apt", "dnf"),
         "python": s.string(MINOR, "a python minor version like \"3.10\""),
-    })),
+    }, {"debootstrap": s.string(r"[a-z]+", "a Debian suite like bookworm")})),
     "pythons": s.map_of(s.string(MINOR, "a python minor version like \"3.10\""), s.record({
         "version": s.string(r"3\.[0-9]+\.[0-9]+", "a full CPython version like 3.9.2"),
         "urls": s.list_of(s.string(r"(https?|file)://\S+", "a URL")),
@@ -456,7 +477,7 @@ def load_text(text: str, path: Path) -> Matrix:
 
 def _build(path: Path, src: Located) -> Matrix:
     d = src.data
-    oses = {k: OSBase(k, v["image"], v["family"], v["python"]) for k, v in d["os"].items()}
+    oses = {k: OSBase(k, v["image"], v["family"], v["python"], v.get("debootstrap")) for k, v in d["os"].items()}
     pythons = {k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256"))
                for k, v in d["pythons"].items()}
     cann = {}

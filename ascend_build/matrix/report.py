@@ -38,10 +38,18 @@ def stacks_table(matrix: Matrix) -> str:
         cann = matrix.cann[st.cann]
         rows.append({"stack": st.name, "torch / torch_npu": f"{st.torch} / {st.torch_npu}",
                      "CANN (driver)": f"{cann.version} ({cann.driver})",
-                     "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
+                     "Python": _pythons(matrix, st),
                      "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
                      "toolchain": _toolchain(matrix, st)})
     return table(rows)
+
+
+def _pythons(matrix: Matrix, st) -> str:
+    """The range, and the Python an image on the default OS gets (its distro's when it fits)."""
+    os = matrix.os[matrix.defaults["os"]]
+    default = st.python_for(os)
+    how = "the distro's" if default == os.python else "built from source"
+    return f"{st.python_min}-{st.python_max} ({default} on {os.name}, {how})"
 
 
 def _toolchain(matrix: Matrix, st) -> str:
@@ -70,16 +78,37 @@ def _companions(matrix: Matrix, st) -> str:
 def matrix_table(matrix: Matrix) -> str:
     cells = matrix.image_cells()
     files = {}
-    for c in cells:
-        files.setdefault(c.toolkit.file, c.toolkit.url)
-        files.setdefault(c.kernels.file, c.kernels.url)
+    for c in cells:         # what Huawei publishes: the .zip where its sum is known
+        for f in (c.toolkit, c.kernels):
+            files.setdefault(f.zip if f.zip_sha256 else f.file, f.zip_url if f.zip_sha256 else f.url)
     text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
-    unpaired = [r for r, v in matrix.source.data["torch_npu_releases"].items() if not v["cann"]]
-    if unpaired:
-        text += ("\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
-                 + ", ".join(unpaired))
+    text += _unpaired(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
+    return text
+
+
+def _unpaired(matrix: Matrix) -> str:
+    """torch_npu releases with no CANN pairing, split into those older than the data the
+    import reads (a bare release before the first post of its line) and the rest."""
+    from packaging.version import Version
+    releases = matrix.source.data["torch_npu_releases"]
+    unpaired = [r for r, v in releases.items() if not v["cann"]]
+    first = {}
+    for r, v in releases.items():
+        if v["cann"]:
+            base = Version(r).base_version
+            first[base] = min(first.get(base, r), r, key=Version)
+    older = [r for r in unpaired if Version(r).base_version in first and Version(r) < Version(first[Version(r).base_version])]
+    newer = [r for r in unpaired if r not in older]
+    text = ""
+    if newer:
+        text += ("\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
+                 + ", ".join(newer))
+    if older:
+        text += ("\n\ntorch_npu on PyPI older than the pairings the imported data covers (each before the first "
+                 "paired release of its line): " + ", ".join(f"{r} (data starts at {first[Version(r).base_version]})"
+                                                          for r in older))
     return text
 
 

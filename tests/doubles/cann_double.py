@@ -5,7 +5,8 @@ system's own era table, so that a wrong table fails the image tests). Builds mak
 installer's flags (--install --quiet --install-for-all --install-path= --full --devel
 --check), refuse unknown flags, a wrong-arch host and a kernels install before the
 toolkit, verify their payload on --check, and lay out the real tree: set_env.sh,
-latest -> <version>, <arch>-linux/ascend_toolkit_install.info, opp_kernel/version.info,
+latest -> <version>, <arch>-linux/ascend_toolkit_install.info, opp_kernel/version.info (up to 8.3;
+share/info/ops_*/version.info for the 8.5+ operator package),
 /etc/Ascend records, and stub shared libraries with the real sonames (compiled for the
 target arch) so that linker-path checks in the image tests mean something.
 
@@ -118,8 +119,18 @@ if [ "$DOUBLE_KIND" = toolkit ]; then
     rm "$tree/.set_env.sh.in"
     printf 'Install_Path=%s\n' "$path" > /etc/Ascend/ascend_cann_install.info
 else
-    mkdir -p "$tree/opp_kernel"
-    printf 'Version=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_CHIP" > "$tree/opp_kernel/version.info"
+    if [ "$DOUBLE_NEW_LAYOUT" = 1 ]; then
+        # 8.5+ operator package: the libraries it bundles each record their version under
+        # share/info/<library>/ (as the open-source cann/ops-* packages install theirs).
+        for lib in ops_nn ops_math ops_transformer; do
+            mkdir -p "$tree/share/info/$lib"
+            printf 'Version=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_CHIP" > "$tree/share/info/$lib/version.info"
+        done
+    else
+        mkdir -p "$tree/opp_kernel"
+        printf 'Version=%s\nversion_dir=%s\nchip=%s\n' "$DOUBLE_VERSION" "$DOUBLE_VERSION" "$DOUBLE_CHIP" \
+            > "$tree/opp_kernel/version.info"
+    fi
 fi
 say "[INFO] $DOUBLE_KIND $DOUBLE_VERSION installed in $path (CANN TEST DOUBLE)"
 exit 0

@@ -54,7 +54,25 @@ def test_toolkit_home_is_the_installed_release(host, cell, image_env):
     fields = dict(line.split("=", 1) for line in info.content_string.splitlines() if "=" in line)
     assert fields["version"] == cell.cann.version
     assert fields["arch"] == cell.arch
-    assert host.file(f"{home}/opp_kernel/version.info").is_file, "kernels package not installed"
+
+
+def test_operator_package_is_installed(host, cell, image_env):
+    """The kernels (up to 8.3) or operator package (8.5+) for the image's CANN. Up to 8.3 its
+    version file is documented (opp_kernel/version.info); for the 8.5+ operator package it
+    is looked for where the open-source operator libraries put theirs, and when it is not
+    there the test says it could not confirm the install rather than guess."""
+    from ascend_build.matrix.eras import ops_version_names
+    era, home = cell.cann.era, image_env["ASCEND_TOOLKIT_HOME"]
+    found = host.run("for g in " + " ".join(f"{shlex.quote(home)}/{g}" for g in era.ops_version)
+                     + '; do [ -f "$g" ] && echo "$g"; done').stdout.split()
+    if not found:
+        where = ", ".join(f"{home}/{g}" for g in era.ops_version)
+        if era.ops_version_known:
+            pytest.fail(f"no operator package version file at {where}: the kernels package is not installed")
+        pytest.skip(f"could not confirm CANN {cell.cann.version}'s operator package: no version file at {where} "
+                    f"(where this package records its version was not seen by this project)")
+    named = set().union(*(ops_version_names(host.file(f).content_string) for f in found))
+    assert cell.cann.version in named, f"{found} name {sorted(named)}, not CANN {cell.cann.version}"
 
 
 def test_plain_docker_run_has_the_environment(docker_run, cell):

@@ -305,3 +305,15 @@ def test_require_pins_refuses_a_bare_run_that_only_the_zip_sum_could_verify(tmp_
     entry = zip_file_entry(run.name, "1" * 64)
     with pytest.raises(PackageError, match="a bare .run with no sha256"):
         PackageStore([tmp_path / "pk"], tmp_path / "cache").locate(entry, require_pin=True)
+
+
+def test_a_bare_run_in_a_relative_folder_passes_its_own_check(tmp_path, monkeypatch):
+    """The README's default, `./packages` with unpinned bare .run files: the installer's
+    `--check` runs in another folder, so the path it gets must not be relative."""
+    from tests.doubles.cann_double import make_run
+    good = make_run(tmp_path / "packages", "toolkit", "8.0.RC3", "aarch64")
+    unpinned = CannFile("toolkit", good.name, "https://example.invalid/" + good.name, None,
+                        ("cann", "8.0.RC3", "toolkit", "aarch64"))
+    monkeypatch.chdir(tmp_path)
+    got = PackageStore([Path("packages")], Path("cache"), download=False).locate(unpinned)
+    assert got.path == good and got.path.is_absolute() and not got.pinned

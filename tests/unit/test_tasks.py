@@ -173,7 +173,7 @@ def test_dry_build_with_a_user_layer_shows_both_builds(tmp_path):
     assert out.returncode == 0, out.stderr
     runtime = re.search(r"docker tag '<built id>' (ascend-runtime:sha-[0-9a-f]{16}-arm64)", out.stdout)[1]
     assert f"-f {ROOT}/images/layer/Dockerfile" in out.stdout
-    assert f"--build-arg RUNTIME_IMAGE={runtime}" in out.stdout and "--build-arg LAYER_NAME=nlp" in out.stdout
+    assert f"--build-arg RUNTIME_IMAGE={runtime}" in out.stdout and "torch2.1.0-nlp-arm64" in out.stdout
     assert "ascend-runtime:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-nlp-arm64" in out.stdout
     assert "pytest tests/image tests/layer_image" in out.stdout
     out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--layer-name", "nlp")

@@ -330,6 +330,9 @@ def write(path: Path, result: Result) -> None:
 
 def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:
     """pip's own options for the site's index, CA and proxy (pip also reads its config)."""
+    from ...engine.network import Network, check
+    from pathlib import Path as _Path
+    check(Network(_Path(ca_bundle) if ca_bundle else None, index_url, {"proxy": proxy} if proxy else {}, "host"))
     return ((["--index-url", index_url] if index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
             + (["--proxy", proxy] if proxy else []))
 

@@ -1,0 +1,52 @@
+"""Every task, every option, given nonsense: a clear refusal (or a dry run's preview),
+never a Python traceback, never a task that runs off with the nonsense (each case has
+20 s). Flags without a value are left out: they carry no nonsense. The cases run in one
+child process (tests/unit/task_fuzz_runner.py) that imports tasks.py once and forks per
+case: one interpreter start instead of hundreds."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NONSENSE = ["nonsense", "", "x" * 300]        # a word, nothing, a path the system refuses
+
+
+def options_of_every_task() -> dict[str, list[tuple[str, bool]]]:
+    """task name -> [(option, takes a value)], from invoke's own view of tasks.py."""
+    from invoke import Collection
+    import tasks
+    found = {}
+    for name, task in Collection.from_module(tasks).tasks.items():
+        found[name] = [(arg.name.replace("_", "-").strip("-"), arg.kind is not bool)
+                       for arg in task.get_arguments()]
+    return found
+
+
+def cases() -> list[list[str]]:
+    out = []
+    for name, options in options_of_every_task().items():
+        dry = ["--dry"] if any(o == "dry" for o, _ in options) else []
+        for option, takes_value in options:
+            for value in NONSENSE if takes_value else []:
+                out.append([name, f"--{option}", value] + dry)
+    return out
+
+
+def test_no_task_tracebacks_or_runs_off_on_nonsense(tmp_path):
+    all_cases = cases()
+    assert len(all_cases) > 350, "every option of every task is fuzzed"
+    spec = tmp_path / "cases.json"
+    spec.write_text(json.dumps(all_cases))
+    env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / "unit" / "task_fuzz_runner.py"), str(spec)],
+                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=3000)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    bad = [r for r in results if r["problem"]]
+    assert bad == [], "\n".join(f"{' '.join(r['argv'])}: {r['problem']}" for r in bad[:40])
+    # Refused means an exit code the README lists (or a dry run's 0), with a message.
+    assert {r["code"] for r in results} <= {0, 1, 2, 3, 4, 5, 6, 130}

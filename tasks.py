@@ -270,6 +270,11 @@ SOURCE_HELP = {
     "pip_index_url": BUILD_HELP["pip_index_url"], "docker": BUILD_HELP["docker"], "dry": BUILD_HELP["dry"],
     "proxy": BUILD_HELP["proxy"], "no_proxy": BUILD_HELP["no_proxy"], "network": BUILD_HELP["network"],
 }
+BUILDER_HELP = {
+    **SOURCE_HELP, "debootstrap": "make a missing Debian base image here with debootstrap (the offline flavors)",
+    "retest": BUILD_HELP["retest"], "keep_failed": BUILD_HELP["keep_failed"], "no_cache": BUILD_HELP["no_cache"],
+    "pip_on": BUILD_HELP["pip_on"],
+}
 
 
 def _path(value: str | None) -> Path | None:
@@ -284,17 +289,17 @@ def _site(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None, 
                 **more)
 
 
-@task(auto_shortflags=False, iterable=["base_image"], help=SOURCE_HELP)
+@task(auto_shortflags=False, iterable=["base_image"], help=BUILDER_HELP)
 @user_errors
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
             pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-            network=None):
+            network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto"):
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
     from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
-    engine = eng.for_task("docker", docker, dry)
-    build_builder(m, m.builder_cell(torch, flavor, python, platform), _site(base_image, ca_bundle,
-                  pip_index_url, dry, proxy, no_proxy, network), engine)
+    site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, debootstrap=debootstrap,
+                 retest=retest, keep_failed=keep_failed, no_cache=no_cache, pip_on=pip_on)
+    build_builder(m, m.builder_cell(torch, flavor, python, platform), site, eng.for_task("docker", docker, dry))
 
 
 def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix):

@@ -11,7 +11,6 @@ import shutil
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from platform import machine
 
 from .. import engine as eng
 from ..engine import interrupts
@@ -210,28 +209,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
                             _cann_sums(cell, toolkit, kernels))
     return Plan(cell, rendered, toolkit, kernels, inputs, requirements, lock.where if lock else None, build_args,
-                _host_args(cell, site), content, tags, labels, work_dir(site, cell, engine_kind))
-
-
-def _host_args(cell: Cell, site: Site) -> dict[str, str]:
-    """The build arguments that say how this machine builds the image, not what is in it:
-    where pip runs (the fast path: on the build machine, from the same OS release for its
-    arch). (Whether downloads are made again is not one: see network.secret_files.)"""
-    args = {"PIP_ON": "target"}
-    if not site.pip_native(cell.target):
-        return args
-    builder = host_platform()
-    if builder is None:
-        raise UserError(f"--pip-on native: this machine ({machine()}) is not one of the build platforms")
-    base = site.build_machine_base(cell.os.image, builder)
-    if base is None:
-        if site.pip_on == "auto":
-            print(f"python packages: --base-image {cell.os.image}={site.base(cell.os.image, cell.target)} names "
-                  f"one arch's image, so pip runs in the image; put {{arch}} in it (with a {builder.suffix} image "
-                  f"there) for the fast path")
-            return args
-        base = site.base(cell.os.image, builder)        # --pip-on native: the user's word for it
-    return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": cell.arch}
+                site.pip_args(cell.target, cell.os.image), content, tags, labels, work_dir(site, cell, engine_kind))
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:

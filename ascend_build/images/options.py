@@ -62,6 +62,29 @@ class Site:
             return target.emulated() and host() is not None
         return self.pip_on == "native"
 
+    def pip_args(self, target: Platform, image: str, builder_image: str | None = None) -> dict[str, str]:
+        """The build arguments that say how this machine builds an image, not what is in it:
+        where pip runs (the fast path: on the build machine, FROM `builder_image`, the same
+        release of the base as `image` for the build machine's arch; by default the same
+        name). Not part of the content tag."""
+        args = {"PIP_ON": "target"}
+        if not self.pip_native(target):
+            return args
+        builder = host()
+        if builder is None:
+            import platform
+            raise UserError(f"--pip-on native: this machine ({platform.machine()}) is not one of the build platforms")
+        named = builder_image or image
+        base = self.build_machine_base(named, builder)
+        if base is None:
+            if self.pip_on == "auto":
+                print(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
+                      f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
+                      f"path")
+                return args
+            base = self.base(named, builder)        # --pip-on native: the user's word for it
+        return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": target.arch}
+
     def build_machine_base(self, image: str, builder: Platform) -> str | None:
         """The base of the build machine's stages: the same release for its arch. None
         when this site replaces the image by one image of one arch (no {arch} in it)."""

@@ -143,6 +143,14 @@ def builder_toolchain(b: Builder, gcc: int, pythons: list[str]) -> str:
     return net_run(_TOOLCHAIN["manylinux"].format(packages=f" {toolset}-gcc {toolset}-gcc-c++" if toolset else ""))
 
 
+def native_pythons(b: Builder, pythons: list[str]) -> str:
+    """The build machine's stage of a builder needs only the Pythons (and their venv):
+    Debian's packages; a manylinux image has them under /opt/python already."""
+    if b.family != "apt":
+        return "# the manylinux image carries every CPython under /opt/python"
+    return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons))))
+
+
 def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     pythons = [p for p in b.pythons if p in stack.pythons()]
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
@@ -152,6 +160,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     text = _env().get_template(BUILDER.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
         default_base=b.image.replace("{arch}", "aarch64"), toolchain=builder_toolchain(b, stack.gcc, pythons),
+        native_pythons=native_pythons(b, pythons),
         cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
         build_requirements=" ".join(_quoted(build_requirements(stack))), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)

@@ -17,6 +17,7 @@ from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
 from ..matrix import BuilderCell, Matrix
+from ..platforms import host as host_platform
 from . import steps
 from .baseimage import advice, debian_base, local_pattern
 from .kinds import BUILDER, content_tag, readable_tag
@@ -63,14 +64,22 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
     content = content_tag(rendered.text, build_args, {})
+    # The venvs made on the build machine for the image's machine when cross-building
+    # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
+    here = host_platform()
+    host_args = site.pip_args(bcell.target, wanted, bcell.flavor.image.replace("{arch}", here.arch) if here else None)
+    print("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
+                                          if host_args["PIP_ON"] == "native" else f"in the image ({bcell.platform})"))
     tags = BUILDER.tags(repository, bcell.name, content, bcell.target)
     work = site.work / f"builder-{bcell.name}-{bcell.target.suffix}"
     ctx = work / "context"
-    ctx.mkdir(parents=True, exist_ok=True)      # the builder needs no files: an empty context
+    ctx.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
     with steps.secrets(site.net) as secrets:
-        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform, build_args=build_args,
-                               secrets=secrets, labels=BUILDER.labels(bcell, content, build_args["BASE_IMAGE"]),
-                               iidfile=work / "image-id", network=site.network)
+        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform,
+                               build_args={**build_args, **host_args}, secrets=secrets,
+                               labels=BUILDER.labels(bcell, content, build_args["BASE_IMAGE"]),
+                               iidfile=work / "image-id", network=site.network, no_cache=site.no_cache)
         if engine is None or site.dry:
             print(f"# builder {bcell.name}: build unless {tags[0]} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
@@ -81,8 +90,10 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             return tags[0]
         suite = matrix.debootstrap_suite(wanted)
         make = (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
-        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.platform,
-                         advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"), make)
+        said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
+        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.platform, said, make)
+        if host_args["PIP_ON"] == "native":
+            steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(here), said, make)
         steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
         return tags[0]
 

@@ -150,6 +150,7 @@ BUILD_HELP = {
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release branch)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
+    "builder_repository": "the repository of the builder images for source builds (default ascend-builder)",
     "no_cache": "rebuild every step (ignore the layer cache) and download every file again",
     "pip_on": "where pip installs the Python packages: auto (default: on the build machine when it cross-builds), "
               "native (on the build machine, for the image's arch: no qemu) or target (in the image)",
@@ -179,7 +180,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
-          retest=False, keep_failed=False):
+          retest=False, keep_failed=False, builder_repository="ascend-builder"):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
@@ -188,7 +189,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
                  debootstrap=debootstrap, retest=retest, keep_failed=keep_failed)
     inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
-                    builder_flavor=builder_flavor)
+                    builder_flavor=builder_flavor, builder_repository=builder_repository)
     m = load_matrix(matrix)
     if for_host:
         from ascend_build.host import doctor as doc
@@ -235,9 +236,15 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
         raise UserError("--matrix, --engine and --docker choose what the image suite runs on: give --image REF "
                         "(the whole suite uses the committed matrix and starts its engines itself)")
     else:
+        # Two lanes side by side (tests/conftest.py: LANES); each module's wall time at the end.
+        import os as _os
+        import tempfile
+        with tempfile.NamedTemporaryFile(prefix="ascend-build-timings-", suffix=".jsonl", delete=False) as fh:
+            timings = fh.name
         code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
-                               "--durations=25"],
-                              cwd=ROOT).returncode
+                               "--durations=25", "-n", "2", "--dist", "loadgroup"], cwd=ROOT,
+                              env={**_os.environ, "ASCEND_BUILD_TEST_TIMINGS": timings}).returncode
+        Path(timings).unlink(missing_ok=True)
     if code != 0:
         raise Exit(code=code)
 
@@ -269,6 +276,7 @@ SOURCE_HELP = {
     "base_image": BUILD_HELP["base_image"], "ca_bundle": BUILD_HELP["ca_bundle"],
     "pip_index_url": BUILD_HELP["pip_index_url"], "docker": BUILD_HELP["docker"], "dry": BUILD_HELP["dry"],
     "proxy": BUILD_HELP["proxy"], "no_proxy": BUILD_HELP["no_proxy"], "network": BUILD_HELP["network"],
+    "repository": "the repository builder images are tagged into (default ascend-builder)",
 }
 BUILDER_HELP = {
     **SOURCE_HELP, "debootstrap": "make a missing Debian base image here with debootstrap (the offline flavors)",
@@ -293,41 +301,43 @@ def _site(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None, 
 @user_errors
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
             pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-            network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto"):
+            network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
+            repository="ascend-builder"):
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
     from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, debootstrap=debootstrap,
                  retest=retest, keep_failed=keep_failed, no_cache=no_cache, pip_on=pip_on)
-    build_builder(m, m.builder_cell(torch, flavor, python, platform), site, eng.for_task("docker", docker, dry))
+    build_builder(m, m.builder_cell(torch, flavor, python, platform), site, eng.for_task("docker", docker, dry),
+                  repository)
 
 
-def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix):
+def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix, repository):
     from ascend_build.images.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
     req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
-    print(build_wheel(m, req, site, engine))
+    print(build_wheel(m, req, site, engine, repository))
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
 @user_errors
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
               pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-              network=None):
+              network=None, repository="ascend-builder"):
     """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("torch_npu", torch, flavor, python, platform, src,
-                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix, repository)
 
 
 @task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
 @user_errors
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
          pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-         network=None):
+         network=None, repository="ascend-builder"):
     """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("apex", torch, flavor, python, platform, src,
-                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix, repository)
 
 
 RUN_HELP = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,128 @@ def link_locks(matrix_path: Path) -> Path:
     return matrix_path
 
 
+# ------------------------------------------------------------------ lanes and timing
+# `invoke test` runs the suite in two lanes side by side (pytest-xdist, --dist loadgroup):
+# each lane is one group, so one worker, and a lane's modules share what its session
+# fixtures build. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside
+# it; "other": the rest (trixie and bullseye images, builders, amd64, unit tests).
+LANES = {
+    "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_fast_path",
+                 "test_podman", "test_cluster_run", "test_310b", "test_mindspore"),
+}
+DEFAULT_LANE = "other"
+
+
+def lane_of(module: str) -> str:
+    return next((lane for lane, names in LANES.items() if module in names), DEFAULT_LANE)
+
+
+# The suite's own images (and builders) are named below this; its debootstrap bases too.
+TEST_NAMESPACE = "ascend-build-test/"
+KEPT = ("ascend-build-test/debian:",)
+
+
+def pytest_configure(config):
+    """Once per run, before any worker starts: untag the images an earlier run of this
+    suite left (its debootstrap bases aside), so that every build here is built (from
+    the layer cache when warm) and tested, not taken as an image tested before."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("ASCEND_BUILD_TEST_TIMINGS"):
+        return                  # a worker, or not the whole suite (`invoke test` sets this)
+    import shutil
+    client = next((c for c in ("/usr/bin/docker", shutil.which("docker") or "") if c and os.path.exists(c)), None)
+    for exe in filter(None, (client, shutil.which("podman"))):
+        out = subprocess.run([exe, "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True)
+        ours = [ref.removeprefix("localhost/") for ref in out.stdout.split() if TEST_NAMESPACE in ref
+                and not any(k in ref for k in KEPT)]
+        if ours:
+            subprocess.run([exe, "rmi", *ours], capture_output=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(lane_of(Path(str(item.fspath)).stem)))
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every worker of this run sees (xdist gives each worker its own basetemp
+    below the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(tmp_path_factory, key: str, make):
+    """`make()` run once per test run, whichever worker asks first; the others wait for it
+    and get what it returned (JSON). For what both lanes need, e.g. a base image."""
+    import fcntl
+    folder = shared_dir(tmp_path_factory) / "once"
+    folder.mkdir(exist_ok=True)
+    done = folder / f"{key}.json"
+    with open(folder / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return json.loads(done.read_text())
+        result = make()
+        done.write_text(json.dumps(result))
+        return result
+
+
+_STARTED: dict[str, float] = {}
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _STARTED.setdefault(nodeid.split("::")[0], time.time())
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    module = nodeid.split("::")[0]
+    timings = os.environ.get("ASCEND_BUILD_TEST_TIMINGS")
+    if timings:
+        with open(timings, "a") as fh:
+            fh.write(json.dumps({"module": module, "start": _STARTED[module], "end": time.time(),
+                                 "worker": os.environ.get("PYTEST_XDIST_WORKER", "-")}) + "\n")
+
+
+def module_table(path: Path) -> str:
+    """Each module's wall time (its first test's start to its last test's end, fixtures
+    included) and the worker that ran it; then the run's own wall time."""
+    rows: dict[str, dict] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        r = json.loads(line)
+        row = rows.setdefault(r["module"], r)
+        row["start"], row["end"] = min(row["start"], r["start"]), max(row["end"], r["end"])
+    if not rows:
+        return ""
+    first = min(r["start"] for r in rows.values())
+    lines = [f"{'module':<52} {'lane':<9} {'worker':<6} {'from':>7} {'wall':>7}"]
+    for r in sorted(rows.values(), key=lambda r: r["start"]):
+        lines.append(f"{r['module']:<52} {lane_of(Path(r['module']).stem):<9} {r['worker']:<6} "
+                     f"{r['start'] - first:>6.0f}s {r['end'] - r['start']:>6.0f}s")
+    lines.append(f"{'all modules, first start to last end':<52} {'':<9} {'':<6} {'':>7} "
+                 f"{max(r['end'] for r in rows.values()) - first:>6.0f}s")
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    timings = os.environ.get("ASCEND_BUILD_TEST_TIMINGS")
+    if timings and not os.environ.get("PYTEST_XDIST_WORKER"):
+        table = module_table(Path(timings))
+        if table:
+            terminalreporter.section("wall time per module")
+            terminalreporter.write_line(table)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_tool(what: str) -> None:
+    """A test needs a tool `scripts/bootstrap.sh` installs (a cross compiler, an engine
+    plugin): it skips with that reason on a checkout where only scripts/python-env.sh ran;
+    with CI=true it fails, as a missing engine does."""
+    message = f"{what} is not installed here (scripts/bootstrap.sh installs it)"
+    if in_ci():
+        pytest.fail(f"CI=true but {message}")
+    pytest.skip(message)
 
 
 def usable_engine(kind: str):

@@ -300,7 +300,7 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
         if src:
             req = WheelRequest(kind, cell.stack.name, inputs.builder_flavor, cell.python, cell.platform,
                                None if src == "upstream" else src)
-            found[f"{kind}_wheel"] = build_wheel(matrix, req, site, engine)
+            found[f"{kind}_wheel"] = build_wheel(matrix, req, site, engine, inputs.builder_repository)
     inputs = replace(inputs, **found)
     if inputs.apex_wheel is None:
         cached = find_cached(site.cache_dir, "apex", cell.stack.torch, cell.python, cell.arch)

@@ -107,6 +107,7 @@ class Inputs:
     torch_npu_src: str | None = None       # PATH, URL@REF, or "upstream" (the matrix default)
     apex_src: str | None = None
     builder_flavor: str | None = None      # default: the stack's builder
+    builder_repository: str = "ascend-builder"
 
     def wheels(self) -> list[Path]:
         """Every wheel file this build stages (the wheelhouse, then the slots)."""

@@ -2,6 +2,7 @@
 time, so `render --check` can fail CI when images/ is stale."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,7 +174,10 @@ class Rendered:
     text: str
 
 
+@functools.lru_cache(maxsize=None)
 def _env() -> jinja2.Environment:
+    # One environment: it parses each template once (rendering every Dockerfile of the
+    # matrix is then a fraction of a second).
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, autoescape=False)
 

@@ -141,7 +141,8 @@ def _stub_libs(arch: str, out: Path) -> list[Path]:
     """Compile one tiny shared library per soname, for the target arch."""
     cc = CROSS_CC[arch] if shutil.which(CROSS_CC[arch]) else ("gcc" if os.uname().machine == arch else None)
     if cc is None:
-        raise RuntimeError(f"no C compiler for {arch}: install {CROSS_CC[arch]} (Debian: gcc-{arch.replace('_', '-')}-linux-gnu)")
+        from tests.conftest import missing_tool
+        missing_tool(f"a C compiler for {arch} ({CROSS_CC[arch]}, Debian: gcc-{arch.replace('_', '-')}-linux-gnu)")
     src = out / "stub.c"
     src.write_text("int cann_test_double_stub(void) { return 0; }\n")
     libs = []

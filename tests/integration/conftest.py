@@ -18,7 +18,7 @@ import pytest
 
 from ascend_build.images.baseimage import debian_base
 from ascend_build.images.packages import sha256_of
-from tests.conftest import in_ci, link_locks
+from tests.conftest import in_ci, link_locks, once
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
@@ -41,31 +41,41 @@ def image_exists(engine, ref: str) -> bool:
     return subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode == 0
 
 
-def _base(engine, pattern: str, suite: str, platform: str = "linux/arm64") -> str:
+def _base(engine, tmp_path_factory, pattern: str, suite: str, platform: str = "linux/arm64") -> str:
     """The base image for `platform`, and for the build machine's platform too: a cross
-    build installs its Python packages there (the fast path), from the same release."""
+    build installs its Python packages there (the fast path), from the same release.
+    Each is made once per run, whichever lane asks first (the other waits for it)."""
     from ascend_build.platforms import PLATFORMS, host
     wanted = [PLATFORMS[platform]] + [p for p in [host()] if p and p.docker != platform]
     for target in wanted:
         ref = pattern.format(arch=target.suffix)
-        if not image_exists(engine, ref):
-            debian_base(engine, suite, target.docker, ref)
+
+        def make(ref=ref, target=target):
+            if not image_exists(engine, ref):
+                debian_base(engine, suite, target.docker, ref)
+            return ref
+        once(tmp_path_factory, ref.replace("/", "_").replace(":", "_"), make)
     return pattern.format(arch=PLATFORMS[platform].suffix)
 
 
 @pytest.fixture(scope="session")
-def arm64_base(engine):
-    return _base(engine, BOOKWORM, "bookworm")
+def arm64_base(engine, tmp_path_factory):
+    return _base(engine, tmp_path_factory, BOOKWORM, "bookworm")
 
 
 @pytest.fixture(scope="session")
-def bullseye_arm64_base(engine):
-    return _base(engine, BULLSEYE, "bullseye")
+def amd64_base(engine, tmp_path_factory):
+    return _base(engine, tmp_path_factory, BOOKWORM, "bookworm", platform="linux/amd64")
 
 
 @pytest.fixture(scope="session")
-def trixie_arm64_base(engine):
-    return _base(engine, TRIXIE, "trixie")
+def bullseye_arm64_base(engine, tmp_path_factory):
+    return _base(engine, tmp_path_factory, BULLSEYE, "bullseye")
+
+
+@pytest.fixture(scope="session")
+def trixie_arm64_base(engine, tmp_path_factory):
+    return _base(engine, tmp_path_factory, TRIXIE, "trixie")
 
 
 @pytest.fixture(scope="session")
@@ -113,16 +123,30 @@ def site():
         yield proxy, index
 
 
+def build_2_1_0(packages: Path, matrix: Path, ca_bundle: Path | None, *more: str,
+                cache: Path | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`invoke build` of the lane's 2.1.0 Debian 12 cell, with the flags every build of it
+    here shares (the build network is part of BuildKit's cache key: all use the host's,
+    which the main build's proxy on 127.0.0.1 needs)."""
+    cmd = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "build", "--torch", "2.1.0", "--os",
+           "debian12", "--python", "3.11", "--platform", "linux/arm64", "--packages", str(packages), "--offline",
+           "--base-image", f"debian:bookworm={BOOKWORM}", "--matrix", str(matrix), "--network", "host",
+           *(["--ca-bundle", str(ca_bundle)] if ca_bundle else []), *more]
+    if "--repository" not in more:
+        cmd += ["--repository", REPO]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "ASCEND_BUILD_CACHE": str(cache or packages / "cache")})
+
+
 @pytest.fixture(scope="session")
-def built(engine, arm64_base, packages, pinned_matrix, ca_bundle):
-    """The real build: `invoke build` as a user runs it."""
-    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
-           "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
-           "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(pinned_matrix)]
-    if ca_bundle:
-        cmd += ["--ca-bundle", str(ca_bundle)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
+def built(engine, arm64_base, packages, pinned_matrix, ca_bundle, site):
+    """The lane's one build of its 2.1.0 image, as a site behind a proxy with a private
+    index and a private CA runs it: every layer is made with those secrets (--no-cache, so
+    also on a machine whose layer cache has seen this build before), and every other build
+    of the lane takes these layers (or this tested image) as they are."""
+    proxy, index = site
+    out = build_2_1_0(packages, pinned_matrix, ca_bundle, "--require-pins", "--no-cache", "--proxy", proxy.url,
+                      "--pip-index-url", index.url)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     return out
 

@@ -25,13 +25,17 @@ from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_
 
 
 def site(packages: Path, require_pins: bool = True) -> Site:
+    # The host network, as every build of this cell here (it is part of BuildKit's cache key).
     return Site(packages=(packages,), offline=True, require_pins=require_pins, base_images={"debian:bookworm": BASE},
-                ca_bundle=CA if CA.exists() else None, cache=packages / "cache", work=packages / "work")
+                ca_bundle=CA if CA.exists() else None, cache=packages / "cache", work=packages / "work",
+                network="host")
 
 
-def build_in(matrix: Path, packages: Path, repository: str, require_pins: bool = True, **kw):
+def build_in(matrix: Path, packages: Path, repository: str, require_pins: bool = True, site_changes=None, **kw):
+    import dataclasses
     m = load_matrix(matrix)
-    return build(m, m.cell(**STACK), site(packages, require_pins), Inputs(repository=repository), **kw)
+    return build(m, m.cell(**STACK), dataclasses.replace(site(packages, require_pins), **(site_changes or {})),
+                 Inputs(repository=repository), **kw)
 
 
 def test_build_tests_then_tags(engine, built, pinned_matrix):
@@ -81,16 +85,45 @@ def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engi
     assert json.loads(out.stdout) == doc
 
 
-def test_failing_image_tests_tag_nothing(engine, built, packages, pinned_matrix):
+def _dangling(engine) -> set[str]:
+    return set(subprocess.run(engine.command("images", "-q", "--no-trunc", "--filter", "dangling=true"),
+                              capture_output=True, text=True).stdout.split())
+
+
+def test_failing_image_tests_tag_nothing_and_leave_nothing(engine, built, packages, pinned_matrix):
     # Same inputs: the build is all cache hits; only the verdict differs.
     repo = "ascend-build-test/never-tagged"
-    with pytest.raises(UserError, match="image tests failed .* nothing was tagged"):
+    before = _dangling(engine)
+    with pytest.raises(UserError, match="image tests failed .* nothing was tagged and the image was removed"):
         build_in(pinned_matrix, packages, repo, run_tests=lambda *args: 1)
     listed = subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout
     assert listed.strip() == ""
+    assert _dangling(engine) - before == set(), "the failed candidate was left dangling"
     # The failed candidate's package manifest is kept beside its log: that is when it is needed.
     cell = load_matrix(pinned_matrix).cell(**STACK)
     assert "# pip freeze" in (packages / "work" / f"{cell.name}-arm64" / "manifest.txt").read_text()
+    # --keep-failed keeps it, named, for debugging.
+    with pytest.raises(UserError, match="It is kept \\(--keep-failed\\)") as kept:
+        build_in(pinned_matrix, packages, repo, run_tests=lambda *args: 1, site_changes={"keep_failed": True})
+    image = str(kept.value).split("image tests failed for ")[1].split()[0]
+    assert image_exists(engine, image)
+    subprocess.run(engine.command("rmi", image), capture_output=True)
+
+
+def test_a_second_build_of_the_same_inputs_reuses_the_tested_image_in_seconds(engine, built, packages,
+                                                                                pinned_matrix, ca_bundle):
+    import time
+    from tests.integration.conftest import build_2_1_0
+    started = time.monotonic()
+    again = build_2_1_0(packages, pinned_matrix, ca_bundle, "--require-pins")
+    took = time.monotonic() - started
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "tested when it was tagged from these same inputs: reused" in again.stdout
+    assert "building " not in again.stdout and "tests/image" not in again.stdout
+    print(f"no-op rebuild of the 2.1.0 image: {took:.1f} s")
+    retest = build_2_1_0(packages, pinned_matrix, ca_bundle, "--require-pins", "--retest")
+    assert retest.returncode == 0 and "--retest: running its suite again" in retest.stdout
+    assert " passed" in retest.stdout and "building " not in retest.stdout
 
 
 def _corrupt(folder: Path) -> None:
@@ -135,32 +168,7 @@ def test_a_bad_package_is_refused_before_any_build(engine, packages, pinned_matr
     assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
 
 
-@pytest.fixture(scope="module")
-def built_behind_proxy(engine, arm64_base, packages, pinned_matrix, ca_bundle, site, tmp_path_factory):
-    """The same build as a user behind a proxy, with a private index and a private CA,
-    runs it. --no-cache: every step runs with those secrets on any machine, so the scan
-    afterwards covers every layer. (The host network is part of BuildKit's cache key, so
-    this build shares no layers with the others anyway.)"""
-    proxy, index = site
-    repo = f"ascend-build-test/behind-proxy-{uuid.uuid4().hex[:8]}"
-    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
-           "--packages", str(packages), "--offline", "--require-pins", "--base-image", f"debian:bookworm={BASE}",
-           "--repository", repo, "--matrix", str(pinned_matrix),
-           "--no-cache", "--proxy", proxy.url, "--pip-index-url", index.url, "--network", "host"]
-    if ca_bundle:
-        cmd += ["--ca-bundle", str(ca_bundle)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    yield out, f"{repo}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
-    # This run's tags only; the layers stay in the engine's cache.
-    tags = subprocess.run(engine.command("images", "--format", "{{.Repository}}:{{.Tag}}", repo),
-                          capture_output=True, text=True).stdout.split()
-    if tags:
-        subprocess.run(engine.command("rmi", *tags), capture_output=True)
-
-
-def test_no_secret_leaves_a_byte_in_the_image(engine, built_behind_proxy, ca_bundle, site):
+def test_no_secret_leaves_a_byte_in_the_image(engine, built, pinned_matrix, ca_bundle, site):
     """The build went through a proxy with a password, a pip index with a password and a
     private CA: all three were used (the doubles saw the credentials), and none of their
     bytes is in any layer (`docker save`), the history (build args included), the labels,
@@ -172,7 +180,7 @@ def test_no_secret_leaves_a_byte_in_the_image(engine, built_behind_proxy, ca_bun
     if ca_bundle is not None:
         assert SECRET_MARKER in ca_bundle.read_text()
         needles["CA bundle marker"] = SECRET_MARKER
-    built, tag = built_behind_proxy
+    tag = f"{REPO}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
     for what, needle in needles.items():
         assert needle not in built.stdout + built.stderr, f"the {what} was printed"
     for args in (("history", "--no-trunc", tag), ("image", "inspect", tag)):
@@ -226,7 +234,7 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
     repo = f"ascend-build-test/interrupted-{uuid.uuid4().hex[:8]}"     # this run's tags only
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
            "--chip", "910", "--packages", str(pk), "--offline", "--base-image", f"debian:bookworm={BASE}",
-           "--repository", repo] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])
+           "--repository", repo, "--network", "host"] + (["--ca-bundle", str(ca_bundle)] if ca_bundle else [])
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True,

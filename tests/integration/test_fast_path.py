@@ -29,7 +29,7 @@ def plain(engine, built, arm64_base, packages, pinned_matrix, tmp_path_factory):
     cmd = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
            "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
            "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(pinned_matrix),
-           "--pip-on", "target"]
+           "--pip-on", "target", "--network", "host"]
     if CA.exists():
         cmd += ["--ca-bundle", str(CA)]
     out = subprocess.run(cmd, cwd=tmp_path_factory.mktemp("plain-path"), capture_output=True, text=True,

@@ -11,22 +11,13 @@ from pathlib import Path
 import pytest
 
 from ascend_build import engine as eng
-from ascend_build.images.baseimage import debian_base
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = "ascend-build-test/debian:bookworm-amd64"
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
-@pytest.fixture(scope="module")
-def amd64_base(engine):
-    if subprocess.run(engine.command("image", "inspect", BASE), capture_output=True).returncode != 0:
-        debian_base(engine, "bookworm", "linux/amd64", BASE)
-    return BASE
-
-
-def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
+def build_stage(engine, base: str, tmp_path: Path, sha256: str, tag: str) -> int:
     # A refused loopback URL, unique per run, goes first: it makes the stage rebuild
     # (its URLs are part of the step) instead of coming from the layer cache.
     m = load_matrix(ROOT / "matrix.yaml")
@@ -37,7 +28,7 @@ def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
     req = eng.BuildRequest(dockerfile=ROOT / "images/runtime/2.1.0/debian12/Dockerfile", context=ctx,
                            platform="linux/amd64", target="venv-target", tags=[tag],
                            # The source Python and the venv made with it, in the image.
-                           build_args={"BASE_IMAGE": BASE, "PYTHON_FROM": "source", "PYTHON_VERSION": source.version,
+                           build_args={"BASE_IMAGE": base, "PYTHON_FROM": "source", "PYTHON_VERSION": source.version,
                                        "PYTHON_SHA256": sha256,
                                        "PYTHON_URLS": " ".join((f"http://127.0.0.1:9/{uuid.uuid4().hex}.tar.xz",)
                                                                + source.urls)},
@@ -49,7 +40,7 @@ def build_stage(engine, tmp_path: Path, sha256: str, tag: str) -> int:
 def test_cpython_from_pinned_tarball(engine, amd64_base, tmp_path):
     tag = "ascend-build-test/python-source:3.9"
     sha = load_matrix(ROOT / "matrix.yaml").pythons["3.9"].sha256
-    assert build_stage(engine, tmp_path, sha, tag) == 0, (tmp_path / "build.log").read_text()[-3000:]
+    assert build_stage(engine, amd64_base, tmp_path, sha, tag) == 0, (tmp_path / "build.log").read_text()[-3000:]
     log = (tmp_path / "build.log").read_text()
     for url in ("http://127.0.0.1:9/", "https://www.python.org/ftp/python/3.9.2/Python-3.9.2.tar.xz"):
         assert any(line.rstrip().endswith("not reachable, trying the next URL") and f"python source: {url}" in line
@@ -62,5 +53,5 @@ def test_cpython_from_pinned_tarball(engine, amd64_base, tmp_path):
 
 
 def test_wrong_tarball_sum_fails_the_build(engine, amd64_base, tmp_path):
-    assert build_stage(engine, tmp_path, "0" * 64, "ascend-build-test/python-source:bad") != 0
+    assert build_stage(engine, amd64_base, tmp_path, "0" * 64, "ascend-build-test/python-source:bad") != 0
     assert "FAILED" in (tmp_path / "build.log").read_text()

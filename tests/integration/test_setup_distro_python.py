@@ -7,11 +7,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.integration.conftest import BOOKWORM, CA, ROOT, _base
+from tests.integration.conftest import CA, ROOT
 
 
-def test_the_set_up_works_with_debians_own_python(engine):
-    base = _base(engine, BOOKWORM, "bookworm", platform="linux/amd64")
+def test_the_set_up_works_with_debians_own_python(engine, amd64_base):
+    base = amd64_base
     ca = ["-v", f"{CA}:/etc/ssl/certs/host-ca.pem:ro", "-e", "PIP_CERT=/etc/ssl/certs/host-ca.pem"] if CA.exists() else []
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                            text=True).stdout.split()

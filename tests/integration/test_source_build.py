@@ -13,7 +13,8 @@ import pytest
 from tests.integration.conftest import DOUBLES, BULLSEYE, CA, REPO, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
-BUILDER = "ascend-builder:torch2.1.0-debian11-gcc10-py3.9-arm64"
+BUILDER_REPO = "ascend-build-test/builder"
+BUILDER = f"{BUILDER_REPO}:torch2.1.0-debian11-gcc10-py3.9-arm64"
 COMMON = ["--torch", "2.1.0", "--python", "3.9", "--platform", "linux/arm64",
           "--base-image", f"debian:bullseye={BULLSEYE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
 
@@ -25,14 +26,14 @@ def cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def builder(engine, bullseye_arm64_base, cache):
-    out = invoke(cache, "builder", "--flavor", "debian11", *COMMON)
+    out = invoke(cache, "builder", "--repository", BUILDER_REPO, "--flavor", "debian11", *COMMON)
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
     return out
 
 
 @pytest.fixture(scope="module")
 def torch_npu_wheel(builder, cache) -> Path:
-    out = invoke(cache, "torch-npu", "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     wheel = Path(out.stdout.strip().splitlines()[-1])
     assert wheel.is_file() and wheel.name.startswith("torch_npu-2.1.0.post8+standin-cp39-cp39-linux_aarch64")
@@ -48,7 +49,7 @@ def test_builder_was_tested_then_tagged(engine, builder):
 def test_wheel_cache_is_keyed_and_reused(torch_npu_wheel, cache):
     meta = (torch_npu_wheel.parent / "meta.json").read_text()
     assert '"python": "3.9"' in meta and '"gcc": 10' in meta and '"revision": "tree-' in meta
-    again = invoke(cache, "torch-npu", "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
+    again = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
     assert again.returncode == 0
     assert "reusing" in again.stdout and Path(again.stdout.strip().splitlines()[-1]) == torch_npu_wheel
 
@@ -58,7 +59,7 @@ def test_failed_compile_keeps_its_log_and_caches_nothing(builder, cache, tmp_pat
     shutil.copytree(DOUBLES / "torch_npu_src", broken)
     (broken / "csrc" / "standin.c").write_text("this is not C;\n")
     before = set((cache / "wheels" / "torch_npu").glob("*")) if (cache / "wheels" / "torch_npu").exists() else set()
-    out = invoke(cache, "torch-npu", "--flavor", "debian11", "--src", str(broken), *COMMON)
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(broken), *COMMON)
     assert out.returncode == 4 and "Traceback" not in out.stderr     # BuildFailed
     assert "torch_npu build failed" in out.stderr and "nothing was cached" in out.stderr
     log = Path(out.stderr.split("Log: ")[1].split()[0])
@@ -68,9 +69,9 @@ def test_failed_compile_keeps_its_log_and_caches_nothing(builder, cache, tmp_pat
 
 @pytest.fixture(scope="module")
 def runtime(engine, torch_npu_wheel, packages, pinned_matrix, cache):
-    apex = invoke(cache, "apex", "--flavor", "debian11", "--src", str(DOUBLES / "apex_src"), *COMMON)
+    apex = invoke(cache, "apex", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "apex_src"), *COMMON)
     assert apex.returncode == 0, apex.stdout[-3000:] + apex.stderr[-2000:]
-    out = invoke(cache, "build", "--os", "debian11", "--builder-flavor", "debian11",
+    out = invoke(cache, "build", "--builder-repository", BUILDER_REPO, "--os", "debian11", "--builder-flavor", "debian11",
                  "--torch-npu-src", str(DOUBLES / "torch_npu_src"), "--packages", str(packages), "--offline",
                  "--require-pins", "--repository", REPO, "--matrix", str(pinned_matrix), *COMMON)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
@@ -107,7 +108,7 @@ def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, run
     must not be offered it: `==2.1.0.post8` matches any local label, and pip would stop on
     its hash."""
     stock = f"{REPO}-stock"
-    out = invoke(cache, "build", "--os", "debian11", "--packages", str(packages), "--offline", "--require-pins",
+    out = invoke(cache, "build", "--builder-repository", BUILDER_REPO, "--os", "debian11", "--packages", str(packages), "--offline", "--require-pins",
                  "--repository", stock, "--matrix", str(pinned_matrix), *COMMON)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64",

@@ -15,7 +15,8 @@ import pytest
 from tests.integration.conftest import DOUBLES, CA, REPO, TRIXIE, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
-BUILDER = "ascend-builder:torch2.10.0-debian13-gcc14-py3.13-arm64"
+BUILDER_REPO = "ascend-build-test/builder"
+BUILDER = f"{BUILDER_REPO}:torch2.10.0-debian13-gcc14-py3.13-arm64"
 COMMON = ["--torch", "2.10.0", "--python", "3.13", "--platform", "linux/arm64",
           "--base-image", f"debian:trixie={TRIXIE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
 
@@ -37,14 +38,14 @@ def src(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def builder(engine, trixie_arm64_base, cache):
-    out = invoke(cache, "builder", "--flavor", "debian13", *COMMON)
+    out = invoke(cache, "builder", "--repository", BUILDER_REPO, "--flavor", "debian13", *COMMON)
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
     return out
 
 
 @pytest.fixture(scope="module")
 def torch_npu_wheel(builder, cache, src) -> Path:
-    out = invoke(cache, "torch-npu", "--flavor", "debian13", "--src", str(src), *COMMON)
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian13", "--src", str(src), *COMMON)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     wheel = Path(out.stdout.strip().splitlines()[-1])
     assert wheel.is_file() and wheel.name.startswith("torch_npu-2.10.0+standin-cp313-cp313-linux_aarch64"), wheel
@@ -64,7 +65,7 @@ def test_the_wheel_was_built_against_torch_2_10_with_gcc_14(torch_npu_wheel):
 
 @pytest.fixture(scope="module")
 def runtime(engine, torch_npu_wheel, zipped_packages, matrix_900, cache, src):
-    out = invoke(cache, "build", "--os", "debian13", "--builder-flavor", "debian13", "--torch-npu-src", str(src),
+    out = invoke(cache, "build", "--builder-repository", BUILDER_REPO, "--os", "debian13", "--builder-flavor", "debian13", "--torch-npu-src", str(src),
                  "--packages", str(zipped_packages), "--offline", "--require-pins", "--repository", REPO,
                  "--matrix", str(matrix_900), *COMMON)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]

@@ -70,7 +70,7 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
         except (KeyError, IndexError, TypeError):
             continue        # an earlier mutation removed that path
     target = tmp_path / "matrix.yaml"
-    target.write_text(yaml.safe_dump(data, sort_keys=False))
+    target.write_text(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
     try:
         matrix = load_matrix(target)
     except MatrixError as exc:

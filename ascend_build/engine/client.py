@@ -242,11 +242,12 @@ def _probe(kind: str, client: str) -> tuple[Engine | None, str]:
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None,
-        cwd: Path | None = None) -> int:
+        cwd: Path | None = None, inherit: bool = True) -> int:
     """Run a command, streaming its output (and into `log` when given). Returns its exit
     code; raises `Interrupted` when it ended because of Ctrl-C, whichever process the
-    signal reached first (see interrupts)."""
-    full_env = {**os.environ, **(env or {})}
+    signal reached first (see interrupts). `env` adds to this process's environment, or
+    with `inherit=False` is the whole of it."""
+    full_env = {**os.environ, **(env or {})} if inherit else dict(env or {})
     tail: deque[str] = deque(maxlen=50)     # the last lines: a cancelled build says so there
     fh = None
     if log is not None:

@@ -4,6 +4,7 @@ it, and the tags set only after the tests passed. Runtime builds (build.py) and 
 and wheel builds (sources.py) both stand on this module; it knows neither."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -196,8 +197,11 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
            "--engine", engine.kind, "-v",
            *(extra or [])]
     print("$ " + eng.show(cmd), flush=True)
+    # A suite of its own, even when a test suite's worker asks for it (xdist's and the
+    # suite's own variables would make it think it is one of that run's workers).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}
     # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
-    return eng.run(cmd, cwd=ROOT)
+    return eng.run(cmd, cwd=ROOT, env=env, inherit=False)
 
 
 def _quiet(cmd: list[str]) -> int:

@@ -242,7 +242,7 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
         with tempfile.NamedTemporaryFile(prefix="ascend-build-timings-", suffix=".jsonl", delete=False) as fh:
             timings = fh.name
         code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
-                               "--durations=25", "-n", "2", "--dist", "loadgroup"], cwd=ROOT,
+                               "--durations=25", "-n", "2"], cwd=ROOT,
                               env={**_os.environ, "ASCEND_BUILD_TEST_TIMINGS": timings}).returncode
         Path(timings).unlink(missing_ok=True)
     if code != 0:
@@ -496,20 +496,25 @@ def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform
 @task(auto_shortflags=False, iterable=["from_"], help={
     **MATRIX_HELP,
     "from": "read this ascend-deployer wheel or unpacked folder instead of fetching upstream.deployer (repeatable)",
+    "from_docs": "read the copies of the documents upstream.docs names from this folder (each by its file name) "
+                 "instead of fetching them over HTTPS",
     "dry": "print what would change; write nothing",
     "check": "write nothing; exit 1 when upstream has news (a changed imported part, or a newer ascend-deployer)",
     "pip_index_url": "the pip index to fetch ascend-deployer from (default: pip's own settings)",
     "ca_bundle": "CA bundle for pip behind a TLS proxy", "proxy": "proxy URL for pip"})
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
-           proxy=None):
+           proxy=None, from_docs=None):
     """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
     wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
     from ascend_build.matrix.upstream import update as upd
     load_matrix(matrix)                         # a missing or broken matrix is refused first
     path = Path(matrix)
     pip_args = upd.pip_options(pip_index_url, ca_bundle, proxy)
-    result = upd.update(path, [Path(p) for p in from_ or []], pip_args)
+    if from_docs and not Path(from_docs).is_dir():
+        raise UserError(f"--from-docs {from_docs}: no such folder")
+    result = upd.update(path, [Path(p) for p in from_ or []], pip_args, Path(from_docs) if from_docs else None,
+                        ca_bundle, proxy)
     for line in upd.report(result):
         print(line)
     newer = upd.newer_release(result, pip_args) if check and not from_ else None

@@ -48,9 +48,9 @@ def link_locks(matrix_path: Path) -> Path:
 
 
 # ------------------------------------------------------------------ lanes and timing
-# `invoke test` runs the suite in two lanes side by side (pytest-xdist, --dist loadgroup):
-# each lane is one group, so one worker, and a lane's modules share what its session
-# fixtures build. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside
+# `invoke test` runs the suite in two lanes side by side (pytest-xdist, two workers): each
+# lane is one unit of work (pytest_xdist_make_scheduler below), so one worker, and a lane's
+# modules share what its session fixtures build. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside
 # it; "other": the rest (trixie and bullseye images, builders, amd64, unit tests).
 LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_fast_path",
@@ -84,9 +84,15 @@ def pytest_configure(config):
             subprocess.run([exe, "rmi", *ours], capture_output=True)
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(lane_of(Path(str(item.fspath)).stem)))
+def pytest_xdist_make_scheduler(config, log):
+    """Each lane is one unit of work, so one worker runs it whole (xdist's own
+    `--dist loadgroup` no longer groups with pytest 9, which ignores the node ids it edits)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Lanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lane_of(Path(nodeid.split("::")[0]).stem)
+    return Lanes(config, log)
 
 
 def shared_dir(tmp_path_factory) -> Path:

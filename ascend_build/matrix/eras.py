@@ -30,6 +30,7 @@ class Era:
     # whether that is known or only inferred (see OPS_VERSION below).
     ops_version: tuple[str, ...] = ("opp_kernel/version.info",)
     ops_version_known: bool = True
+    nnal_file: str = ""      # the NNAL (ATB) installer's name: {v} {arch}; "": none in this era
 
     def home(self, version: str) -> str:
         return self.toolkit_home.format(root=ROOT, v=version)
@@ -47,15 +48,18 @@ class Era:
 # they bundle (cann/ops-nn, ops-math, ...) install theirs as share/info/<library>/version.info
 # below the cann tree, which is what is looked for, with opp_kernel/ in case it stayed.
 OPS_VERSION = dict(ops_version=("opp_kernel/version.info", "share/info/ops*/version.info"), ops_version_known=False)
+# NNAL (Ascend Transformer Boost, and SIP from 9.1): named in the official CANN images'
+# Dockerfiles (Ascend/cann-container-image, 9.0.1 and 9.1.0-beta.3) and the 8.5+ guides.
+NNAL = "Ascend-cann-nnal_{v}_linux-{arch}.run"
 _CLASSIC = dict(ops=False, tree="ascend-toolkit/{v}", toolkit_home="{root}/ascend-toolkit/latest",
                 set_env="{root}/ascend-toolkit/set_env.sh")
 ERAS = {
     "noarch": Era("noarch", "Ascend-cann-kernels-{chip}_{v}_linux.run", **_CLASSIC),
     "arch": Era("arch", "Ascend-cann-kernels-{chip}_{v}_linux-{arch}.run", **_CLASSIC),
     "8.5": Era("8.5", "Ascend-cann-{chip}-ops_{v}_linux-{arch}.run", True, "cann-{v}", "{root}/cann-{v}",
-               "{root}/ascend-toolkit/set_env.sh", **OPS_VERSION),
+               "{root}/ascend-toolkit/set_env.sh", **OPS_VERSION, nnal_file=NNAL),
     "9": Era("9", "Ascend-cann-{chip}-ops_{v}_linux-{arch}.run", True, "cann-{v}", "{root}/cann-{v}",
-             "{root}/cann/set_env.sh", **OPS_VERSION),
+             "{root}/cann/set_env.sh", **OPS_VERSION, nnal_file=NNAL),
 }
 
 

@@ -21,11 +21,14 @@ PLATFORM_ARCH = {name: p.arch for name, p in PLATFORMS.items()}   # for the sche
 VERSION = r"[0-9][0-9A-Za-z.+-]*"
 MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
 DRIVER = r"[0-9]{2}\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?"
+RUNS_ON = r"[0-9]{2}\.[0-9]+(\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?)?"
 SHA256 = r"[0-9a-f]{64}"
 # Companions a stack may carry: PyTorch's own domain libraries, whose wheels pin the torch
 # release they were built for. DeepSpeed is not one: PyPI has only its source, which
 # compiles against torch at install time (a user layer can carry it).
 COMPANIONS = ("torchvision", "torchaudio")
+# torch_npu ships its ATB plugin (lib/libop_plugin_atb.so, which loads NNAL's libatb.so) from 2.6.
+ATB_PLUGIN_FROM = Version("2.6.0")
 
 
 # ---------------------------------------------------------------------------- model
@@ -37,6 +40,7 @@ class OSBase:
     family: str        # apt or dnf: which package manager the template speaks
     python: str        # the distro's python3 minor version
     suite: str | None = None   # a Debian release debootstrap can make without a registry
+    glibc: str | None = None   # the C library's version (what NNAL's floor is checked against)
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,13 @@ class CannFile:
 class CannRelease:
     version: str
     url: str
-    driver: str
+    driver: str | None                        # the driver it is paired with (None: no source names it)
     numpy: str | None
     toolkit: dict[str, CannFile]
     kernels: dict[str, dict[str, CannFile]]   # chip -> arch -> file
+    nnal: dict[str, CannFile] = field(default_factory=dict)     # arch -> file (the NNAL/ATB package)
+    runs_on: tuple[str, ...] = ()             # drivers its release notes say it runs on (25.2: any 25.2.x)
+    nnal_glibc: str | None = None             # the glibc its NNAL needs (torch_atb), where known
 
     @property
     def era(self) -> Era:
@@ -125,6 +132,8 @@ class Stack:
     # Packages installed with torch, each at the release its own metadata pairs with this
     # torch (torchvision 0.16.0 requires torch==2.1.0): the lock resolves the version.
     companions: tuple[str, ...] = ()
+    nnal: bool | None = None                  # None: on where CANN publishes NNAL and torch_npu has ATB
+    cxx11_abi: dict[str, bool] = field(default_factory=dict)    # arch -> torch built with the CXX11 ABI
 
     def python_for(self, os: "OSBase") -> str:
         """The Python an image on `os` gets unless one is asked for: the distro's python3
@@ -183,6 +192,13 @@ class Cell(_OnPlatform):
     pins: tuple[str, ...]                # pip requirement strings
     alias: str | None = None
     layers: tuple[UserLayer, ...] = ()   # user layers `images:` builds on it
+    nnal: CannFile | None = None         # NNAL (ATB) installed after the operator package
+    pairing: str = "published"           # published: torch_npu was released for this CANN; compatible: Huawei's grid
+
+    @property
+    def abi(self) -> int:
+        """NNAL's cxx_abi for this image: 1 where torch is built with the CXX11 ABI."""
+        return int(self.stack.cxx11_abi.get(self.arch, True))
 
     @property
     def dockerfile(self) -> Path:
@@ -193,6 +209,7 @@ class Cell(_OnPlatform):
         """The readable tag: what is inside, lowercase."""
         return (f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}"
                 f"-torch{self.stack.torch}").lower()
+
 
     @property
     def torch_index(self) -> str | None:
@@ -265,6 +282,32 @@ class Matrix:
                             f"{st.python_min}-{st.python_max}")
         return BuilderCell(st, b, tuple(usable), self._platform(platform))
 
+    def pairing(self, st: Stack) -> tuple[str, str] | None:
+        """How the stack's torch_npu release goes with its CANN: ("published", why) when the
+        release was made for that CANN, ("compatible", why) when Huawei's grid of TorchNPU
+        series x CANN series says they work together; None when neither."""
+        rel = (self.source.data.get("torch_npu_releases") or {}).get(st.torch_npu) or {}
+        if st.cann in (rel.get("cann") or []):
+            return "published", f"torch_npu {st.torch_npu} was released for CANN {st.cann}"
+        torchnpu = str(rel.get("torchnpu") or "")
+        series = ".".join(torchnpu.split(".")[:2])
+        grid = (self.source.data.get("torchnpu_compatible") or {}).get(series) or []
+        if series and cann_series(st.cann) in [str(c) for c in grid]:
+            published = ", ".join(rel.get("cann") or []) or "none"
+            return "compatible", (f"torch_npu {st.torch_npu} (TorchNPU {torchnpu}, released for CANN {published}) "
+                                  f"works with CANN {cann_series(st.cann)}.x by Huawei's compatibility grid")
+        return None
+
+    def nnal(self, st: Stack, cann: CannRelease, arch: str) -> CannFile | None:
+        """The NNAL installer an image of this stack gets: on by default where the CANN
+        release publishes NNAL and torch_npu ships its ATB plugin (2.6 on); `nnal: false`
+        turns it off."""
+        if st.nnal is False or arch not in cann.nnal:
+            return None
+        if st.nnal is None and Version(Version(st.torch_npu).base_version) < ATB_PLUGIN_FROM:
+            return None
+        return cann.nnal[arch]
+
     def debootstrap_suite(self, image: str) -> str | None:
         """The Debian suite that makes `image` without a registry, if the matrix names one."""
         return next((o.suite for o in self.os.values() if o.image == image and o.suite), None)
@@ -327,9 +370,13 @@ class Matrix:
             raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
                             f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}")
         pins = [f"{name}{spec}" for name, spec in sorted(st.pins.items())]
+        nnal = self.nnal(st, cann, arch)
+        if nnal is not None:
+            glibc_floor(self, st, cann, base)
+        kind = (self.pairing(st) or ("published", ""))[0]
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip,
                     platform=platform, cann=cann, toolkit=cann.toolkit[arch],
-                    kernels=cann.kernels[chip][arch], pins=tuple(pins), alias=alias)
+                    kernels=cann.kernels[chip][arch], pins=tuple(pins), alias=alias, nnal=nnal, pairing=kind)
 
     def aliased(self, cell: Cell) -> Cell:
         """The cell with the alias `images:` gives this very image, if any."""
@@ -358,6 +405,10 @@ def _file_entry() -> s.Check:
                     {"zip_sha256": s.string(SHA256, "64 lowercase hex digits")})
 
 
+def _doc() -> s.Check:
+    return s.record({"url": s.string(r"https?://\S+", "a URL"), "file": s.string(r"[A-Za-z0-9._-]+", "a file name")})
+
+
 def _per_arch(item: s.Check) -> s.Check:
     return s.record({arch: item for arch in ARCHES})
 
@@ -370,7 +421,8 @@ _SCHEMA = s.record({
         "image": s.string(r"\S+", "an image reference"),
         "family": s.one_of("apt", "dnf"),
         "python": s.string(MINOR, "a python minor version like \"3.10\""),
-    }, {"debootstrap": s.string(r"[a-z]+", "a Debian suite like bookworm")})),
+    }, {"debootstrap": s.string(r"[a-z]+", "a Debian suite like bookworm"),
+        "glibc": s.string(r"2\.[0-9]+", "a glibc version like \"2.35\"")})),
     "pythons": s.map_of(s.string(MINOR, "a python minor version like \"3.10\""), s.record({
         "version": s.string(r"3\.[0-9]+\.[0-9]+", "a full CPython version like 3.9.2"),
         "urls": s.list_of(s.string(r"(https?|file)://\S+", "a URL")),
@@ -378,13 +430,16 @@ _SCHEMA = s.record({
     })),
     "cann": s.map_of(s.string(VERSION, "a CANN version like 8.0.RC3"), s.record({
         "url": s.string(r"https?://\S+/", "a base URL ending in /"),
-        "driver": s.string(DRIVER, "an NPU driver version like 24.1.RC3"),
+        "driver": s.optional(s.string(DRIVER, "an NPU driver version like 24.1.RC3, or null")),
         "toolkit": _per_arch(_file_entry()),
         "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 910b"), _per_arch(_file_entry())),
-    }, {"numpy": s.optional(s.specifier), "source": s.string()})),
+    }, {"numpy": s.optional(s.specifier), "source": s.string(), "nnal": _per_arch(_file_entry()),
+        "runs_on": s.list_of(s.string(RUNS_ON, "a driver like 26.0.RC1, or a series like 25.2")),
+        "runs_on_source": s.string()})),
     "torch_npu_releases": s.map_of(s.string(VERSION, "a torch_npu version"), s.record({
         "cann": s.list_of(s.string(), non_empty=False),
     }, {"branch": s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3"), "source": s.string(), "pypi": s.boolean,
+        "torchnpu": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0"),
         "wheels": s.map_of(s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64"),
                            s.map_of(s.one_of("torch", "torch_npu"), s.string(SHA256, "64 hex digits"))),
         "pypi_pythons": s.map_of(s.one_of(*ARCHES), s.list_of(s.string(MINOR, "like \"3.10\"")))})),
@@ -402,6 +457,8 @@ _SCHEMA = s.record({
         "torch_npu_on_pypi": s.boolean,
         "builder": s.string(),
         "companions": s.list_of(s.one_of(*COMPANIONS), non_empty=False),
+        "nnal": s.boolean,
+        "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean),
     })),
     "builders": s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
         "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
@@ -428,7 +485,16 @@ _SCHEMA = s.record({
                                    s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
     "upstream": s.record({"deployer": s.list_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a release like \"26.0.0\""))},
                          {"choices": s.map_of(s.string(), s.record({"take": s.string(), "why": s.string()}),
-                                              non_empty=False)}),
+                                              non_empty=False),
+                          "docs": s.record({}, {
+                              "compatibility": _doc(), "tags": _doc(),
+                              "torch_npu_notes": s.map_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release"),
+                                                          _doc()),
+                              "cann_notes": s.map_of(s.string(VERSION, "a CANN release"), _doc())})}),
+    "torchnpu_compatible": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a TorchNPU series like \"26.1\""),
+                                    s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""))),
+    "nnal_glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
+                           s.string(r"2\.[0-9]+", "a glibc version like \"2.38\"")),
 })
 
 
@@ -477,7 +543,8 @@ def load_text(text: str, path: Path) -> Matrix:
 
 def _build(path: Path, src: Located) -> Matrix:
     d = src.data
-    oses = {k: OSBase(k, v["image"], v["family"], v["python"], v.get("debootstrap")) for k, v in d["os"].items()}
+    oses = {k: OSBase(k, v["image"], v["family"], v["python"], v.get("debootstrap"), v.get("glibc"))
+            for k, v in d["os"].items()}
     pythons = {k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256"))
                for k, v in d["pythons"].items()}
     cann = {}
@@ -488,7 +555,10 @@ def _build(path: Path, src: Located) -> Matrix:
         kernels = {chip: {a: entry("kernels", per[a], ("cann", ver, "kernels", chip, a)) for a in ARCHES}
                    for chip, per in c["kernels"].items()}
         numpy = c.get("numpy") or (d.get("cann_numpy") or {}).get(ver)
-        cann[ver] = CannRelease(ver, c["url"], c["driver"], numpy, toolkit, kernels)
+        nnal = {a: entry("nnal", c["nnal"][a], ("cann", ver, "nnal", a)) for a in c.get("nnal") or {}}
+        floor = (d.get("nnal_glibc") or {}).get(".".join(ver.split(".")[:2]))
+        cann[ver] = CannRelease(ver, c["url"], c.get("driver"), numpy, toolkit, kernels, nnal,
+                                tuple(str(x) for x in c.get("runs_on") or ()), floor)
     releases = d["torch_npu_releases"]
     stacks = {}
     for name, st in d["stacks"].items():
@@ -499,7 +569,8 @@ def _build(path: Path, src: Located) -> Matrix:
             cann=st["cann"], python_min=st["python"]["min"], python_max=st["python"]["max"],
             python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
             torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),
-            builder=st.get("builder", ""), companions=tuple(st.get("companions") or ()))
+            builder=st.get("builder", ""), companions=tuple(st.get("companions") or ()), nnal=st.get("nnal"),
+            cxx11_abi=dict(st.get("cxx11_abi") or {}))
     images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                         i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
               for i in d["images"]]
@@ -513,8 +584,14 @@ def _build(path: Path, src: Located) -> Matrix:
 def _check_semantics(m: Matrix, c: s.Checker) -> None:
     """What the schema cannot see: names per era, references between sections, ranges."""
     _check_cann(m, c)
+    seen: dict[tuple[str, str], str] = {}
     for name, st in m.stacks.items():
         _check_stack(m, c, ("stacks", name), st)
+        # An image's name says torch and CANN: two stacks with both alike would share tags.
+        other = seen.setdefault((st.torch, st.cann), name)
+        if other != name:
+            c.fail(("stacks", name, "cann"), f"stacks {other} and {name} both put torch {st.torch} on CANN {st.cann}; "
+                   f"their images would carry one name: keep one of them, or give this one another CANN")
     _check_defaults(m, c)
     _check_images(m, c)
 
@@ -550,12 +627,19 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
         allowed = releases[st.torch_npu]["cann"]
         fits = [r for r, v in releases.items() if st.cann in v["cann"] and r.startswith(st.torch)]
         other = f", or torch_npu: {fits[0]} for CANN {st.cann}" if fits else ""
-        if not allowed:
-            c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} is unpaired: no CANN release is published "
-                   f"for it (torch_npu_releases.{st.torch_npu}.cann is empty); choose a paired release{other}")
-        elif st.cann not in allowed:
-            c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed)}, "
-                   f"not {st.cann}; use cann: {allowed[0]}{other}")
+        if m.pairing(st) is None:
+            torchnpu = releases[st.torch_npu].get("torchnpu")
+            series = ".".join(str(torchnpu).split(".")[:2]) if torchnpu else ""
+            grid = [str(x) for x in (m.source.data.get("torchnpu_compatible") or {}).get(series) or []]
+            works = f"; by Huawei's grid TorchNPU {series}.x works with CANN {', '.join(x + '.x' for x in grid)}" \
+                if grid else ""
+            if not allowed and not grid:
+                c.fail(path + ("torch_npu",), f"torch_npu {st.torch_npu} is unpaired: no CANN release is published "
+                       f"for it (torch_npu_releases.{st.torch_npu}.cann is empty) and no compatibility grid names its "
+                       f"TorchNPU release; choose a paired release{other}")
+            else:
+                c.fail(path + ("cann",), f"torch_npu {st.torch_npu} was released for CANN {', '.join(allowed) or 'none'}, "
+                       f"not {st.cann}{works}; use cann: {(allowed or [grid[-1] + '.0'])[0]}{other}")
         _check_wheels(c, path, st, releases[st.torch_npu])
         if st.torch_npu_on_pypi and releases[st.torch_npu].get("pypi") is False:
             on_pypi = [r for r, v in releases.items() if r.startswith(st.torch) and v.get("pypi") is not False
@@ -581,6 +665,16 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
             c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "
                    f"breaks with; it needs numpy{cann.numpy}")
 
+    if cann and st.nnal and not cann.nnal:
+        c.fail(path + ("nnal",), f"CANN {st.cann} publishes no NNAL package (cann.{st.cann}.nnal is missing); drop "
+               f"`nnal: true` or choose a CANN release that has one: "
+               f"{', '.join(v for v, r in m.cann.items() if r.nnal) or 'none'}")
+    if cann and cann.nnal and m.nnal(st, cann, "aarch64") is not None:
+        for arch in ARCHES:
+            if arch in cann.nnal and arch not in st.cxx11_abi:
+                c.fail(path + ("cxx11_abi",), f"NNAL is installed for CANN {st.cann}: name the C++ ABI torch {st.torch} "
+                       f"is built with on {arch} (torch.compiled_with_cxx11_abi()), e.g. cxx11_abi: {{{arch}: true}}; "
+                       f"or turn NNAL off with nnal: false")
     if st.builder:
         b = m.builders.get(st.builder)
         if b is None:
@@ -635,10 +729,34 @@ def _check_images(m: Matrix, c: s.Checker) -> None:
             elif python != m.os[os].python and python not in m.pythons:
                 c.fail(path + ("python",), f"python {python} is not {os}'s python3 ({m.os[os].python}) and "
                        f"pythons has no source tarball for it; add pythons.\"{python}\"")
+            cann = m.cann.get(st.cann)
+            for platform in img.platforms:
+                if cann and m.nnal(st, cann, PLATFORM_ARCH.get(platform, "")) is not None:
+                    try:
+                        glibc_floor(m, st, cann, m.os[os])
+                    except UserError as exc:
+                        c.fail(path + ("os", j), str(exc))
+                        break
         cann = m.cann.get(st.cann)
         chip = img.chip or defaults["chip"]
         if cann and chip not in cann.kernels:
             c.fail(path + ("chip",), f"got {chip!r}; CANN {cann.version} has kernels for: {', '.join(cann.kernels)}")
+
+
+def glibc_floor(m: Matrix, st: Stack, cann: CannRelease, os: OSBase) -> None:
+    """NNAL's floor (torch_atb needs a newer glibc from CANN 9.1) against the OS's glibc:
+    refused before any build, naming both and the OSes that fit."""
+    floor = cann.nnal_glibc
+    if not floor or not os.glibc or Version(os.glibc) >= Version(floor):
+        return
+    fits = [f"{o.name} ({o.glibc})" for o in m.os.values() if o.glibc and Version(o.glibc) >= Version(floor)]
+    raise UserError(f"CANN {cann.version}'s NNAL needs glibc {floor} or newer (torch_atb); {os.name} has glibc "
+                    f"{os.glibc}. OSes that fit: {', '.join(fits) or 'none in the matrix'}; or turn NNAL off for "
+                    f"stack {st.name} (stacks.{st.name}.nnal: false)")
+
+
+def cann_series(version: str) -> str:
+    return ".".join(version.split(".")[:2])
 
 
 def _allows_outside(spec: str, required: str) -> bool:

@@ -254,7 +254,8 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
     assert proc.wait(timeout=300) == 130, rest[-3000:]
     assert "interrupted: nothing was tagged" in rest and "error:" not in rest, rest[-3000:]
     assert subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout.strip() == ""
-    assert not any((ROOT / ".build").glob("*/context")), "the staged context was left behind"
+    # Only this build's folder: the other lane may be staging a context of its own now.
+    assert not any((ROOT / ".build").glob("*-910-*/context")), "the staged context was left behind"
     if order != "group-task-ignoring":
         return
 

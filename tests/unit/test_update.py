@@ -19,6 +19,7 @@ from tests.conftest import committed_matrix_text
 from tests.doubles.deployer_fixture import fake_sum, make_deployer
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "tests" / "data" / "upstream-docs"     # the snapshot of Ascend's tables
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def hand_written(text: str) -> tuple[str, str]:
 
 def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
     old = matrix.read_text()
-    result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")])
+    result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
     assert result.changed
     assert hand_written(result.text) == hand_written(old), "a hand-written byte changed"
     m_text = result.text
@@ -54,24 +55,26 @@ def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
     assert "Ascend-cann-nnrt" not in m_text, "files the images do not use are counted, not imported"
     # --from reads no index: PyPI's facts stay as the last import found them (3.13 for 2.10.0).
     assert m.source.data["torch_npu_releases"]["2.10.0"]["pypi_pythons"]["aarch64"][-1] == "3.13"
-    assert result.counts["CANN releases"] == 6 and result.counts["torch_npu releases"] == 12
+    # 6 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables.
+    assert result.counts["CANN releases"] == 10 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
+    assert m.cann["9.1.0"].driver == "26.0.RC1" and m.cann["9.2.0"].driver is None
     assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 12
     lines = result.summary.lines()      # against the real import committed in matrix.yaml
     assert "- cann 8.2.RC1" in lines and "~ cann 8.0.RC3 toolkit aarch64: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run " \
         f"zip_sha256 872691b3734908536a7526fa14ff2b90bed81d38c38e9e6124ae447da6029471 -> " \
         f"Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run zip_sha256 {fake_sum(name)}" in lines
     # A second run on its own output changes nothing.
-    assert not update(matrix, [make_deployer(tmp_path / "d", "6.0.0")]).changed
+    assert not update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS).changed
 
 
 def test_run_pins_survive_an_update(matrix, tmp_path):
     source = [make_deployer(tmp_path / "d", "6.0.0")]
-    matrix.write_text(update(matrix, source).text)
+    matrix.write_text(update(matrix, source, docs_folder=DOCS).text)
     pin = "ab" * 32
     text = matrix.read_text().replace("{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
                                       f"{{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: {pin}", 1)
     matrix.write_text(text)
-    again = update(matrix, source)
+    again = update(matrix, source, docs_folder=DOCS)
     assert not again.changed and f"sha256: {pin}" in again.text
 
 
@@ -80,7 +83,7 @@ def test_a_disagreement_stops_the_update_until_the_matrix_records_a_choice(matri
     older = make_deployer(tmp_path / "b", "6.0.0")
     before = matrix.read_text()
     with pytest.raises(UserError) as info:
-        update(matrix, [newer, older])
+        update(matrix, [newer, older], docs_folder=DOCS)
     msg = str(info.value)
     assert "torch_npu_releases.2.1.0.post8.cann: sources disagree" in msg
     assert "ascend-deployer 7.3.0: 8.1.RC1" in msg and "ascend-deployer 6.0.0: 8.0.RC3" in msg
@@ -89,7 +92,7 @@ def test_a_disagreement_stops_the_update_until_the_matrix_records_a_choice(matri
     # Recorded: the choice is taken and reported, and the matrix says why.
     matrix.write_text(before.replace("  choices: {}", '  choices:\n    "torch_npu_releases.2.1.0.post8.cann": '
                                                       '{take: 8.0.RC3, why: "the 6.0.rc3 branch was built for it"}'))
-    result = update(matrix, [newer, older])
+    result = update(matrix, [newer, older], docs_folder=DOCS)
     assert [str(c) for c in result.merged.conflicts] == [
         "torch_npu_releases.2.1.0.post8.cann: sources disagree (ascend-deployer 7.3.0: 8.1.RC1; ascend-deployer "
         "6.0.0: 8.0.RC3): took 8.0.RC3 (the 6.0.rc3 branch was built for it)"]
@@ -97,13 +100,13 @@ def test_a_disagreement_stops_the_update_until_the_matrix_records_a_choice(matri
 
 
 def test_a_newer_release_wins_where_the_sources_agree_and_adds_what_is_new(matrix, tmp_path):
-    newer = make_deployer(tmp_path / "a", "7.3.0", pairs={"2.5.1": "8.1.RC1", "2.6.0": "8.1.RC1"},
-                          drivers={"8.1.RC1": "25.0.RC1"})
+    newer = make_deployer(tmp_path / "a", "7.3.0", pairs={"2.5.1": "8.1.RC1", "2.6.0": "8.2.RC1"},
+                          drivers={"8.1.RC1": "25.0.RC1", "8.2.RC1": "25.2.0"})
     older = make_deployer(tmp_path / "b", "6.0.0")
-    result = update(matrix, [older, newer])
+    result = update(matrix, [older, newer], docs_folder=DOCS)
     assert not result.merged.conflicts
-    assert 'ascend-deployer 7.3.0: ascend_deployer/downloader/software/CANN_8.1.RC1.json' in result.text
-    assert "  2.6.0:\n    cann: [8.1.RC1]\n" in result.text
+    assert 'ascend-deployer 7.3.0: ascend_deployer/downloader/software/CANN_8.2.RC1.json' in result.text
+    assert "  2.6.0:\n    cann: [8.2.RC1]\n" in result.text
 
 
 @pytest.mark.parametrize("spoil, message", [
@@ -117,7 +120,7 @@ def test_nonsense_in_the_upstream_data_is_refused_with_its_file(matrix, tmp_path
     spoil(folder)
     before = matrix.read_text()
     with pytest.raises(UserError, match=message):
-        update(matrix, [folder])
+        update(matrix, [folder], docs_folder=DOCS)
     assert matrix.read_text() == before
 
 
@@ -127,13 +130,30 @@ def _edit(folder: Path, name: str, old: str, new: str) -> None:
 
 
 def test_an_import_that_leaves_a_stack_unpaired_writes_nothing(matrix, tmp_path):
-    """Upstream no longer lists the release a stack uses: refused by the matrix checks."""
+    """Upstream no longer pairs the release a stack uses (neither the deployer data nor
+    Ascend's table, and no TorchNPU grid covers it): refused by the matrix checks."""
+    import shutil
     from tests.doubles.deployer_fixture import PAIRS
     pairs = {r: c for r, c in PAIRS.items() if r != "2.1.0.post8"}
+    docs = shutil.copytree(DOCS, tmp_path / "docs")
+    table = docs / "COMPATIBILITY.en.md"
+    table.write_text("".join(line for line in table.read_text().splitlines(keepends=True)
+                             if "2.1.0.post8 " not in line))
     before = matrix.read_text()
     with pytest.raises(MatrixError, match="got '2.1.0.post8', which torch_npu_releases does not list"):
-        update(matrix, [make_deployer(tmp_path / "d", "6.0.0", pairs=pairs)])
+        update(matrix, [make_deployer(tmp_path / "d", "6.0.0", pairs=pairs)], docs_folder=docs)
     assert matrix.read_text() == before
+
+
+def test_the_deployer_data_and_ascends_table_disagreeing_stop_the_update(matrix, tmp_path):
+    """A pairing the two sources give differently (the deployer double: 2.6.0 on 8.1.RC1;
+    the snapshot of COMPATIBILITY.en.md: 8.2.RC1) is never settled silently."""
+    newer = make_deployer(tmp_path / "a", "7.3.0", pairs={"2.6.0": "8.1.RC1"}, drivers={"8.1.RC1": "25.0.RC1"})
+    with pytest.raises(UserError) as info:
+        update(matrix, [newer, make_deployer(tmp_path / "b", "6.0.0")], docs_folder=DOCS)
+    msg = str(info.value)
+    assert "torch_npu_releases.2.6.0.cann: sources disagree" in msg
+    assert "ascend-deployer 7.3.0" in msg and ": 8.1.RC1" in msg and "COMPATIBILITY.en.md" in msg and ": 8.2.RC1" in msg
 
 
 def test_a_wheel_reads_like_its_folder(tmp_path):
@@ -147,10 +167,11 @@ def test_a_wheel_reads_like_its_folder(tmp_path):
 def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp_path):
     source = str(make_deployer(tmp_path / "d", "6.0.0"))
     before = matrix.read_text()
-    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", source]
+    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", source,
+            "--from-docs", str(DOCS)]
     dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
-    assert "would change" in dry.stdout and "CANN releases: 6" in dry.stdout
+    assert "would change" in dry.stdout and "CANN releases: 10" in dry.stdout
     check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 1 and matrix.read_text() == before
     wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)
@@ -163,7 +184,7 @@ def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp
 def test_markers_missing_is_a_clear_error(matrix, tmp_path):
     matrix.write_text(matrix.read_text().replace(BEGIN, "# gone"))
     with pytest.raises(UserError, match="no imported part"):
-        update(matrix, [make_deployer(tmp_path / "d", "6.0.0")])
+        update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
     assert END in matrix.read_text()
 
 
@@ -184,7 +205,8 @@ def test_a_stack_on_an_unpaired_torch_npu_is_refused_with_that_reason(matrix):
     old = "  2.1.0.post8:\n    cann: [8.0.RC3]\n"
     assert old in text
     matrix.write_text(text.replace(old, "  2.1.0.post8:\n    cann: []\n", 1))
-    with pytest.raises(MatrixError, match=r"torch_npu 2.1.0.post8 is unpaired: no CANN release is published"):
+    with pytest.raises(MatrixError, match=r"torch_npu 2.1.0.post8 is unpaired: no CANN release is published for it "
+                                          r"\(torch_npu_releases.2.1.0.post8.cann is empty\) and no compatibility grid"):
         load_matrix(matrix)
 
 

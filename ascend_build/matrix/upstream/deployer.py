@@ -46,24 +46,29 @@ class Source:
 
 @dataclass(frozen=True)
 class Published:
-    """One file as Huawei publishes it: the .zip, its URL and sha256."""
+    """One file as Huawei publishes it: the .zip, its URL and sha256; or, for a release
+    whose files no data lists (named by its era's rule), the bare .run with no sum."""
     zip: str
     url: str
-    sha256: str
+    sha256: str | None
+    run_name: str | None = None
 
     @property
     def run(self) -> str:
-        return self.zip[:-len(".zip")] + ".run"
+        return self.run_name or self.zip[:-len(".zip")] + ".run"
 
 
 @dataclass
 class CannData:
     version: str
-    driver: str
-    source: Source
+    driver: str | None                     # None: no source names the driver it is paired with
+    source: Source | str
     toolkit: dict[str, Published] = field(default_factory=dict)                # arch -> file
     kernels: dict[str, dict[str, Published]] = field(default_factory=dict)     # chip -> arch -> file
     unused: list[str] = field(default_factory=list)                            # nnae, nnrt, ...
+    nnal: dict[str, Published] = field(default_factory=dict)                   # arch -> file
+    runs_on: list[str] = field(default_factory=list)       # drivers (series like 25.2, or versions) it runs on
+    runs_on_source: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -76,6 +81,8 @@ class TorchNpuData:
     release: str
     cann: str | None                       # None: the data names no CANN for it
     pairing_source: Source | str | None
+    branch: str = ""                       # the release's tag (or branch) in Ascend/pytorch
+    torchnpu: str = ""                     # the TorchNPU release it was published in (26.1.0)
     wheels: dict[str, dict[str, str]] = field(default_factory=dict)   # "cp310-aarch64" -> {torch_npu: sha, torch: sha}
     wheels_source: Source | None = None
     on_pypi: bool | None = None            # None: not asked

@@ -14,8 +14,10 @@ from pathlib import Path
 from packaging.version import Version
 
 from ...errors import UserError
+from ...platforms import ARCHES
+from . import docs, pypi
 from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, read
-from . import pypi
+from .docs import DocsData
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
 END = "# <<< end of the imported part <<<"
@@ -41,15 +43,27 @@ class Merged:
     torch_npu: dict[str, TorchNpuData]
     conflicts: list[Conflict] = field(default_factory=list)
     read: list[DeployerData] = field(default_factory=list)
+    compatible: dict[str, list[str]] = field(default_factory=dict)    # TorchNPU series -> CANN series
+    compatible_source: str = ""
+    docs_read: list[str] = field(default_factory=list)
+    from_docs: dict[str, int] = field(default_factory=dict)           # what the docs added, counted
 
 
 def _version_key(v: str) -> Version:
-    return Version(v.replace(".RC", "rc").replace(".rc", "rc"))
+    """CANN versions in release order: 8.0.RC3 < 8.0.0; a fourth field (6.3.RC3.1) is a patch."""
+    import re
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(?:RC(\d+)|(\d+))(?:\.(\d+))?", v, re.I)
+    if not m:
+        return Version("0")
+    major, minor, rc, patch, extra = m.groups()
+    base = f"{major}.{minor}.{patch or 0}" + (f"rc{rc}" if rc else "")
+    return Version(base + (f".post{extra}" if extra else ""))
 
 
-def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]]) -> Merged:
-    """One view of several deployer releases: the newest one's entry wins where they
-    agree; where they disagree, `choices` must say which value to take."""
+def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], ascend: DocsData | None = None) -> Merged:
+    """One view of several deployer releases, then Ascend's published tables (`ascend`):
+    the newest deployer's entry wins where they agree; where any two sources disagree,
+    `choices` must say which value to take."""
     ordered = sorted(datasets, key=lambda d: Version(d.version), reverse=True)
     merged = Merged({}, {}, read=ordered)
 
@@ -94,8 +108,96 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]]) -> M
         wheels, wheels_source = ({}, None)
         if with_wheels:
             wheels, wheels_source = with_wheels[0][1].wheels, with_wheels[0][1].wheels_source
-        merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels, wheels_source)
+        merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels=wheels, wheels_source=wheels_source)
+    if ascend is not None:
+        _add_docs(merged, ascend, decide)
     return merged
+
+
+def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
+    """Ascend's tables on top of the deployer data: pairings (a release the deployer
+    pairs otherwise is a conflict), the release's tag and TorchNPU release, the grid of
+    compatible series, CANN releases the deployer data does not reach (files named by
+    their era's rule, no published sums) and the drivers each CANN release runs on."""
+    merged.docs_read = list(ascend.read)
+    merged.compatible, merged.compatible_source = dict(ascend.torch_npu.compatible), ascend.torch_npu.compatible_source
+    counts = {"pairings": 0, "new releases": 0, "new CANN": 0}
+    # Releases of the deployer's era (its oldest CANN on), and older ones the index serves
+    # (2.1.0 -> CANN 7.0.0): the history before that names nothing a stack could use.
+    oldest = min((_version_key(v) for v in merged.cann), default=Version("0"))
+    by_release: dict[str, list] = {}
+    for pairing in ascend.torch_npu.pairings:
+        if _version_key(pairing.cann) >= oldest or pairing.release in merged.torch_npu:
+            by_release.setdefault(pairing.release, []).append(pairing)
+    for release, pairings in sorted(by_release.items(), key=lambda kv: Version(kv[0])):
+        entry = merged.torch_npu.get(release)
+        if entry is None:
+            entry = merged.torch_npu[release] = TorchNpuData(release, None, None)
+            counts["new releases"] += 1
+        values = {p.source: p.cann for p in pairings}
+        if entry.cann:
+            values = {str(entry.pairing_source): entry.cann, **values}
+        first = entry.cann or pairings[0].cann
+        cann = decide(f"torch_npu_releases.{release}.cann", values, first)
+        if entry.cann != cann:
+            counts["pairings"] += 1
+        entry.cann = cann
+        entry.pairing_source = entry.pairing_source if entry.cann == first and entry.pairing_source else \
+            next(p.source for p in pairings if p.cann == cann)
+        entry.branch = entry.branch or pairings[0].branch
+        entry.torchnpu = entry.torchnpu or docs.series_of(pairings[0].branch) or ""
+    for release, (series, source) in ascend.torch_npu.series.items():
+        entry = merged.torch_npu.setdefault(release, TorchNpuData(release, None, None))
+        if entry.torchnpu and entry.torchnpu != series:
+            series = decide(f"torch_npu_releases.{release}.torchnpu",
+                            {f"its branch {entry.branch}": entry.torchnpu, source: series}, entry.torchnpu)
+        entry.torchnpu = series
+        entry.branch = source.rsplit(": ", 1)[-1]     # a release tag names exactly this build; a branch moves on
+    newest = max((c for c in merged.cann.values() if c.kernels), key=lambda c: _version_key(c.version), default=None)
+    chips = sorted(newest.kernels) if newest else []
+    newest_listed = max((_version_key(v) for v in merged.cann), default=Version("0"))
+    named = {p.cann: p.source for p in ascend.torch_npu.pairings if _version_key(p.cann) > newest_listed}
+    for notes in ascend.cann:
+        if notes.version not in merged.cann:
+            merged.cann[notes.version] = _named_release(notes.version, notes.drivers[0], notes.source, chips)
+            counts["new CANN"] += 1
+        else:
+            current = merged.cann[notes.version]
+            current.driver = decide(f"cann.{notes.version}.driver",
+                                    {str(current.source): current.driver, notes.source: notes.drivers[0]},
+                                    current.driver)
+    for version, source in named.items():
+        if version not in merged.cann:
+            merged.cann[version] = _named_release(version, None, f"named by {source}; no release notes of it read",
+                                                  chips)
+            counts["new CANN"] += 1
+    for version, rel in merged.cann.items():
+        rel.runs_on, rel.runs_on_source = docs.runs_on(ascend.cann, version)
+    merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+    merged.from_docs = counts
+
+
+OBS = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{v}/"
+
+
+def _named_release(version: str, driver: str | None, source: str, chips: list[str]) -> CannData:
+    """A CANN release the deployer data does not list: its files by its era's naming rule
+    (toolkit, an operator package per chip of the newest listed release, NNAL), at
+    Huawei's download site, with no published sums (pinned on first use)."""
+    from ..eras import era_of
+    from ..model import expected_toolkit
+    era, url = era_of(version), OBS.format(v=version)
+
+    def named(run: str) -> Published:
+        return Published("", url + run, None, run)
+    rel = CannData(version, driver, source)
+    rel.toolkit = {arch: named(expected_toolkit(version, arch)) for arch in ARCHES}
+    rel.kernels = {chip: {arch: named(era.kernels_file.format(chip=chip, v=version, arch=arch)) for arch in ARCHES}
+                   for chip in chips}
+    if era.nnal_file:
+        rel.nnal = {arch: named(era.nnal_file.format(v=version, arch=arch)) for arch in ARCHES}
+    return rel
 
 
 def _file_conflict(decide, version: str, other: Published, mine: Published | None, mine_v: str, other_v: str,
@@ -145,22 +247,37 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
     out = [BEGIN]
     sources = ", ".join(f"{d.version}" + (f" (wheel sha256 {d.archive_sha256})" if d.archive_sha256 else "")
                         for d in merged.read)
-    out += [f"# ascend-deployer (PyPI) {sources}.",
-            "# Each CANN file is published as a .zip around the .run installer: zip_sha256 is Huawei's sum of",
+    out += [f"# ascend-deployer (PyPI) {sources}."]
+    out += [f"# Ascend's published tables: {where}." for where in merged.docs_read]
+    out += ["# Each CANN file is published as a .zip around the .run installer: zip_sha256 is Huawei's sum of",
             "# the .zip; sha256 is the .run's, pinned with `invoke pin` (null: unpinned, taken from a verified",
-            "# .zip, or checked by the installer's own --check). driver: the NPU driver the release requires.",
+            "# .zip, or checked by the installer's own --check). A release no deployer data lists has its files",
+            "# named by its era's rule and no published sum: the first use pins it. driver: the NPU driver the",
+            "# release is paired with (null: no source names it); runs_on: the drivers its release notes say it",
+            "# runs on (25.2: any 25.2.x).",
             "cann:"]
     for version, rel in merged.cann.items():
         out += [f"  {version}:",
                 f"    source: \"{rel.source}\"",
                 f"    url: {rel.url}",
-                f"    driver: {rel.driver}",
-                "    toolkit:"]
+                f"    driver: {rel.driver}" if rel.driver else "    driver: null      # no source read names it"]
+        if rel.runs_on:
+            out += [f"    runs_on: [{', '.join(json.dumps(d) for d in rel.runs_on)}]",
+                    f"    runs_on_source: \"{'; '.join(dict.fromkeys(rel.runs_on_source))}\""]
+        out.append("    toolkit:")
         out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.toolkit.items())]
         out.append("    kernels:")
         for chip in sorted(rel.kernels, key=lambda c: (c.lower() != "910b", c.lower())):
             out.append(f"      {_key(chip)}:")
             out += [_file_line(8, arch, pub, pins) for arch, pub in sorted(rel.kernels[chip].items())]
+        if rel.nnal:
+            out.append("    nnal:")
+            out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.nnal.items())]
+    if merged.compatible:
+        out += ["", "# TorchNPU release series -> the CANN series it works with (\"compatible\"; stricter: the CANN a",
+                f"# release was published for). {merged.compatible_source}",
+                "torchnpu_compatible:"]
+        out += [f"  \"{series}\": [{', '.join(json.dumps(c) for c in canns)}]" for series, canns in merged.compatible.items()]
     out += ["", "# torch_npu release -> the CANN release it was published for, and the torch (CPU build) and",
             "# torch_npu wheels Huawei lists per Python and arch, with sha256; pypi_pythons: the Pythons",
             "# PyPI has torch_npu wheels for, per arch (its simple page; the lock takes their sha256).",
@@ -170,6 +287,10 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
         out.append(f"    cann: [{rel.cann}]" if rel.cann else "    cann: []     # unpaired: no CANN pairing published")
         if rel.pairing_source:
             out.append(f"    source: \"{rel.pairing_source}\"")
+        if rel.torchnpu:
+            out.append(f"    torchnpu: {rel.torchnpu}     # the TorchNPU release it belongs to")
+        if rel.branch:
+            out.append(f"    branch: {rel.branch}")
         if rel.on_pypi is False:
             out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
         if rel.pypi_pythons:
@@ -189,8 +310,8 @@ def _key(chip: str) -> str:
 
 
 def _file_line(indent: int, arch: str, pub: Published, pins: dict[str, str]) -> str:
-    return (" " * indent + f"{arch}: {{file: {pub.run}, sha256: {pins.get(pub.run) or 'null'}, "
-            f"zip_sha256: {pub.sha256}}}")
+    published = f", zip_sha256: {pub.sha256}" if pub.sha256 else ""
+    return " " * indent + f"{arch}: {{file: {pub.run}, sha256: {pins.get(pub.run) or 'null'}{published}}}"
 
 
 def split(text: str, file: str) -> tuple[str, str, str]:
@@ -220,12 +341,18 @@ def _flatten(cann: dict, releases: dict) -> dict[str, str]:
     for version, rel in (cann or {}).items():
         flat[f"cann {version}"] = "release"
         flat[f"cann {version} driver"] = str(rel.get("driver"))
+        if rel.get("runs_on"):
+            flat[f"cann {version} runs on"] = ", ".join(map(str, rel["runs_on"]))
+        for arch, entry in (rel.get("nnal") or {}).items():
+            flat[f"cann {version} nnal {arch}"] = str(entry.get("file"))
         files = [("toolkit", a, e) for a, e in (rel.get("toolkit") or {}).items()]
         files += [(f"kernels {chip}", a, e) for chip, per in (rel.get("kernels") or {}).items() for a, e in per.items()]
         for what, arch, entry in files:
             flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
     for release, rel in (releases or {}).items():
         flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        if rel.get("torchnpu"):
+            flat[f"torch_npu {release} TorchNPU"] = str(rel["torchnpu"])
         if rel.get("pypi") is False:
             flat[f"torch_npu {release} on PyPI"] = "no"
         wheels = rel.get("wheels") or {}
@@ -267,7 +394,10 @@ def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[s
     return [read(fetch(v, work, pip_args)) for v in versions]
 
 
-def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None) -> Result:
+def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None,
+           docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None) -> Result:
+    """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
+    copies of the documents upstream.docs names (else fetched over HTTPS)."""
     import yaml
     from ..model import load_text
     text = matrix_path.read_text()
@@ -280,7 +410,8 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     choices = {str(k): dict(v) for k, v in (upstream.get("choices") or {}).items()}
     with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
         datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
-    merged = merge(datasets, choices)
+    ascend = docs.load(upstream, docs_folder, ca_bundle, proxy)
+    merged = merge(datasets, choices, ascend)
     old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old.get("torch_npu_releases") or {})      # its facts stay as last read
@@ -293,17 +424,21 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
                         + "\nRecord the choice under upstream.choices, e.g.\n  upstream:\n    choices:\n      "
                         + f"\"{undecided[0].path}\": {{take: {next(iter(undecided[0].values.values()))}, why: \"...\"}}")
     pins = {e["file"]: e["sha256"] for rel in (old.get("cann") or {}).values()
-            for e in list((rel.get("toolkit") or {}).values())
+            for e in list((rel.get("toolkit") or {}).values()) + list((rel.get("nnal") or {}).values())
             + [x for per in (rel.get("kernels") or {}).values() for x in per.values()] if e.get("sha256")}
     new_region = render_region(merged, pins)
     new_text = before + new_region + after
     load_text(new_text, matrix_path)             # the result must be a valid matrix, or nothing is written
     new = yaml.safe_load(new_region) or {}
-    files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values())
+    files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values()) + list(rel.nnal.values())
              + [x for per in rel.kernels.values() for x in per.values()]]
-    counts = {"deployer releases read": len(merged.read), "CANN releases": len(merged.cann),
-              "CANN files imported": len({f.zip for f in files}),
-              "CANN checksums (sha256 of the published .zip)": len({f.zip for f in files if f.sha256}),
+    counts = {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
+              "CANN releases": len(merged.cann),
+              "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
+              "CANN files imported": len({f.run for f in files}),
+              "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
+              "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
+              "CANN releases with the drivers they run on": sum(1 for r in merged.cann.values() if r.runs_on),
               "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
               "torch_npu releases": len(merged.torch_npu),
               "torch_npu releases with a CANN pairing": sum(1 for r in merged.torch_npu.values() if r.cann),
@@ -312,6 +447,9 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
               "paired torch_npu releases not on PyPI": sum(1 for r in merged.torch_npu.values() if r.on_pypi is False),
               "wheel checksums (torch and torch_npu)": sum(len(s) for r in merged.torch_npu.values()
                                                            for s in r.wheels.values()),
+              "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
+              "torch_npu releases with their TorchNPU release": sum(1 for r in merged.torch_npu.values() if r.torchnpu),
+              "TorchNPU series with compatible CANN series": len(merged.compatible),
               "conflicts between sources": len(merged.conflicts)}
     return Result(new_text, new_text != text, summarize(old, new), merged, counts)
 

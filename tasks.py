@@ -348,6 +348,23 @@ RUN_HELP = {
     "docker": BUILD_HELP["docker"], "engine": "docker (default) or podman", "dry": "print the run command only",
     "force": "run even when the image needs a newer driver or another chip than the host has",
 }
+LAUNCH_HELP = {
+    "hostfile": "many servers: one host per line (the first is the master); prints each node's command",
+    "torchrun": "start the command with torchrun on every chosen card of this host (hccl backend)",
+    "nproc_per_node": "processes per host (default: the number of --devices, 8 for all)",
+    "master_port": "torchrun's rendezvous port on the master (default 29500)",
+    "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
+    "rank_table": "an hccl.json (invoke ranktable) mounted and named by RANK_TABLE_FILE",
+    "node_rank": "with --hostfile: run this node's command here",
+    "ssh": "with --hostfile: run every node's command over ssh (BatchMode), and wait for all",
+}
+
+
+def _number(value, option: str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise UserError(f"{option} {value!r}: expected a whole number") from None
 
 
 def _required(value, option: str, example: str):
@@ -388,14 +405,60 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
         raise Exit(code=code)
 
 
-@task(auto_shortflags=False, help=RUN_HELP)
+@task(auto_shortflags=False, help={**RUN_HELP, **LAUNCH_HELP})
 @user_errors
 def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-        dry=False, force=False, engine="docker"):
-    """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`."""
+        dry=False, force=False, engine="docker", hostfile=None, torchrun=False, nproc_per_node=None,
+        master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False):
+    """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`; on
+    all cards with torchrun (--torchrun), or on many servers (--hostfile)."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
+    if hostfile or torchrun:
+        _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, engine, hostfile,
+                _number(nproc_per_node, "--nproc-per-node") if nproc_per_node else None,
+                _number(master_port, "--master-port"), _number(hccl_timeout, "--hccl-timeout"), rank_table,
+                _number(node_rank, "--node-rank") if node_rank is not None else None, ssh)
+        return
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force, engine)
+
+
+def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, engine, hostfile, nproc,
+            master_port, hccl_timeout, rank_table, node_rank, ssh):
+    """torchrun on every chosen card, on this host or on each host of a hostfile."""
+    from ascend_build.cluster.launch import Launch, node_commands, over_ssh, read_hostfile
+    from ascend_build.host.run import SERVER_CARDS, host_cards, parse_devices
+    _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
+    hosts = tuple(read_hostfile(Path(hostfile))) if hostfile else ("localhost",)
+    cards = host_cards(Path(host_root)) or SERVER_CARDS
+    count = nproc if nproc else len(parse_devices(devices, cards))
+    table = Path(rank_table).resolve() if rank_table else None
+    if table and not table.is_file():
+        raise UserError(f"--rank-table {rank_table}: no such file (write one with `invoke ranktable`)")
+    launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table)
+    for warning in launch.check():
+        print(f"WARNING: {warning}", file=sys.stderr)
+    client = eng.for_task(engine, docker, dry)
+    runtimes = client.runtimes() if not dry and runtime == "auto" else frozenset()
+    commands = node_commands(client.client, launch, image, devices, Path(host_root), runtimes, runtime, shm_size)
+    if node_rank is not None and not 0 <= node_rank < len(hosts):
+        raise UserError(f"--node-rank {node_rank}: the hostfile has nodes 0-{len(hosts) - 1}")
+    if dry or (hostfile and node_rank is None and not ssh):
+        for rank, (host, cmd) in enumerate(zip(hosts, commands)):
+            print(f"# node {rank} of {len(hosts)}: on {host}" + (" (master)" if rank == 0 else ""))
+            print(eng.show(over_ssh(host, cmd) if ssh else cmd))
+        if not dry:
+            print("# run each line on its host (or --node-rank N there, or --ssh from here)")
+        return
+    if ssh:
+        procs = [subprocess.Popen(over_ssh(host, cmd)) for host, cmd in zip(hosts, commands)]
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            raise Exit(code=next(code for code in codes if code))
+        return
+    code = subprocess.run(commands[node_rank or 0]).returncode
+    if code != 0:
+        raise Exit(code=code)
 
 
 @task(auto_shortflags=False, help=RUN_HELP)
@@ -406,15 +469,20 @@ def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, ["bash"], True, force, engine)
 
 
-@task(auto_shortflags=False, help={
+@task(auto_shortflags=False, iterable=["cluster"], help={
     **MATRIX_HELP, "root": "read the host below this folder (default /)",
     "image": "also check this image's needs (driver, chip, arch) against the host",
-    "json": "print the checks as JSON", "explain": "an error text, or a file holding a log: say what it means",
+    "json": "print the checks and this host's NPU network facts as JSON (the file `invoke ranktable` and "
+            "`doctor --cluster` read)",
+    "explain": "an error text, or a file holding a log: say what it means",
+    "cluster": "check many hosts from their `doctor --json` files (repeatable, or a folder of them)",
     "user": "the user who will run containers (default: you)", "docker": BUILD_HELP["docker"]})
 @user_errors
-def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", docker=None):
-    """Check a 910B host (driver, devices, group, runtime, chip) and an image against it;
-    or explain an error. Exit 1 when something blocks."""
+def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", docker=None,
+           cluster=None):
+    """Check a 910B host (driver, devices, group, runtime, chip, NPU network) and an image
+    against it; or many hosts before a multi-node job; or explain an error. Exit 1 when
+    something blocks."""
     import getpass
     import platform as host
     from ascend_build.host import doctor as doc
@@ -427,17 +495,90 @@ def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix=
             print("not a failure this tool knows; it checked for: " + ", ".join(k.name for k in doc.KNOWN))
             raise Exit(code=1)
         return
+    if cluster:
+        from ascend_build.cluster import checks as cl, facts
+        hosts = facts.load(_fact_files(cluster))
+        checks = cl.examine(hosts)
+        print(doc.as_json(checks) if json else doc.table(checks))
+        if any(ch.blocking for ch in checks):
+            raise Exit(code=1)
+        return
     here = Path(root).resolve() == Path("/")
     engine = eng.for_task("docker", docker, dry=not image) if (image or here) else None
-    facts = doc.read_image(engine, image) if image else None
-    if image and facts is None:
+    facts_of_image = doc.read_image(engine, image) if image else None
+    if image and facts_of_image is None:
         raise UserError(f"image {image} is not here: pull it first")
-    checks = doc.examine(Path(root), user or getpass.getuser(), facts,
+    checks = doc.examine(Path(root), user or getpass.getuser(), facts_of_image,
                          engine.runtimes() if engine and here else None, doc.lines(load_matrix(matrix)),
                          host.machine() if here else None)
-    print(doc.as_json(checks) if json else doc.table(checks))
+    if json:
+        from ascend_build.cluster.facts import read_host
+        network = read_host(Path(root), doc.host_chip(Path(root)), doc.host_driver(Path(root)))
+        print(doc.as_json(checks, network.to_json()))
+    else:
+        print(doc.table(checks))
     if any(ch.blocking for ch in checks):
         raise Exit(code=1)
+
+
+def _fact_files(given: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for item in given:
+        path = Path(item)
+        files += sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not files:
+        raise UserError("no host facts files: write one per host with `invoke doctor --json > HOST.json`")
+    return files
+
+
+@task(auto_shortflags=False, iterable=["hosts"], help={
+    "hosts": "a host's `invoke doctor --json` file (repeatable, in rank order; or a folder: name order)",
+    "chip": "910b (rank table version 1.0) or A3 (1.2); default: what the first host's npu-smi said",
+    "devices": "the cards used on every host: all (default), a list like 0,1 or a range like 0-3",
+    "output": "write hccl.json here (default: print it)"})
+@user_errors
+def ranktable(c, hosts=None, chip=None, devices="all", output=None):
+    """Write the HCCL rank table (hccl.json, as the Ascend operator writes it) for hosts
+    from their facts files: no ssh needed, each host runs `invoke doctor --json` itself."""
+    from ascend_build.cluster import facts, ranktable as rt
+    from ascend_build.host.run import parse_devices
+    found = facts.load(_fact_files(hosts or []))
+    wanted = None if devices == "all" else parse_devices(devices, sorted({c.id for h in found for c in h.cards}))
+    table = rt.build(found, chip, wanted)
+    text = rt.dumps(table)
+    if output:
+        Path(output).write_text(text)
+        print(f"wrote {output}: {table['server_count']} servers, {rt.world_size(table)} ranks (version "
+              f"{table['version']})")
+    else:
+        print(text, end="")
+
+
+@task(auto_shortflags=False, help={
+    "name": "the job's name (lowercase, digits, '-')", "image": "the image by content tag (REPO:sha-...) or digest",
+    "nodes": "servers (pods), default 2", "devices": "NPUs per server (default 8)",
+    "kind": "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)",
+    "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)",
+    "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
+    "output": "write the manifests here (default: print them)"})
+@user_errors
+def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
+        hccl_timeout="1800", output=None):
+    """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
+    from ascend_build.cluster import k8s
+    _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
+    command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
+    if kind not in ("ascendjob", "indexed"):
+        raise UserError(f"--kind {kind}: ascendjob or indexed")
+    n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
+    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t) if kind == "ascendjob"
+            else k8s.indexed_job(name, image, n, d, command, t))
+    text = k8s.dump(made)
+    if output:
+        Path(output).write_text(text)
+        print(f"wrote {output} ({', '.join(i['kind'] for i in made['items'])})")
+    else:
+        print(text, end="")
 
 
 PUSH_HELP = {
@@ -582,6 +723,10 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
     m = load_matrix(matrix)
     root = m.path.parent
     cells = locks.select(m, root, stacks, pythons, platforms, refresh, existing_only)
+    if not stacks and not existing_only:
+        others = [n for n in m.stacks if n not in locks.default_stacks(m, root)]
+        if others:
+            print(f"not locked here (not in images:, no lock yet; `--torch NAME` locks one): {', '.join(others)}")
     ca, _ = ca_setting(ca_bundle)
     net = resolve.Network(pip_index_url or resolve.DEFAULT_INDEX, ca, proxy)
     changes = resolve.lock(m, root, cells, net, write=not dry, upgrade=refresh)

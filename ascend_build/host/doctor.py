@@ -41,6 +41,13 @@ class ImageFacts:
     chip: str | None
     driver: str | None
     platform: str | None
+    runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
+
+
+def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
+    """Is `driver` one the release notes list: exactly, or in a listed series (25.2)?"""
+    series = ".".join(driver.split(".")[:2])
+    return any(a.upper() == driver.upper() or a == series for a in allowed)
 
 
 def driver_key(version: str) -> tuple[int, ...]:
@@ -109,7 +116,14 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
     it needs) for every line of the matrix, to say which image would run instead."""
     checks: list[Check] = []
     driver = host_driver(root)
-    if driver:
+    known = [(st, c, d) for st, c, d in choices or [] if d]
+    oldest = min(known, key=lambda x: driver_key(x[2])) if known else None
+    if driver and oldest and driver_key(driver) < driver_key(oldest[2]):
+        checks.append(Check("NPU driver", "fail", driver,
+                            f"older than every line this project builds needs (the oldest, {oldest[0]} on CANN "
+                            f"{oldest[1]}, needs {oldest[2]})",
+                            f"upgrade the driver to {oldest[2]} or newer (Huawei's HDK for this card)"))
+    elif driver:
         checks.append(Check("NPU driver", "ok", driver))
     else:
         checks.append(Check("NPU driver", "fail", f"no /{DRIVER_INFO}",
@@ -176,18 +190,38 @@ def _limits() -> list[Check]:
 def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str]],
                   host_arch: str | None) -> list[Check]:
     checks = []
-    if image.driver is None:
+    runnable = [f"{s} on CANN {c}" for s, c, d in choices if d and driver and driver_key(d) <= driver_key(driver)]
+    instead = f", or use the {runnable[-1]} image" if runnable else ""
+    if image.runs_on and driver:
+        if runs_on(driver, image.runs_on):
+            checks.append(Check("image driver need", "ok", f"CANN {image.cann} runs on {driver} (its release notes: "
+                                f"{', '.join(image.runs_on)})"))
+        else:
+            checks.append(Check("image driver need", "fail", f"host {driver} not in {', '.join(image.runs_on)}",
+                                f"CANN {image.cann}'s release notes list the drivers it runs on, and {driver} is not "
+                                f"one of them", f"install one of {', '.join(image.runs_on)} (a series like 25.2 is "
+                                f"any 25.2.x){instead}"))
+        return checks + _chip_and_arch(image, chip, host_arch)
+    if image.driver in (None, "unknown"):
+        if image.driver == "unknown":
+            checks.append(Check("image driver need", "warn", f"CANN {image.cann}: no source names its driver",
+                                "neither Huawei's data nor the release notes read say which driver it needs",
+                                "check CANN's release notes for the driver before running it"))
+            return checks + _chip_and_arch(image, chip, host_arch)
         checks.append(Check("image driver need", "warn", f"{image.ref} has no driver label",
                             "built before images carried it: cannot tell which driver it needs",
                             "rebuild it with `invoke build`, or check CANN's driver pairing by hand"))
     elif driver and driver_key(driver) < driver_key(image.driver):
-        runnable = [f"{s} on CANN {c}" for s, c, d in choices if driver_key(d) <= driver_key(driver)]
-        instead = f", or use the {runnable[-1]} image" if runnable else ""
         checks.append(Check("image driver need", "fail", f"host {driver} < {image.driver}",
                             f"host driver {driver} is older than {image.driver}, which CANN {image.cann} needs",
                             f"upgrade the driver to {image.driver} or newer{instead}"))
     elif driver:
         checks.append(Check("image driver need", "ok", f"CANN {image.cann} needs {image.driver}; host has {driver}"))
+    return checks + _chip_and_arch(image, chip, host_arch)
+
+
+def _chip_and_arch(image: ImageFacts, chip: str | None, host_arch: str | None) -> list[Check]:
+    checks = []
     if image.chip and chip and image.chip.lower() != chip.lower():
         checks.append(Check("image chip", "fail", f"image {image.chip}, host {chip}",
                             f"the image carries {image.chip} kernels; this host's cards are {chip} "
@@ -210,8 +244,11 @@ def table(checks: list[Check]) -> str:
     return render(rows)
 
 
-def as_json(checks: list[Check]) -> str:
-    return json.dumps([{**asdict(c), "blocking": c.blocking} for c in checks], indent=1)
+def as_json(checks: list[Check], facts: dict | None = None) -> str:
+    """The checks; with a host's NPU network facts, {"checks": [...], "facts": {...}}: the
+    file `invoke ranktable` and `invoke doctor --cluster` read."""
+    listed = [{**asdict(c), "blocking": c.blocking} for c in checks]
+    return json.dumps(listed if facts is None else {"checks": listed, "facts": facts}, indent=1)
 
 
 def read_image(engine, ref: str) -> ImageFacts | None:
@@ -226,7 +263,7 @@ def read_image(engine, ref: str) -> ImageFacts | None:
         return None
     labels = json.loads(out.stdout or "null") or {}
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
-                      labels.get(label("platform")))
+                      labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()))
 
 
 def lines(matrix) -> list[tuple[str, str, str]]:
@@ -249,16 +286,33 @@ def for_host(matrix, root: Path, torch: str | None, chip: str | None) -> tuple[s
     return torch, chip
 
 
+def cann_runs(cann, driver: str) -> str | None:
+    """None when a host on `driver` runs this CANN release, else why not: by the drivers its
+    release notes list (runs_on) where known, else by the driver it is paired with."""
+    if cann.runs_on:
+        return None if runs_on(driver, cann.runs_on) else \
+            f"CANN {cann.version} runs on {', '.join(cann.runs_on)}, the host has {driver}"
+    if not cann.driver:
+        return f"no source names the driver CANN {cann.version} needs"
+    if driver_key(cann.driver) > driver_key(driver):
+        return f"CANN {cann.version} needs driver {cann.driver}, the host has {driver}"
+    return None
+
+
 def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
     """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
-    and why each newer one was skipped."""
+    and why each newer one was skipped. Without `torch`, only the lines' own stacks (not
+    variants like 2.12.0-26.1.0) are candidates."""
     skipped = []
-    for name, cann, need in reversed(lines(matrix)):
+    for name, cann, _ in reversed(lines(matrix)):
         stack = matrix.stacks[name]
         if torch and stack.torch != torch and name != torch:
             continue
-        if driver_key(need) > driver_key(driver):
-            skipped.append(f"{name}: CANN {cann} needs driver {need}, the host has {driver}")
+        if not torch and name != stack.torch:
+            continue
+        why = cann_runs(matrix.cann[cann], driver)
+        if why:
+            skipped.append(f"{name}: {why}")
         elif chip and chip not in matrix.cann[cann].kernels:
             skipped.append(f"{name}: CANN {cann} has no packages for chip {chip}")
         else:
@@ -283,7 +337,7 @@ KNOWN = [
     Known("driver library missing", r"libascend_hal\.so: cannot open shared object file",
           "the NPU driver's libraries are not in the container: no driver mount, or `import torch_npu` "
           "during `docker build` (no driver there)",
-          "run with `invoke run` (it mounts /usr/local/Ascend/driver/lib64); in a build step set "
+          "run with `invoke run` (it mounts /usr/local/Ascend/driver); in a build step set "
           "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and do not import torch_npu"),
     Known("CANN libraries not on the path", r"lib(hccl|ascendcl|ge_runner|graph|acl_op_compiler)\.so: cannot open",
           "CANN's environment lives only in set_env.sh or .bashrc, so a plain `docker run` lacks it; or CANN "
@@ -313,6 +367,32 @@ KNOWN = [
     Known("device occupied", r"The device is occupied|device is busy|Resource busy",
           "another process holds the card",
           "`npu-smi info` lists the processes per card; pick free cards with --devices or ASCEND_RT_VISIBLE_DEVICES"),
+    # Multi-node: what HCCL and the driver print when the hosts or the launch are wrong.
+    Known("HCCL connect timeout (EI0006)", r"EI0006|Getting socket times out",
+          "a rank started late or cannot be reached, or HCCL_CONNECT_TIMEOUT is too low (torch_npu warns below 300)",
+          "start every node (`invoke run --hostfile`), check `invoke doctor --cluster`; HCCL_CONNECT_TIMEOUT=1800 "
+          "(invoke run and invoke job set it)"),
+    Known("HCCL communicator setup failed", r"HcclCommPrepare|HcclCommInitRootInfo.*fail",
+          "the cards' addresses in /etc/hccn.conf disagree with the cards (hccn_tool -i N -ip -g), or a link is down",
+          "`invoke doctor --cluster` over every host's `doctor --json`; fix address_N in /etc/hccn.conf"),
+    Known("device IP not found", r"(?i)get device ip from hccn\.conf|device ip.*hccn_tool|hccn\.conf.*not (exist|found)",
+          "/etc/hccn.conf is not in the container, or the driver is mounted in pieces (hccn_tool is in driver/tools)",
+          "mount /etc/hccn.conf and the whole /usr/local/Ascend/driver read-only (`invoke run` does)"),
+    Known("topology file missing (EI0014)", r"EI0014",
+          "HCCL cannot read the server's topology: the driver's topo folder is not in the container",
+          "mount the whole /usr/local/Ascend/driver read-only, not lib64 alone (`invoke run` does)"),
+    Known("rank table wrong for this container", r"device_ip' is not set correctly|server_count.*(wrong|invalid|mismatch)",
+          "the container is not on the host network, so the addresses it sees are not the servers', or the rank "
+          "table is stale",
+          "run with --network host (`invoke run --hostfile` does) and a fresh table (`invoke ranktable`)"),
+    Known("card used by another container", r"(?i)dcmi.*-80(05|20)\b|(ret|error code)\s*[=:]\s*-80(05|20)\b",
+          "the card is held by another container or process (dcmi error -8005 / -8020)",
+          "`npu-smi info` lists the processes per card; stop that container or choose free cards with --devices"),
+    Known("daemon limits below the run's", r"error setting rlimit type [78]|setting rlimit.*operation not permitted",
+          "the container engine's own open-file or locked-memory limit is lower than the --ulimit asked for "
+          "(type 7: nofile, 8: memlock)",
+          "raise the daemon's limits (systemd drop-in for docker.service: LimitNOFILE=1048576, "
+          "LimitMEMLOCK=infinity; then systemctl daemon-reload and restart docker)"),
     Known("driver too old for CANN", r"Driver Version: \S+ is invalid or not supported",
           "the host driver is older than (or unknown to) the CANN release in the image",
           "upgrade the driver to the one CANN needs (`invoke doctor --image IMAGE` names it)"),

@@ -10,8 +10,12 @@ from pathlib import Path
 from ..errors import UserError
 
 CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+DRIVER_DIR = "/usr/local/Ascend/driver"
 DRIVER_LIB = "/usr/local/Ascend/driver/lib64"
-OPTIONAL_MOUNTS = ("/usr/local/dcmi", "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info")
+# The whole driver directory goes in read-only, not lib64 alone: hccn_tool (driver/tools)
+# and the topology files (driver/topo) are read by HCCL ("Failed to get device ip from
+# hccn.conf and hccn_tool", EI0014). /etc/hccn.conf holds the cards' RoCE addresses.
+OPTIONAL_MOUNTS = ("/usr/local/dcmi", "/etc/ascend_install.info", "/etc/hccn.conf")
 NPU_SMI = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")   # hosts differ
 
 
@@ -25,6 +29,10 @@ class RunOptions:
     ipc_host: bool = True
     network_host: bool = False
     runtime: str = "auto"         # auto | ascend | runc
+    # Many cards: HCCL pins memory and opens many files; limits a training run needs.
+    multi_card: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[tuple[str, str], ...] = ()      # (host path, container path), read-only
 
 
 def host_cards(root: Path) -> list[int]:
@@ -91,7 +99,7 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
             cmd += ["--device", f"/dev/davinci{n}"]
         for dev in CONTROL_DEVICES:
             cmd += ["--device", dev]
-        mounts = [DRIVER_LIB] + [p for p in OPTIONAL_MOUNTS if here(p)]
+        mounts = [DRIVER_DIR] + [p for p in OPTIONAL_MOUNTS if here(p)]
         smi = next((p for p in NPU_SMI if here(p)), None)
         if smi:
             mounts.append(smi)
@@ -102,6 +110,12 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
         cmd += ["--ipc=host"]
     if opts.network_host:
         cmd += ["--network=host"]
+    if opts.multi_card:
+        cmd += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
+    for host_path, path in opts.mounts:
+        cmd += ["-v", f"{host_path}:{path}:ro"]
+    for key, value in opts.env:
+        cmd += ["-e", f"{key}={value}"]
     cmd.append(opts.image)
     cmd += list(opts.command)
     return cmd

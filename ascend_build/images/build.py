@@ -34,6 +34,7 @@ class Plan:
     rendered: Rendered
     toolkit: Located
     kernels: Located
+    nnal: Located | None             # NNAL (ATB), where the cell installs it
     inputs: Inputs
     requirements: dict[str, str]     # lock/<layer>.txt in the context
     locked: Path | None              # the lock they come from, None: not locked
@@ -60,14 +61,14 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
     lock = _lock(matrix, cell, site)
-    toolkit, kernels = _locate_packages(cell, site)
+    toolkit, kernels, nnal = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
-    plan = _plan(rendered, cell, site, inputs, toolkit, kernels, _requirements(matrix, cell, lock, inputs), lock,
-                 engine.kind)
+    plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal), _requirements(matrix, cell, lock, inputs),
+                 lock, engine.kind)
     ctx = plan.work / "context"
     test = run_tests or steps.run_image_tests
     if not site.dry and not site.no_cache:
@@ -88,7 +89,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
                                iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
                                cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
         if site.dry:
-            print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/")
+            print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/"
+                  + (f", {nnal.path} -> {ctx}/cann/nnal/" if nnal else ""))
             print(f"# stage requirements/{{{','.join(locks.LAYERS)}}}.txt (the lock without comments) from "
                   + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
@@ -170,11 +172,11 @@ def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: I
     return files
 
 
-def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
+def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located, Located | None]:
     # A dry run touches no network: it says what a real run would download instead.
     store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry)
     located, errors = [], []
-    for f in (cell.toolkit, cell.kernels):
+    for f in cell.cann_files:
         try:
             located.append(_locate(store, f, site))
         except PackageError as exc:
@@ -183,20 +185,25 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located]:
         raise PackageError("\n\n".join(errors))
     warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned and pkg.path.is_file()]
                   + [n for n in cell.unpinned() if n.startswith("CPython")])
-    return located[0], located[1]
+    return located[0], located[1], (located[2] if len(located) > 2 else None)
 
 
-def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: Located, kernels: Located,
-          requirements: dict[str, str], lock: locks.Lock | None, engine_kind: str = "docker") -> Plan:
+def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
+          cann: tuple[Located, Located, Located | None], requirements: dict[str, str], lock: locks.Lock | None,
+          engine_kind: str = "docker") -> Plan:
+    toolkit, kernels, nnal = cann
+    packages = [p for p in cann if p is not None]
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
                   "PYTHON_FROM": "source" if cell.python_source else "distro",
                   "ASCEND_CHIP": cell.chip}
+    if nnal:
+        build_args["NNAL_CXX_ABI"] = str(cell.abi)
     if cell.python_source:
         build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
                           PYTHON_URLS=" ".join(cell.python_source.urls))
     if inputs.apex_wheel:
         build_args["APEX_WHEEL"] = inputs.apex_wheel.name
-    hashes = {toolkit.path.name: toolkit.sha256, kernels.path.name: kernels.sha256}
+    hashes = {pkg.path.name: pkg.sha256 for pkg in packages}
     for wheel in inputs.wheels():
         hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
     for layer, text in requirements.items():       # the lock is part of what the image is
@@ -205,10 +212,10 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs, toolkit: L
     tags = RUNTIME.tags(inputs.repository, cell.name, content, cell.target, cell.alias)
     labels = RUNTIME.labels(cell, content, build_args["BASE_IMAGE"],
                             inputs.apex_wheel.name if inputs.apex_wheel else "absent",
-                            f"{toolkit.path.name} {kernels.path.name}",
+                            " ".join(pkg.path.name for pkg in packages),
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
-                            _cann_sums(cell, toolkit, kernels))
-    return Plan(cell, rendered, toolkit, kernels, inputs, requirements, lock.where if lock else None, build_args,
+                            _cann_sums(cell, *packages))
+    return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
                 site.pip_args(cell.target, cell.os.image), content, tags, labels, work_dir(site, cell, engine_kind))
 
 
@@ -241,13 +248,14 @@ def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
 
 
 def _stage(plan: Plan, ctx: Path) -> None:
-    """The build context: installers in cann/{toolkit,kernels}, the wheelhouse in wheels/,
+    """The build context: installers in cann/{toolkit,kernels,nnal}, the wheelhouse in wheels/,
     a given torch_npu wheel in torch_npu/, an apex wheel in apex/, the requirement files
     (the lock) as pip reads them in requirements/.
     Hard links when possible: staging a multi-GB installer should not copy it."""
     if ctx.exists():
         shutil.rmtree(ctx)
-    for sub, src in (("cann/toolkit", plan.toolkit.path), ("cann/kernels", plan.kernels.path)):
+    staged = [("cann/toolkit", plan.toolkit), ("cann/kernels", plan.kernels)] + ([("cann/nnal", plan.nnal)] if plan.nnal else [])
+    for sub, src in ((sub, pkg.path) for sub, pkg in staged):
         (ctx / sub).mkdir(parents=True)
         _link_or_copy(src, ctx / sub / src.name)
     # One folder per consumer: each RUN mounts only what it installs, so a new torch_npu

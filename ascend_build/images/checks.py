@@ -32,22 +32,33 @@ OPTIONAL_PACKAGE_LIBS = {
 }
 
 
-def missing_libraries(ldd_by_file: dict[str, str]) -> dict[str, set[str]]:
-    """Per file, the unresolved libraries that are neither the host driver's nor an
-    optional package's."""
+def missing_libraries(ldd_by_file: dict[str, str], installed: frozenset[str] = frozenset()) -> dict[str, set[str]]:
+    """Per file, the unresolved libraries that are neither the host driver's nor those of
+    an optional package the image does not have (`installed`: the ones it has, whose
+    libraries must resolve)."""
+    absent = {lib for lib, package in OPTIONAL_PACKAGE_LIBS.items() if package.split()[0] not in installed}
     out = {}
     for path, text in ldd_by_file.items():
-        bad = unresolved(text) - HOST_DRIVER_LIBS - set(OPTIONAL_PACKAGE_LIBS)
+        bad = unresolved(text) - HOST_DRIVER_LIBS - absent
         if bad:
             out[path] = bad
     return out
 
 
-def env_gaps(set_env: dict[str, str], image_env: dict[str, str]) -> list[str]:
+# What NNAL's set_env.sh exports beside the path lists: every ATB_* and LCCL_* variable.
+NNAL_PREFIXES = ("ATB_", "LCCL_")
+
+
+def nnal_vars(exported: dict[str, str]) -> tuple[str, ...]:
+    return tuple(sorted(v for v in exported if v.startswith(NNAL_PREFIXES))) + ("LD_LIBRARY_PATH", "PATH")
+
+
+def env_gaps(set_env: dict[str, str], image_env: dict[str, str],
+             variables: tuple[str, ...] = SET_ENV_VARS) -> list[str]:
     """What set_env.sh exports that the image ENV lacks: whole variables, or entries of
     the path lists (order aside)."""
     gaps = []
-    for var in SET_ENV_VARS:
+    for var in variables:
         want = set_env.get(var)
         if want is None:
             gaps.append(f"set_env.sh does not export {var}")

@@ -296,7 +296,8 @@ def warn_unpinned(names: list[str], out=sys.stderr) -> None:
 def known_files(matrix: Matrix) -> dict[str, list[CannFile]]:
     by_name: dict[str, list[CannFile]] = {}
     for rel in matrix.cann.values():
-        for f in list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]:
+        for f in (list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]
+                  + list(rel.nnal.values())):
             by_name.setdefault(f.file, []).append(f)
     return by_name
 

@@ -184,6 +184,7 @@ def _env() -> jinja2.Environment:
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     cann = matrix.cann[stack.cann]
+    nnal = matrix.nnal(stack, cann, "aarch64") or matrix.nnal(stack, cann, "x86_64")
     default = stack.python_for(os)
     source = matrix.pythons.get(default)
     text = _env().get_template(RUNTIME.template).render(
@@ -201,8 +202,24 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
         chip_family="NPU", net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
+        nnal=nnal is not None, nnal_file=cann.era.nnal_file.format(v=cann.version, arch="${ASCEND_ARCH}"),
+        nnal_abi=int(stack.cxx11_abi.get("aarch64", True)),
     )
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
+
+
+def renderable(matrix: Matrix, stack: Stack, os: OSBase) -> bool:
+    """A (stack, OS) the matrix allows: not one below NNAL's glibc floor (refused anyway)."""
+    from ..errors import UserError
+    from ..matrix.model import glibc_floor
+    cann = matrix.cann[stack.cann]
+    if not (matrix.nnal(stack, cann, "aarch64") or matrix.nnal(stack, cann, "x86_64")):
+        return True
+    try:
+        glibc_floor(matrix, stack, cann, os)
+    except UserError:
+        return False
+    return True
 
 
 def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
@@ -227,7 +244,8 @@ def _quoted(requirements) -> list[str]:
 
 
 def _all_runtime(matrix: Matrix) -> list[Rendered]:
-    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()]
+    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
+            if renderable(matrix, stack, os)]
 
 
 def _all_builders(matrix: Matrix) -> list[Rendered]:

@@ -188,6 +188,14 @@ def check_all(matrix: Matrix, root: Path) -> tuple[list[str], list[str]]:
     return problems, missing
 
 
+def default_stacks(matrix: Matrix, root: Path) -> list[str]:
+    """What `invoke lock` keeps locked unless told a stack: the stacks `images:` builds and
+    those already locked. Another stack is locked when asked for (--torch), so a stack whose
+    index this machine cannot reach does not stall every lock run."""
+    built = {spec.stack for spec in matrix.images}
+    return [n for n in matrix.stacks if n in built or (root / LOCKS / n).is_dir()]
+
+
 def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], platforms: list[str],
            refresh: bool, existing_only: bool = False) -> list[tuple[str, str, str]]:
     """The (stack, python, arch) cells `invoke lock` resolves: the asked-for ones, each
@@ -202,7 +210,7 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
             raise UserError(f"unknown stack {name!r}; {matrix.path} defines: {', '.join(matrix.stacks)}")
     arches = [get(p).arch for p in platforms]
     cells = []
-    for name in stacks or list(matrix.stacks):
+    for name in stacks or default_stacks(matrix, root):
         stack = matrix.stacks[name]
         for python in pythons or stack.pythons():
             if python not in stack.pythons():

@@ -145,6 +145,13 @@ class Stack:
         lo, hi = _minor(self.python_min), _minor(self.python_max)
         return [f"3.{m}" for m in range(lo, hi + 1)]
 
+    @property
+    def variant_suffix(self) -> str:
+        """What an image name adds for a stack named otherwise than its torch (another
+        release of the line, e.g. "2.12.0-26.1.0"): its torch_npu. The line's own stack
+        adds nothing, so its tags stay what they have been."""
+        return "" if self.name == self.torch else f"-npu{self.torch_npu}"
+
 
 @dataclass(frozen=True)
 class UserLayer:
@@ -208,16 +215,20 @@ class Cell(_OnPlatform):
     def name(self) -> str:
         """The readable tag: what is inside, lowercase."""
         return (f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}"
-                f"-torch{self.stack.torch}").lower()
-
+                f"-torch{self.stack.torch}{self.stack.variant_suffix}").lower()
 
     @property
     def torch_index(self) -> str | None:
         return self.stack.torch_index.get(self.arch)
 
+    @property
+    def cann_files(self) -> tuple[CannFile, ...]:
+        """The CANN installers in install order: toolkit, operators, NNAL where it goes in."""
+        return (self.toolkit, self.kernels) + ((self.nnal,) if self.nnal else ())
+
     def unpinned(self) -> list[str]:
         # A published .zip sum verifies the .run taken out of it.
-        names = [f.file for f in (self.toolkit, self.kernels) if not f.sha256 and not f.zip_sha256]
+        names = [f.file for f in self.cann_files if not f.sha256 and not f.zip_sha256]
         if self.python_source and not self.python_source.sha256:
             names.append(f"CPython {self.python_source.version} source tarball")
         return names
@@ -587,11 +598,12 @@ def _check_semantics(m: Matrix, c: s.Checker) -> None:
     seen: dict[tuple[str, str], str] = {}
     for name, st in m.stacks.items():
         _check_stack(m, c, ("stacks", name), st)
-        # An image's name says torch and CANN: two stacks with both alike would share tags.
-        other = seen.setdefault((st.torch, st.cann), name)
+        # An image's name says torch, CANN and (for a variant) torch_npu: two stacks alike in
+        # all three would share tags.
+        other = seen.setdefault((st.torch, st.cann, st.variant_suffix), name)
         if other != name:
-            c.fail(("stacks", name, "cann"), f"stacks {other} and {name} both put torch {st.torch} on CANN {st.cann}; "
-                   f"their images would carry one name: keep one of them, or give this one another CANN")
+            c.fail(("stacks", name, "cann"), f"stacks {other} and {name} both put torch_npu {st.torch_npu} on CANN "
+                   f"{st.cann}; their images would carry one name: keep one of them")
     _check_defaults(m, c)
     _check_images(m, c)
 

@@ -6,15 +6,16 @@ from .model import Cell, Matrix
 
 def cell_row(cell: Cell) -> dict[str, str]:
     py = f"{cell.python} ({'source ' + cell.python_source.version if cell.python_source else 'distro'})"
-    pins = "yes" if not cell.unpinned() else "NO: " + ", ".join(
-        "toolkit" if n == cell.toolkit.file else "kernels" if n == cell.kernels.file else "python" for n in cell.unpinned())
+    role = {cell.toolkit.file: "toolkit", cell.kernels.file: "kernels"} | ({cell.nnal.file: "nnal"} if cell.nnal else {})
+    pins = "yes" if not cell.unpinned() else "NO: " + ", ".join(role.get(n, "python source") for n in cell.unpinned())
     return {
         "image": cell.name + (f" (alias {cell.alias})" if cell.alias else ""),
         "platform": cell.platform,
         "python": py,
         "torch / torch_npu": f"{cell.stack.torch} / {cell.stack.torch_npu}"
                              + ("" if cell.stack.torch_npu_on_pypi else " (wheelhouse)"),
-        "CANN (driver)": f"{cell.cann.version} ({cell.cann.driver})",
+        "CANN (driver)": f"{cell.cann.version}{'+NNAL' if cell.nnal else ''} ({cell.cann.driver or 'none named'})",
+        "pairing": cell.pairing,
         "sha256 pinned": pins,
         "apex": "absent (no Ascend apex wheel)",
     }
@@ -36,8 +37,12 @@ def stacks_table(matrix: Matrix) -> str:
     rows = []
     for st in matrix.stacks.values():
         cann = matrix.cann[st.cann]
+        kind = (matrix.pairing(st) or ("unpaired", ""))[0]
+        nnal = "+NNAL" if matrix.nnal(st, cann, "aarch64") or matrix.nnal(st, cann, "x86_64") else ""
         rows.append({"stack": st.name, "torch / torch_npu": f"{st.torch} / {st.torch_npu}",
-                     "CANN (driver)": f"{cann.version} ({cann.driver})",
+                     "CANN": f"{cann.version}{nnal} ({kind})",
+                     "driver (runs on)": f"{cann.driver or 'none named'}"
+                                         + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else ""),
                      "Python": _pythons(matrix, st),
                      "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
                      "toolchain": _toolchain(matrix, st)})
@@ -79,8 +84,9 @@ def matrix_table(matrix: Matrix) -> str:
     cells = matrix.image_cells()
     files = {}
     for c in cells:         # what Huawei publishes: the .zip where its sum is known
-        for f in (c.toolkit, c.kernels):
-            files.setdefault(f.zip if f.zip_sha256 else f.file, f.zip_url if f.zip_sha256 else f.url)
+        for f in c.cann_files:
+            unpinned = "" if f.zip_sha256 or f.sha256 else "   [no published sum: `invoke pin` on first use]"
+            files.setdefault(f.zip if f.zip_sha256 else f.file, (f.zip_url if f.zip_sha256 else f.url) + unpinned)
     text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
     text += _unpaired(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
@@ -101,10 +107,21 @@ def _unpaired(matrix: Matrix) -> str:
             first[base] = min(first.get(base, r), r, key=Version)
     older = [r for r in unpaired if Version(r).base_version in first and Version(r) < Version(first[Version(r).base_version])]
     newer = [r for r in unpaired if r not in older]
+    grid = matrix.source.data.get("torchnpu_compatible") or {}
+
+    def series(r: str) -> str:
+        return ".".join(str(releases[r].get("torchnpu") or "").split(".")[:2])
+    compatible = [r for r in newer if grid.get(series(r))]
+    refused = [r for r in newer if r not in compatible]
     text = ""
-    if newer:
-        text += ("\n\ntorch_npu on PyPI with no published CANN pairing (unpaired: a stack on them is refused): "
-                 + ", ".join(newer))
+    if compatible:
+        text += ("\n\ntorch_npu published for no CANN, compatible by Huawei's grid (a stack may take them on a CANN "
+                 "the grid names): " + ", ".join(f"{r} (TorchNPU {releases[r]['torchnpu']}: CANN "
+                                                 f"{', '.join(str(x) + '.x' for x in grid[series(r)])})"
+                                                 for r in compatible))
+    if refused:
+        text += ("\n\ntorch_npu on PyPI with no CANN pairing and no compatibility grid (unpaired: a stack on them "
+                 "is refused): " + ", ".join(refused))
     if older:
         text += ("\n\ntorch_npu on PyPI older than the pairings the imported data covers (each before the first "
                  "paired release of its line): " + ", ".join(f"{r} (data starts at {first[Version(r).base_version]})"

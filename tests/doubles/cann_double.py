@@ -24,9 +24,37 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-# Libraries torch_npu's extensions link against (readelf -d on the 2.1.0.post8 wheel).
+# Libraries torch_npu's extensions link against (readelf -d on the 2.1.0.post8 and the
+# 2.12.0.post3 wheels; the latter adds libnpu_profiler.so, and libatb.so from NNAL).
 TOOLKIT_SONAMES = ["libhccl.so", "libascendcl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so",
-                   "libacl_tdt_channel.so", "libfmk_parser.so", "libascend_protobuf.so"]
+                   "libacl_tdt_channel.so", "libfmk_parser.so", "libascend_protobuf.so", "libnpu_profiler.so"]
+NNAL_SONAMES = ["libatb.so"]
+
+# NNAL's set_env.sh as the double writes it: the exports the real one makes (as the official
+# CANN images copy them), and its ABI rule: --cxx_abi=0|1, else ask torch (slow: it imports
+# torch), which the double records in /tmp/nnal-set-env-imported-torch so a test can see it.
+NNAL_SET_ENV = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (mirrors the real exports)
+abi=
+for arg in "$@"; do case "$arg" in --cxx_abi=*) abi="${arg#--cxx_abi=}" ;; esac; done
+if [ -z "$abi" ]; then
+    : > /tmp/nnal-set-env-imported-torch
+    abi=$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))' 2>/dev/null || echo 1)
+fi
+export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_${abi}
+export LD_LIBRARY_PATH=${ATB_HOME_PATH}/lib:${ATB_HOME_PATH}/examples:${ATB_HOME_PATH}/tests/atbopstest:${LD_LIBRARY_PATH}
+export PATH=${ATB_HOME_PATH}/bin:$PATH
+export ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0
+export ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1
+export ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5
+export ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1
+export ATB_COMPARE_TILING_EVERY_KERNEL=0
+export ATB_SHARE_MEMORY_NAME_SUFFIX=""
+export ATB_MATMUL_SHUFFLE_K_ENABLE=1
+export LCCL_DETERMINISTIC=0
+export LCCL_PARALLEL=0
+"""
 CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}
 
 SET_ENV = """\
@@ -89,6 +117,16 @@ if [ "$(uname -m)" != "$DOUBLE_ARCH" ]; then
 fi
 tree="$path/$DOUBLE_TREE"
 info="$tree/$DOUBLE_ARCH-linux/ascend_toolkit_install.info"
+if [ "$DOUBLE_KIND" = nnal ]; then
+    if [ -z "${ASCEND_TOOLKIT_HOME:-}" ] || [ ! -d "${ASCEND_TOOLKIT_HOME}" ]; then
+        echo "[ERROR] source the toolkit's set_env.sh before installing NNAL" >&2; exit 1
+    fi
+    mkdir -p "$path"
+    payload | tar -xzf - -C "$path" --no-same-owner
+    ln -sfn "$DOUBLE_VERSION" "$path/nnal/atb/latest"
+    say "[INFO] nnal $DOUBLE_VERSION installed in $path (CANN TEST DOUBLE)"
+    exit 0
+fi
 if [ "$DOUBLE_KIND" = kernels ]; then
     if [ ! -f "$info" ] || ! grep -q "^version=$DOUBLE_VERSION\$" "$info"; then
         echo "[ERROR] the toolkit $DOUBLE_VERSION must be installed in $path before its kernels" >&2; exit 1
@@ -137,7 +175,7 @@ exit 0
 """
 
 
-def _stub_libs(arch: str, out: Path) -> list[Path]:
+def _stub_libs(arch: str, out: Path, sonames: list[str] = TOOLKIT_SONAMES) -> list[Path]:
     """Compile one tiny shared library per soname, for the target arch."""
     cc = CROSS_CC[arch] if shutil.which(CROSS_CC[arch]) else ("gcc" if os.uname().machine == arch else None)
     if cc is None:
@@ -146,7 +184,7 @@ def _stub_libs(arch: str, out: Path) -> list[Path]:
     src = out / "stub.c"
     src.write_text("int cann_test_double_stub(void) { return 0; }\n")
     libs = []
-    for soname in TOOLKIT_SONAMES:
+    for soname in sonames:
         lib = out / soname
         subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(lib), str(src)], check=True)
         libs.append(lib)
@@ -177,7 +215,7 @@ def _layout(version: str) -> tuple[str, bool, bool]:
 
 def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, workdir: Path) -> bytes:
     buf = io.BytesIO()
-    root = _layout(version)[0]
+    root = _layout(version)[0] if kind != "nnal" else "nnal"
     # mtime=0 in the gzip header: the same inputs give the same bytes (and build cache hits).
     with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w") as tar:
@@ -193,6 +231,14 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
                      b"# CANN TEST DOUBLE: stand-in for CANN's Python package\n")
             _add(tar, f"{root}/bin/ascend-double-info", f"#!/bin/sh\necho 'CANN TEST DOUBLE {version}'\n".encode(), 0o755)
             _add(tar, f"{root}/.set_env.sh.in", SET_ENV.encode(), 0o755)
+        elif kind == "nnal":
+            # nnal/atb/<v>/atb/cxx_abi_{0,1}/{lib,bin} and nnal/atb/set_env.sh (latest -> <v> at install).
+            for abi in (0, 1):
+                tree = f"nnal/atb/{version}/atb/cxx_abi_{abi}"
+                _add_dir(tar, f"{tree}/bin")
+                for lib in _stub_libs(arch, workdir, NNAL_SONAMES):
+                    _add(tar, f"{tree}/lib/{lib.name}", lib.read_bytes(), 0o755)
+            _add(tar, "nnal/atb/set_env.sh", NNAL_SET_ENV.encode(), 0o755)
         else:
             _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}")
             _add(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}/double.json",
@@ -207,7 +253,7 @@ def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910
              name: str | None = None) -> Path:
     """Write one double installer into out_dir, named as the real file would be
     (or `name`), and return its path."""
-    if kind not in ("toolkit", "kernels"):
+    if kind not in ("toolkit", "kernels", "nnal"):
         raise ValueError(kind)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,7 +268,9 @@ def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910
     header = header.replace("@LINES@", str(header.count("\n")))
     if name is None:
         from ascend_build.matrix import expected_kernels, expected_toolkit
-        name = expected_toolkit(version, arch) if kind == "toolkit" else expected_kernels(version, chip, arch)
+        name = (expected_toolkit(version, arch) if kind == "toolkit" else
+                f"Ascend-cann-nnal_{version}_linux-{arch}.run" if kind == "nnal" else
+                expected_kernels(version, chip, arch))
     path = out_dir / name
     path.write_bytes(header.encode() + payload)
     path.chmod(0o755)

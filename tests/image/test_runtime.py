@@ -11,7 +11,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ascend_build.images.kinds import LABEL_PREFIX
-from ascend_build.images.checks import env_gaps, missing_libraries
+from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
 from ascend_build.matrix.lock import LAYERS, Lock, normalize, pinned_versions
 
 
@@ -141,7 +141,7 @@ def test_pins_hold(host, cell):
         assert Version(installed["numpy"]) in SpecifierSet(cell.cann.numpy)
 
 
-def test_torch_npu_libraries_resolve(host):
+def test_torch_npu_libraries_resolve(host, cell):
     """Every shared library torch_npu's extensions need resolves inside the image,
     except the host driver's (listed in ascend_build.images.checks.HOST_DRIVER_LIBS) and
     those of optional CANN packages not installed (OPTIONAL_PACKAGE_LIBS, named there)."""
@@ -157,7 +157,8 @@ def test_torch_npu_libraries_resolve(host):
     own = ":".join([torch_lib] + sorted({str(Path(f).parent) for f in files}))
     ldd = {f: host.run(f"LD_LIBRARY_PATH={shlex.quote(own)}:$LD_LIBRARY_PATH ldd {shlex.quote(f)}").stdout
            for f in files}
-    assert missing_libraries(ldd) == {}
+    # With NNAL in, libatb.so (the ATB plugin's) must resolve from the image ENV too.
+    assert missing_libraries(ldd, frozenset({"Ascend-cann-nnal"}) if cell.nnal else frozenset()) == {}
 
 
 def test_no_installer_left_in_the_image(host):
@@ -240,8 +241,16 @@ for name in os.listdir("/opt/venv/bin"):
         if first.startswith(b"#!"):
             shebangs.add(first.decode().strip())
 check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+# For each "X V is not supported on this platform": the tags its WHEEL file declares.
+from importlib.metadata import distribution
+tags = {}
+for line in check.stdout.splitlines():
+    if line.endswith(" is not supported on this platform"):
+        name = line.split()[0]
+        wheel = distribution(name).read_text("WHEEL") or ""
+        tags[line] = [t.split(":", 1)[1].strip() for t in wheel.splitlines() if t.startswith("Tag:")]
 print(json.dumps({"pyc": pyc, "bad": bad[:20], "shebangs": sorted(shebangs), "check": check.returncode,
-                  "check_out": check.stdout[-2000:]}))
+                  "check_out": check.stdout[-2000:], "unsupported": tags, "machine": os.uname().machine}))
 """
 
 
@@ -254,7 +263,13 @@ def test_byte_code_scripts_and_dependencies_are_the_images_own(host):
     assert found["bad"] == []
     assert found["shebangs"] and all(s in ("#!/opt/venv/bin/python3", "#!/opt/venv/bin/python")
                                      or s.startswith("#!/bin/sh") for s in found["shebangs"]), found["shebangs"]
-    assert found["check"] == 0, found["check_out"]
+    # NVIDIA's aarch64 wheels (the CUDA torch's dependencies) declare the platform
+    # "manylinux2014_sbsa" inside while named ..._aarch64: the same machine (ARM server),
+    # a name pip does not know. Only that is let through, and only on aarch64.
+    sbsa = [line for line, tags in found["unsupported"].items()
+            if found["machine"] == "aarch64" and tags and all(t.endswith("_sbsa") for t in tags)]
+    rest = [line for line in found["check_out"].splitlines() if line not in sbsa]
+    assert found["check"] == 0 or rest == [], found["check_out"]
 
 
 def test_no_download_cache_or_staging_left_in_the_image(host):
@@ -280,7 +295,7 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
     doc = json.loads(text)
     by_group = lambda g: {c["name"]: c for c in doc["components"] if c.get("group") == g}   # noqa: E731
     verified = {e["file"]: e["sha256"] for e in json.loads(labels[f"{LABEL_PREFIX}.cann-sha256"])}
-    assert set(verified) == {cell.toolkit.file, cell.kernels.file}
+    assert set(verified) == {f.file for f in cell.cann_files}
     assert {n: c["hashes"][0]["content"] for n, c in by_group("Huawei CANN").items()} == verified
     libraries = {c["bom-ref"]: c for c in doc["components"] if c["type"] == "library"}
     locked = {} if labels[f"{LABEL_PREFIX}.lock"] == "none" else {
@@ -327,3 +342,49 @@ def test_npu_smoke(client, image):
                   Path("/"), frozenset(runtimes))
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# ------------------------------------------------------------------------------ NNAL
+NNAL_ROOT = "/usr/local/Ascend/nnal/atb"
+
+
+def test_nnal_is_the_releases_for_the_abi_of_torch(host, cell, image_env, labels):
+    """NNAL where the matrix puts it (CANN 9.0.1 on, torch_npu with the ATB plugin): the
+    release's tree behind latest, ATB_HOME_PATH at the ABI torch is built with. An image
+    without NNAL has none of it, and its label says so."""
+    if cell.nnal is None:
+        assert labels[f"{LABEL_PREFIX}.nnal"] == "none"
+        assert not host.file("/usr/local/Ascend/nnal").exists and "ATB_HOME_PATH" not in image_env
+        return
+    assert labels[f"{LABEL_PREFIX}.nnal"] == f"{cell.cann.version} cxx_abi_{cell.abi}"
+    assert image_env["ATB_HOME_PATH"] == f"{NNAL_ROOT}/latest/atb/cxx_abi_{cell.abi}"
+    assert host.run(f"readlink {NNAL_ROOT}/latest").stdout.strip() == cell.cann.version
+    assert host.file(f"{image_env['ATB_HOME_PATH']}/lib/libatb.so").exists
+
+
+def test_image_env_carries_what_nnals_set_env_exports(host, cell, image_env):
+    if cell.nnal is None:
+        pytest.skip(f"no NNAL in this image (CANN {cell.cann.version}, torch_npu {cell.stack.torch_npu})")
+    out = host.run(f"env -i PATH=/usr/bin:/bin bash -c '. {NNAL_ROOT}/set_env.sh --cxx_abi={cell.abi} >/dev/null "
+                   f"&& env -0'")
+    assert out.rc == 0, out.stderr
+    exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
+    assert env_gaps(exported, image_env, nnal_vars(exported)) == []
+
+
+def test_a_login_shell_sources_nnal_without_importing_torch(docker_run, cell):
+    """/etc/profile.d passes NNAL's set_env.sh the image's ABI: without it the script
+    imports torch to find out, seconds per shell (cann-container-image #102)."""
+    if cell.nnal is None:
+        pytest.skip("no NNAL in this image")
+    out = docker_run("bash", "-lc", "cat /etc/profile.d/ascend-nnal.sh; echo \"ATB=$ATB_HOME_PATH\"; "
+                     "ls /tmp/nnal-set-env-imported-torch 2>/dev/null || echo no-torch-import")
+    assert out.returncode == 0, out.stderr
+    assert f"set_env.sh --cxx_abi={cell.abi}" in out.stdout
+    assert f"ATB={NNAL_ROOT}/latest/atb/cxx_abi_{cell.abi}" in out.stdout and "no-torch-import" in out.stdout
+
+
+def test_the_labels_say_the_pairing_kind_and_the_drivers(labels, cell):
+    assert labels[f"{LABEL_PREFIX}.pairing"] == cell.pairing
+    assert labels[f"{LABEL_PREFIX}.runs-on"].split() == list(cell.cann.runs_on)
+    assert labels[f"{LABEL_PREFIX}.driver"] == (cell.cann.driver or "unknown")

@@ -51,17 +51,18 @@ def test_the_2_10_line_on_cann_9_builds_from_the_published_zips_and_passes_its_s
 
 
 def test_doctor_reads_the_built_image_and_matches_it_to_a_host(engine, built_2100, matrix_900, tmp_path):
-    """`invoke doctor --image` on the image built above: a 910B host on driver 25.5.0 cannot
-    run CANN 9.0.0 (it needs 26.0.RC1) and is told which line would run; 26.0.RC1 can."""
+    """`invoke doctor --image` on the image built above: CANN 9.0.0's image carries the drivers
+    its release notes say it runs on (25.0.x to 26.1.0); a host on 24.1.0 is refused and told
+    which line would run; 25.5.0 (in the 25.5 series) can."""
     from tests.doubles.host_roots import make_host
     tag = f"{REPO}:{load_matrix(matrix_900).cell(**STACK).name}-arm64"
     task = [sys.executable, "-m", "invoke", "doctor", "--image", tag, "--user", "alice", "--root"]
-    old = subprocess.run(task + [str(make_host(tmp_path / "old", driver="25.5.0"))], cwd=ROOT,
+    old = subprocess.run(task + [str(make_host(tmp_path / "old", driver="24.1.0"))], cwd=ROOT,
                          capture_output=True, text=True)
     assert old.returncode == 1, old.stdout + old.stderr
-    assert "host driver 25.5.0 is older than 26.0.RC1, which CANN 9.0.0 needs" in old.stdout
-    assert "or use the 2.6.0 on CANN 8.5.0 image" in old.stdout
-    new = subprocess.run(task + [str(make_host(tmp_path / "new", driver="26.0.RC1"))], cwd=ROOT,
+    assert "CANN 9.0.0's release notes list the drivers it runs on, and 24.1.0 is not one of them" in old.stdout
+    assert "or use the 2.4.0 on CANN 8.0.0 image" in old.stdout
+    new = subprocess.run(task + [str(make_host(tmp_path / "new", driver="25.5.0"))], cwd=ROOT,
                          capture_output=True, text=True)
     assert new.returncode == 0, new.stdout + new.stderr
-    assert "CANN 9.0.0 needs 26.0.RC1; host has 26.0.RC1" in new.stdout
+    assert "CANN 9.0.0 runs on 25.5.0 (its release notes:" in new.stdout

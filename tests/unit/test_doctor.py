@@ -118,17 +118,21 @@ def test_doctor_task_on_stand_in_roots_exits_on_blocking_problems(tmp_path):
     task = [sys.executable, "-m", "invoke", "doctor", "--user", "alice", "--json", "--root"]
     good = subprocess.run(task + [str(make_host(tmp_path / "good"))], cwd=ROOT, capture_output=True, text=True)
     assert good.returncode == 0, good.stdout + good.stderr
-    assert {c["name"]: c["state"] for c in json.loads(good.stdout)}["devices"] == "ok"
+    assert {c["name"]: c["state"] for c in json.loads(good.stdout)["checks"]}["devices"] == "ok"
     bad = subprocess.run(task + [str(make_host(tmp_path / "bad", cards=0))], cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 1 and any(c["blocking"] for c in json.loads(bad.stdout))
+    assert bad.returncode == 1 and any(c["blocking"] for c in json.loads(bad.stdout)["checks"])
 
 
 @pytest.mark.parametrize("driver, chip, torch, expected, skipped", [
-    ("26.0.RC1", "910b", None, "2.10.0", None),
-    ("25.5.0", "910b", None, "2.6.0", "2.10.0: CANN 9.0.0 needs driver 26.0.RC1, the host has 25.5.0"),
-    ("25.0.RC1", "910b", None, "2.5.1", "2.6.0: CANN 8.5.0 needs driver 25.5.0, the host has 25.0.RC1"),
+    # 9.2.0: no source names its driver, so it is never picked; 9.x: the drivers its release
+    # notes list (25.5 = any 25.5.x), older releases: the driver they are paired with.
+    ("26.0.RC1", "910b", None, "2.12.0", "2.14.0: no source names the driver CANN 9.2.0 needs"),
+    ("25.5.0", "910b", None, "2.12.0", None),
+    ("25.0.RC1", "910b", None, "2.10.0", "2.12.0: CANN 9.1.0 runs on 26.0.RC1, 25.2, 25.3, 25.5, 25.7.RC1, "
+                                         "26.1.0, 26.1.1, the host has 25.0.RC1"),
+    ("24.1.0", "910b", None, "2.4.0", "2.5.1: CANN 8.1.RC1 needs driver 25.0.RC1, the host has 24.1.0"),
     ("24.1.RC3", "910b", "2.1.0", "2.1.0", None),
-    ("25.5.0", "A3", None, "2.6.0", None),
+    ("25.5.0", "A3", None, "2.12.0", None),
 ])
 def test_for_host_picks_the_newest_line_the_driver_runs(driver, chip, torch, expected, skipped):
     name, notes = doc.pick_stack(MATRIX, driver, chip, torch)
@@ -148,9 +152,9 @@ def test_build_for_host_dry_shows_the_choice(tmp_path):
                           "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                          env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
-    assert "for this host (driver 25.0.RC1, chip 910b): torch line 2.5.1" in out.stdout
-    assert "skipped 2.10.0: CANN 9.0.0 needs driver 26.0.RC1" in out.stdout
-    assert "cann8.1.rc1-910b-" in out.stdout
+    assert "for this host (driver 25.0.RC1, chip 910b): torch line 2.10.0" in out.stdout
+    assert "skipped 2.12.0: CANN 9.1.0 runs on 26.0.RC1, 25.2" in out.stdout
+    assert "cann9.0.0-910b-" in out.stdout
 
 
 def test_run_refuses_an_image_the_host_driver_cannot_run(tmp_path):
@@ -174,3 +178,14 @@ esac
     assert "host driver 24.1.RC3 is older than 26.0.RC1, which CANN 9.0.0 needs" in refused.stderr
     forced = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True)
     assert forced.returncode == 0 and "--device /dev/davinci0" in forced.stdout, forced.stderr
+
+
+def test_a_driver_too_old_for_every_line_is_flagged_without_an_image(tmp_path):
+    """23.0.3 runs no CANN the matrix has (the oldest line, 1.11.0 on CANN 8.0.RC1, needs
+    24.1.RC1): doctor says so on the host alone."""
+    checks = doc.examine(make_host(tmp_path / "old", driver="23.0.3"), "alice", choices=doc.lines(MATRIX))
+    driver = next(c for c in checks if c.name == "NPU driver")
+    assert driver.state == "fail" and "older than every line this project builds needs" in driver.cause
+    assert "1.11.0 on CANN 8.0.RC1, needs 24.1.RC1" in driver.cause
+    ok = doc.examine(make_host(tmp_path / "new", driver="24.1.RC1"), "alice", choices=doc.lines(MATRIX))
+    assert next(c for c in ok if c.name == "NPU driver").state == "ok"

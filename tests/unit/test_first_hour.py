@@ -65,7 +65,7 @@ def test_run_dry_previews_anywhere_and_says_it_is_a_preview(tmp_path):
     assert "# preview:" in out.stdout and "has no NPUs" in out.stdout
     line = out.stdout.strip().splitlines()[-1]
     assert "--device /dev/davinci0 --device /dev/davinci1 " in line and "davinci2" not in line
-    assert "-v /usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64:ro" in line
+    assert "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro" in line
     assert line.endswith("img python train.py")
     # Not a dry run: still refused on a machine without NPUs.
     real = invoke("run", "--image", "img", "--host-root", str(empty))

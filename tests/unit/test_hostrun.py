@@ -43,7 +43,7 @@ def test_device_flags_and_driver_mounts(tmp_path):
     assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci_manager", "/dev/devmm_svm",
                                       "/dev/hisi_hdc"]
     mounts = pairs(cmd, "-v")
-    assert f"{root}/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64:ro" in mounts
+    assert f"{root}/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro" in mounts
     assert f"{root}/usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi:ro" in mounts, "npu-smi from where the host has it"
     assert f"{root}/usr/local/dcmi:/usr/local/dcmi:ro" in mounts
     assert f"{root}/etc/ascend_install.info:/etc/ascend_install.info:ro" in mounts

@@ -192,8 +192,8 @@ def test_images_entries_carry_user_layers(tmp_path):
     out = invoke("build", "--all", "--dry", "--offline", "--packages", str(tmp_path), "--matrix", str(matrix),
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "ascend-runtime:cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-nlp-arm64" in out.stdout
-    assert re.search(r"cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-nlp\s+linux/arm64\s+tagged", out.stdout)
+    assert "ascend-runtime:cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-npu2.1.0.post10-nlp-arm64" in out.stdout
+    assert re.search(r"cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-npu2.1.0.post10-nlp\s+linux/arm64\s+tagged", out.stdout)
     matrix.write_text(text.replace("name: nlp}", "name: NLP}"))
     out = invoke("matrix", "--matrix", str(matrix))
     assert out.returncode == 2 and "images[1].layers[0].name" in out.stderr

@@ -1,8 +1,8 @@
 """Source builds on the new toolchain (issue: the lines users run today): the offline
-Debian 13 builder (gcc 14, Python 3.13) of the torch 2.10.0 line is built and tested, the
+Debian 13 builder (gcc 13 as the 26.x wheels are built, Python 3.13) of the torch 2.10.0 line is built and tested, the
 stand-in torch_npu tree (tests/doubles) is compiled in it against the real torch 2.10.0,
 and a linux/arm64 runtime image on Debian 13 (CANN 9.0.0 double, published .zip form)
-installs that wheel; inside the image the extension reports that gcc 14 from the builder
+installs that wheel; inside the image the extension reports that gcc 13 from the builder
 compiled it."""
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from tests.integration.conftest import DOUBLES, CA, REPO, TRIXIE, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
 BUILDER_REPO = "ascend-build-test/builder"
-BUILDER = f"{BUILDER_REPO}:torch2.10.0-debian13-gcc14-py3.13-arm64"
+BUILDER = f"{BUILDER_REPO}:torch2.10.0-debian13-gcc13-py3.13-arm64"
 COMMON = ["--torch", "2.10.0", "--python", "3.13", "--platform", "linux/arm64",
           "--base-image", f"debian:trixie={TRIXIE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
 
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("ascend-cache-gcc14")
+    return tmp_path_factory.mktemp("ascend-cache-trixie")
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +52,15 @@ def torch_npu_wheel(builder, cache, src) -> Path:
     return wheel
 
 
-def test_the_gcc14_builder_was_tested_then_tagged(engine, builder):
+def test_the_trixie_builder_was_tested_then_tagged(engine, builder):
     assert "tests/builder_image" in builder.stdout and "tested and tagged" in builder.stdout
     assert " failed" not in builder.stdout
     assert image_exists(engine, BUILDER)
 
 
-def test_the_wheel_was_built_against_torch_2_10_with_gcc_14(torch_npu_wheel):
+def test_the_wheel_was_built_against_torch_2_10_with_gcc_13(torch_npu_wheel):
     meta = (torch_npu_wheel.parent / "meta.json").read_text()
-    assert '"python": "3.13"' in meta and '"gcc": 14' in meta and '"torch": "2.10.0"' in meta
+    assert '"python": "3.13"' in meta and '"gcc": 13' in meta and '"torch": "2.10.0"' in meta
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_the_runtime_took_the_source_built_wheel_and_passed_its_suite(runtime):
     assert " passed" in suite and " failed" not in suite and " error" not in suite.lower()
 
 
-def test_the_extension_in_the_image_was_compiled_by_the_builders_gcc_14(engine, runtime):
+def test_the_extension_in_the_image_was_compiled_by_the_builders_gcc_13(engine, runtime):
     _, tag = runtime
     gcc = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", BUILDER, "bash", "-c",
                                         "$CC -dumpfullversion"), capture_output=True, text=True)
@@ -90,5 +90,5 @@ def test_the_extension_in_the_image_was_compiled_by_the_builders_gcc_14(engine, 
                                         "import torch_npu._standin as t; print(t.compiler())"),
                          capture_output=True, text=True)
     assert got.returncode == 0, got.stderr
-    assert gcc.stdout.strip().startswith("14.")
+    assert gcc.stdout.strip().startswith("13.")
     assert got.stdout.split()[0] == gcc.stdout.strip()

@@ -1,0 +1,209 @@
+"""Many cards and many servers, on stand-in servers (tests/doubles/cluster_hosts.py): each
+host's facts by `invoke doctor --json`, the rank table from them, the checks across hosts
+with planted faults, the per-node launch, and the Kubernetes manifests against their
+schemas."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.cluster import checks as cl, facts, k8s, ranktable as rt
+from ascend_build.errors import UserError
+from tests.doubles.cluster_hosts import make_server
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64"
+
+
+def invoke(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def facts_file(tmp_path: Path, name: str, **planted) -> Path:
+    """`invoke doctor --json` on a stand-in server, written as the site would copy it."""
+    root = make_server(tmp_path / name, **planted)
+    out = invoke("doctor", "--user", "alice", "--json", "--root", str(root))
+    assert out.stdout.startswith("{"), out.stdout + out.stderr
+    path = tmp_path / f"{name}.json"
+    path.write_text(out.stdout)
+    return path
+
+
+def test_a_2x8_rank_table_for_910b_from_each_hosts_doctor_json(tmp_path):
+    a, b = facts_file(tmp_path, "node-a", server=1), facts_file(tmp_path, "node-b", server=2)
+    out = invoke("ranktable", "--hosts", str(a), "--hosts", str(b), "--output", str(tmp_path / "hccl.json"))
+    assert out.returncode == 0, out.stderr
+    assert "2 servers, 16 ranks (version 1.0)" in out.stdout
+    table = json.loads((tmp_path / "hccl.json").read_text())
+    assert table["status"] == "completed" and table["version"] == "1.0" and table["server_count"] == "2"
+    assert [s["server_id"] for s in table["server_list"]] == ["10.0.0.11", "10.0.0.12"]
+    devices = [d for s in table["server_list"] for d in s["device"]]
+    assert [d["rank_id"] for d in devices] == [str(r) for r in range(16)]
+    assert devices[0] == {"device_id": "0", "device_ip": "192.168.1.10", "rank_id": "0"}
+    assert devices[15] == {"device_id": "7", "device_ip": "192.168.2.17", "rank_id": "15"}
+    # A range of cards: the same cards on every host, ranks still without gaps.
+    half = rt.build(facts.load([a, b]), devices=[4, 5, 6, 7])
+    assert [(d["device_id"], d["rank_id"]) for d in half["server_list"][1]["device"]] == \
+        [("4", "4"), ("5", "5"), ("6", "6"), ("7", "7")]
+
+
+def test_an_a3_table_is_version_1_2_with_super_device_ids(tmp_path):
+    hosts = facts.load([facts_file(tmp_path, "a3-a", server=1, chip="Ascend910_9391"),
+                        facts_file(tmp_path, "a3-b", server=2, chip="Ascend910_9391")])
+    assert hosts[0].chip == "A3"
+    # The facts reader has no source for super_device_id (npu-smi's super-pod query was not
+    # seen here): without it an A3 table is refused, naming the card.
+    with pytest.raises(UserError, match="a3-a card 0: an A3 table needs its super_device_id"):
+        rt.build(hosts)
+    for h, host in enumerate(hosts):
+        for card in host.cards:
+            card.super_device_id = h * 8 + card.id
+    table = rt.build(hosts)
+    assert table["version"] == "1.2"
+    assert table["server_list"][1]["device"][0] == {"device_id": "0", "device_ip": "192.168.2.10", "rank_id": "8",
+                                                    "super_device_id": "8"}
+
+
+def test_a_table_is_refused_with_every_problem_named(tmp_path):
+    a = facts.load([facts_file(tmp_path, "a", server=1)])[0]
+    b = facts.load([facts_file(tmp_path, "b", server=1)])[0]      # same addresses as a
+    with pytest.raises(UserError) as info:
+        rt.build([a, b])
+    assert "b card 0: device IP 192.168.1.10 is also a card 0's" in str(info.value)
+    assert "two hosts give one server address" in str(info.value)
+    with pytest.raises(UserError, match="a: no card 9"):
+        rt.build([a], devices=[9])
+
+
+@pytest.mark.parametrize("planted, check, found", [
+    (dict(stale={3: "192.168.9.99"}), "node-b: card 3 IP", "hccn_tool 192.168.2.13, hccn.conf 192.168.9.99"),
+    (dict(tls="1"), "TLS across hosts", "node-a: 0; node-b: 1"),
+    (dict(down=(5,)), "node-b: card 5 link", "DOWN"),
+    (dict(old_table=True), "node-b: /etc/hccl.json", "present"),
+    (dict(address="172.17.0.3"), "node-b: host network", "server address 172.17.0.3"),
+    (dict(tool=False, stale={0: "192.168.2.10"}), "node-b: hccn_tool", "not found"),
+], ids=["stale-ip", "tls-differs", "link-down", "stale-rank-table", "no-host-network", "no-hccn-tool"])
+def test_doctor_cluster_finds_each_planted_fault(tmp_path, planted, check, found):
+    a = facts_file(tmp_path, "node-a", server=1)
+    b = facts_file(tmp_path, "node-b", server=2, **planted)
+    out = invoke("doctor", "--cluster", str(a), "--cluster", str(b), "--json")
+    results = {c["name"]: c for c in json.loads(out.stdout)}
+    assert check in results, out.stdout
+    assert results[check]["found"] == found and results[check]["cause"] and results[check]["fix"]
+    blocking = any(c["blocking"] for c in results.values())
+    assert out.returncode == (1 if blocking else 0)
+    assert results[check]["state"] in ("fail", "warn")
+
+
+def test_doctor_cluster_passes_a_healthy_pair_and_reads_a_folder(tmp_path):
+    folder = tmp_path / "facts"
+    folder.mkdir()
+    for n, name in enumerate(("node-a", "node-b"), 1):
+        facts_file(tmp_path, name, server=n).rename(folder / f"{name}.json")
+    out = invoke("doctor", "--cluster", str(folder))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 hosts agree (TLS, driver, cards, addresses)" in out.stdout and "FAIL" not in out.stdout
+
+
+def test_a_file_that_is_not_host_facts_is_refused(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('[{"name": "devices"}]')
+    out = invoke("ranktable", "--hosts", str(bad))
+    assert out.returncode != 0 and "not a host facts file" in out.stderr and "invoke doctor --json" in out.stderr
+
+
+def test_run_hostfile_prints_each_nodes_command_with_the_multi_node_flags(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two 910B servers\nnode-a slots=8\nnode-b\n")
+    table = tmp_path / "hccl.json"
+    table.write_text("{}")
+    out = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
+                 "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "# node 0 of 2: on node-a (master)" and lines[2] == "# node 1 of 2: on node-b"
+    node1 = shlex.split(lines[3])
+    for flag in ("--network=host", "--ipc=host", "memlock=-1:-1", "nofile=65536:65536",
+                 "/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro", "/dev/davinci7",
+                 f"{table}:/etc/ascend-build/hccl.json:ro", "HCCL_CONNECT_TIMEOUT=1800", "NODE_RANK=1",
+                 "MASTER_ADDR=node-a", "WORLD_SIZE=16", "RANK_TABLE_FILE=/etc/ascend-build/hccl.json"):
+        assert flag in node1, flag
+    assert node1[node1.index("img") + 1:] == ["torchrun", "--nnodes=2", "--node_rank=1", "--nproc_per_node=8",
+                                               "--master_addr=node-a", "--master_port=29500", "train.py",
+                                               "--epochs", "1"]
+    low = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
+                 "--host-root", str(tmp_path), "--hccl-timeout", "120", "--", "train.py")
+    assert low.returncode == 0 and "below 300 s torch_npu warns" in low.stderr
+
+
+def test_the_launch_script_reads_the_operators_environment(tmp_path):
+    """The script an AscendJob runs, with a stand-in of what the operator injects (the
+    second of 2 pods, 8 cards each) and its rank table ConfigMap: torchrun gets node 1 of 2."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "torchrun").write_text('#!/bin/sh\necho "torchrun $* RANK_TABLE_FILE=${RANK_TABLE_FILE:-none} '
+                                   'HCCL_CONNECT_TIMEOUT=$HCCL_CONNECT_TIMEOUT"\n')
+    (fake / "torchrun").chmod(0o755)
+    table_dir = tmp_path / "config"
+    table_dir.mkdir()
+    (table_dir / "hccl.json").write_text("{}")
+    script = k8s.launch_script().replace(k8s.RANK_TABLE_DIR, str(table_dir))
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "MASTER_ADDR": "default-test-pytorch-master-0", "MASTER_PORT": "2222",
+           "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "RANK": "1"}
+    out = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py", "--lr", "0.1"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert ("torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=default-test-pytorch-master-0 "
+            f"--master_port=2222 train.py --lr 0.1 RANK_TABLE_FILE={table_dir}/hccl.json HCCL_CONNECT_TIMEOUT=1800"
+            ) in out.stdout
+    # An indexed Job: the completion index is the node rank.
+    plain = {**env, "NNODES": "2", "NPROC_PER_NODE": "4", "JOB_COMPLETION_INDEX": "1", "HCCL_CONNECT_TIMEOUT": "600"}
+    for key in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK"):
+        plain.pop(key)
+    out = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py"], env=plain, capture_output=True, text=True)
+    assert "--nnodes=2 --node_rank=1 --nproc_per_node=4" in out.stdout and "HCCL_CONNECT_TIMEOUT=600" in out.stdout
+
+
+def test_the_ascendjob_is_valid_against_the_operators_crd_schema(tmp_path):
+    import jsonschema
+    schema = json.loads((ROOT / "tests/data/k8s/ascendjob-v1.schema.json").read_text())
+    made = k8s.ascend_job("llama-2x8", IMAGE, 2, 8, ["train.py"])
+    config, job = made["items"]
+    jsonschema.validate(job, schema)
+    assert config["metadata"]["name"] == "rings-config-llama-2x8"
+    spec = job["spec"]
+    assert spec["schedulerName"] == "volcano" and spec["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    assert spec["replicaSpecs"]["Master"]["replicas"] == 1 and spec["replicaSpecs"]["Worker"]["replicas"] == 1
+    container = spec["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert container["name"] == "ascend" and container["image"] == IMAGE
+    assert container["resources"]["limits"] == {"huawei.com/Ascend910": 8}
+    # Something the schema refuses is refused (the check can fail).
+    broken = json.loads(json.dumps(job))
+    broken["spec"]["replicaSpecs"]["Master"]["replicas"] = "one"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+    out = invoke("job", "--image", IMAGE, "--nodes", "2", "--output", str(tmp_path / "job.yaml"), "--", "train.py")
+    assert out.returncode == 0 and "ConfigMap, AscendJob" in out.stdout, out.stderr
+
+
+def test_the_indexed_job_is_valid_against_kubernetes_schemas():
+    import kubernetes_validate
+    service, job = k8s.indexed_job("train", IMAGE, 2, 8, ["train.py"])["items"]
+    for item in (service, job):
+        kubernetes_validate.validate(item, "1.30", strict=True)
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == 2
+    broken = json.loads(json.dumps(job))
+    broken["spec"]["completionMode"] = 7
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, "1.30", strict=True)
+
+
+def test_a_job_names_its_image_by_content_tag(tmp_path):
+    with pytest.raises(UserError, match="name it by its content tag"):
+        k8s.ascend_job("train", "ascend-runtime:torch2.1.0-arm64", 2, 8, ["train.py"])

@@ -169,6 +169,8 @@ BUILD_HELP = {
                    "the build machine's): a Debian cell needs no registry",
     "retest": "an image with the same content tag is here (tested when tagged): run its suite again",
     "keep_failed": "keep an image whose tests failed, to debug it (removed otherwise)",
+    "run_as": "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. 1000:1000 (default: "
+              "defaults.run_as in the matrix); the image's name ends with -uidUID",
 }
 
 
@@ -180,13 +182,14 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
-          retest=False, keep_failed=False, builder_repository="ascend-builder"):
+          retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
                  require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on,
-                 debootstrap=debootstrap, retest=retest, keep_failed=keep_failed)
+                 debootstrap=debootstrap, retest=retest, keep_failed=keep_failed, run_as=run_as)
+    site.user(None)            # a malformed --run-as is refused before anything runs
     inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
                     builder_flavor=builder_flavor, builder_repository=builder_repository)

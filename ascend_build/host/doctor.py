@@ -42,6 +42,7 @@ class ImageFacts:
     driver: str | None
     platform: str | None
     runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
+    user: str | None = None           # root, or UID:GID the image's containers run as
 
 
 def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
@@ -100,6 +101,15 @@ def _group(root: Path) -> tuple[bool, list[str]]:
         if fields[0] == GROUP:
             return True, [m for m in (fields[3] if len(fields) > 3 else "").split(",") if m]
     return False, []
+
+
+def _group_gid(root: Path) -> int | None:
+    path = root / "etc/group"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        fields = line.split(":")
+        if fields[0] == GROUP and len(fields) > 2 and fields[2].isdigit():
+            return int(fields[2])
+    return None
 
 
 def _runtimes(root: Path) -> set[str]:
@@ -165,6 +175,7 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
     checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
     if image is not None:
         checks += _image_checks(image, driver, chip, choices or [], host_arch)
+        checks += _user_check(image, _group_gid(root))
     return checks
 
 
@@ -220,6 +231,22 @@ def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choic
     return checks + _chip_and_arch(image, chip, host_arch)
 
 
+def _user_check(image: ImageFacts, host_gid: int | None) -> list[Check]:
+    """An image that runs as a user opens the cards through its group: it must be the
+    host's HwHiAiUser gid (the driver's group, owner of /dev/davinci*)."""
+    if not image.user or image.user == "root":
+        return []
+    gid = int(image.user.split(":")[1])
+    if host_gid is None:
+        return [Check("image user", "warn", f"runs as {image.user}", f"the host has no {GROUP} group to compare with",
+                      f"install the driver with its {GROUP} user, or run a root image")]
+    if gid != host_gid:
+        return [Check("image user", "fail", f"image gid {gid}, host {GROUP} gid {host_gid}",
+                      f"the image runs as {image.user}, but /dev/davinci* belong to gid {host_gid} here: permission "
+                      f"denied on the cards", f"build for this host: invoke build --run-as UID:{host_gid}")]
+    return [Check("image user", "ok", f"runs as {image.user}, in the host's {GROUP} group")]
+
+
 def _chip_and_arch(image: ImageFacts, chip: str | None, host_arch: str | None) -> list[Check]:
     checks = []
     if image.chip and chip and image.chip.lower() != chip.lower():
@@ -263,7 +290,8 @@ def read_image(engine, ref: str) -> ImageFacts | None:
         return None
     labels = json.loads(out.stdout or "null") or {}
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
-                      labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()))
+                      labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
+                      labels.get(label("user")))
 
 
 def lines(matrix) -> list[tuple[str, str, str]]:

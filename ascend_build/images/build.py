@@ -56,6 +56,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
     already only if it passed its tests when it was tagged (the content tag hashes every
     input): it is taken as it is, in seconds, unless --no-cache or --retest."""
     cell = matrix.aliased(cell)
+    # Who the image runs as: this build's --run-as, else the matrix's default.
+    site = replace(site, run_as=site.run_as or matrix.defaults.get("run_as"))
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
@@ -198,6 +200,9 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                   "ASCEND_CHIP": cell.chip}
     if nnal:
         build_args["NNAL_CXX_ABI"] = str(cell.abi)
+    user = site.user(None)
+    if user:
+        build_args.update(RUN_AS_UID=str(user[0]), RUN_AS_GID=str(user[1]))
     if cell.python_source:
         build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
                           PYTHON_URLS=" ".join(cell.python_source.urls))
@@ -209,14 +214,16 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
     for layer, text in requirements.items():       # the lock is part of what the image is
         hashes[f"lock/{layer}.txt"] = hashlib.sha256(text.encode()).hexdigest()
     content = content_tag(rendered.text, build_args, hashes)
-    tags = RUNTIME.tags(inputs.repository, cell.name, content, cell.target, cell.alias)
+    name = image_name(cell, user)
+    tags = RUNTIME.tags(inputs.repository, name, content, cell.target, cell.alias and image_name(cell.alias, user))
     labels = RUNTIME.labels(cell, content, build_args["BASE_IMAGE"],
                             inputs.apex_wheel.name if inputs.apex_wheel else "absent",
                             " ".join(pkg.path.name for pkg in packages),
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
-                            _cann_sums(cell, *packages))
+                            _cann_sums(cell, *packages), f"{user[0]}:{user[1]}" if user else "root")
     return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
-                site.pip_args(cell.target, cell.os.image), content, tags, labels, work_dir(site, cell, engine_kind))
+                site.pip_args(cell.target, cell.os.image), content, tags, labels,
+                site.work_dir(f"{name}-{cell.target.suffix}", engine_kind))
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:
@@ -233,7 +240,14 @@ def _cann_sums(cell: Cell, *located: Located) -> str:
 
 def work_dir(site: Site, cell: Cell, engine_kind: str = "docker") -> Path:
     """Where one runtime image's build log, manifest, SBOM and staged context live."""
-    return site.work_dir(f"{cell.name}-{cell.target.suffix}", engine_kind)
+    return site.work_dir(f"{image_name(cell, site.user(None))}-{cell.target.suffix}", engine_kind)
+
+
+def image_name(cell_or_alias, user: tuple[int, int] | None) -> str:
+    """An image that runs as a user (not root) says so in its name: its tags and the root
+    image's do not collide."""
+    name = cell_or_alias if isinstance(cell_or_alias, str) else cell_or_alias.name
+    return name + (f"-uid{user[0]}" if user else "")
 
 
 def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:

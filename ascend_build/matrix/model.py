@@ -424,10 +424,13 @@ def _per_arch(item: s.Check) -> s.Check:
     return s.record({arch: item for arch in ARCHES})
 
 
+RUN_AS = r"root|[0-9]{1,9}:[0-9]{1,9}"
+
 _SCHEMA = s.record({
     "schema": s.integer(1, 1),
     "defaults": s.record({"torch": s.string(), "os": s.string(), "chip": s.string(),
-                          "platform": s.one_of(*PLATFORM_ARCH)}),
+                          "platform": s.one_of(*PLATFORM_ARCH)},
+                         {"run_as": s.string(RUN_AS, "root, or UID:GID like 1000:1000")}),
     "os": s.map_of(s.string(r"[a-z0-9.]+", "lowercase name like ubuntu22.04"), s.record({
         "image": s.string(r"\S+", "an image reference"),
         "family": s.one_of("apt", "dnf"),

@@ -388,3 +388,15 @@ def test_the_labels_say_the_pairing_kind_and_the_drivers(labels, cell):
     assert labels[f"{LABEL_PREFIX}.pairing"] == cell.pairing
     assert labels[f"{LABEL_PREFIX}.runs-on"].split() == list(cell.cann.runs_on)
     assert labels[f"{LABEL_PREFIX}.driver"] == (cell.cann.driver or "unknown")
+
+
+def test_containers_run_as_the_images_user(docker_run, labels):
+    """root, or the uid:gid the image was built to run as (the hosts' HwHiAiUser): its
+    home and /workspace are its own, and CANN's environment works for it."""
+    user = labels[f"{LABEL_PREFIX}.user"]
+    out = docker_run("bash", "-c", "id -u; id -g; touch /workspace/.w && echo workspace-writable; "
+                                   "test -w \"$HOME\" && echo home-writable; python -c 'import tbe.common' && echo cann")
+    assert out.returncode == 0, out.stderr
+    uid, gid, *said = out.stdout.split()
+    assert f"{uid}:{gid}" == ("0:0" if user == "root" else user)
+    assert said == ["workspace-writable", "home-writable", "cann"]

@@ -5,7 +5,6 @@ schemas."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.cluster import checks as cl, facts, k8s, ranktable as rt
+from ascend_build.cluster import facts, k8s, ranktable as rt
 from ascend_build.errors import UserError
 from tests.doubles.cluster_hosts import make_server
 

@@ -189,3 +189,16 @@ def test_a_driver_too_old_for_every_line_is_flagged_without_an_image(tmp_path):
     assert "1.11.0 on CANN 8.0.RC1, needs 24.1.RC1" in driver.cause
     ok = doc.examine(make_host(tmp_path / "new", driver="24.1.RC1"), "alice", choices=doc.lines(MATRIX))
     assert next(c for c in ok if c.name == "NPU driver").state == "ok"
+
+
+def test_an_image_that_runs_as_a_user_needs_the_hosts_hwhiaiuser_gid(tmp_path):
+    """The cards belong to HwHiAiUser (gid 1000 in the stand-in host): an image built
+    --run-as 1000:1000 opens them, one built for gid 2000 is refused with the fix."""
+    root = make_host(tmp_path / "host", driver="24.1.RC3")
+    def image(user):
+        return doc.ImageFacts("img", "8.0.RC3", "910b", "24.1.RC3", "linux/arm64", (), user)
+    ok = {c.name: c for c in doc.examine(root, "alice", image("1000:1000"))}
+    assert ok["image user"].state == "ok"
+    bad = {c.name: c for c in doc.examine(root, "alice", image("1000:2000"))}
+    assert bad["image user"].state == "fail" and "invoke build --run-as UID:1000" in bad["image user"].fix
+    assert "image user" not in {c.name for c in doc.examine(root, "alice", image("root"))}

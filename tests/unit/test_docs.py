@@ -1,0 +1,89 @@
+"""Ascend's published tables, the second upstream source: each parser on the snapshot of
+the documents as published (tests/data/upstream-docs, with its sources), the two kinds of
+pairing a stack can have, and NNAL's glibc floor refused before anything runs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.matrix import load_matrix
+from ascend_build.matrix.upstream import docs
+from ascend_build.images.render import render_all
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT = ROOT / "tests" / "data" / "upstream-docs"
+MATRIX = load_matrix(ROOT / "matrix.yaml")
+
+
+def read(name: str) -> str:
+    return (SNAPSHOT / name).read_text()
+
+
+def test_the_compatibility_table_pairs_each_torchnpu_release_with_its_cann():
+    found = docs.parse_compatibility(read("COMPATIBILITY.en.md"), "COMPATIBILITY.en.md")
+    pairs = {p.release: (p.cann, p.branch) for p in found.pairings}
+    assert pairs["2.12.0"] == ("9.1.0", "v2.12.0-26.1.0")
+    assert pairs["2.10.0.post4"] == ("9.1.0", "v2.10.0-26.1.0")
+    assert pairs["2.1.0.post8"][0] == "8.0.RC3"
+    # Release candidates and betas are not releases.
+    assert not any("rc" in r for r in pairs)
+    with pytest.raises(Exception, match="no TorchNPU -> CANN table"):
+        docs.parse_compatibility("# nothing here\n", "empty.md")
+
+
+def test_the_release_notes_give_the_26_2_branches_and_the_grid():
+    found = docs.parse_release_notes(read("torch_npu-26.2.0-release_notes.md"), "notes")
+    pairs = {p.release: p.cann for p in found.pairings}
+    assert pairs["2.14.0"] == pairs["2.13.0"] == pairs["2.12.0.post3"] == "9.2.0"
+    assert found.compatible["26.2"] == ["8.5", "9.0", "9.1", "9.2"]
+    assert set(found.compatible) == {"7.3", "26.0", "26.1", "26.2"}
+
+
+def test_the_tags_name_the_torchnpu_release_of_each_package_version():
+    found = docs.parse_tags(read("pytorch-tags.txt"), "tags")
+    assert found.series["2.10.0.post2"][0] == "26.0.1"
+    assert "2.10.0" in found.series and not any("beta" in v for v, _ in found.series.values())
+
+
+@pytest.mark.parametrize("version, file, paired, runs, not_runs", [
+    ("9.0.1", "cann-9.0.1-release-notes.md", "26.0.RC3", ["26.0.RC1", "25.5.2", "25.5.1"], []),
+    ("9.1.0", "cann-9.1.0-release-notes_en.md", "26.0.RC1", ["25.2", "25.5", "26.1.0"], ["25.0"]),
+    ("9.1.1", "cann-9.1.1-release-notes.md", "26.1.1", [], []),
+])
+def test_the_cann_notes_name_the_paired_driver_and_what_it_runs_on(version, file, paired, runs, not_runs):
+    notes = docs.parse_cann_notes(read(file), version, file)
+    assert notes.drivers[0] == paired
+    allowed, _ = docs.runs_on([notes], version)
+    assert all(d in allowed for d in runs) and not any(d in allowed for d in not_runs), allowed
+
+
+def test_a_stacks_pairing_is_published_or_compatible():
+    assert MATRIX.pairing(MATRIX.stacks["2.13.0"])[0] == "published"
+    kind, why = MATRIX.pairing(MATRIX.stacks["2.12.0"])
+    assert kind == "compatible" and "TorchNPU 26.2.0, released for CANN 9.2.0" in why
+    assert MATRIX.pairing(MATRIX.stacks["2.1.0"])[0] == "published"
+    cell = MATRIX.cell("2.12.0", "debian13", None, None, "linux/arm64")
+    assert cell.pairing == "compatible" and cell.nnal is not None and cell.abi == 1
+    assert MATRIX.cann["9.2.0"].driver is None     # no document read names it
+
+
+def test_an_os_below_nnals_glibc_floor_is_refused_before_any_build():
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--torch", "2.12.0", "--os", "ubuntu22.04",
+                          "--dry"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "CANN 9.1.0's NNAL needs glibc 2.38 or newer (torch_atb); ubuntu22.04 has glibc 2.35" in out.stderr
+    assert "ubuntu24.04 (2.39)" in out.stderr and "stacks.2.12.0.nnal: false" in out.stderr
+    assert "docker" not in out.stdout
+    rendered = {str(r.path) for r in render_all(MATRIX)}
+    assert "images/runtime/2.12.0/ubuntu24.04/Dockerfile" in rendered
+    assert "images/runtime/2.12.0/ubuntu22.04/Dockerfile" not in rendered
+    # NNAL off for the stack: the same OS is accepted.
+    text = (ROOT / "matrix.yaml").read_text().replace(
+        '  "2.12.0":      # published for 9.2.0; compatible with 9.1 (TorchNPU grid)\n',
+        '  "2.12.0":      # published for 9.2.0; compatible with 9.1 (TorchNPU grid)\n    nnal: false\n', 1)
+    from ascend_build.matrix import load_text
+    off = load_text(text, ROOT / "matrix.yaml")
+    assert off.cell("2.12.0", "ubuntu22.04", None, None, "linux/arm64").nnal is None

@@ -286,8 +286,10 @@ def _stage(plan: Plan, ctx: Path) -> None:
     (ctx / "requirements").mkdir()
     for layer, text in plan.requirements.items():
         (ctx / "requirements" / f"{layer}.txt").write_text(locks.pip_text(text))
-    # pip for the image's machine, run by the build machine's stages (PIP_ON=native).
-    shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
+    # pip for the image's machine, run by the build machine's stages (PIP_ON=native), and
+    # the check of the wheels' binaries that every pip step runs.
+    for script in ("pip_for_target.py", "wheel_arch.py"):
+        shutil.copy2(Path(__file__).with_name(script), ctx / script)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

@@ -38,6 +38,9 @@ def cache_mount(name: str, target: str) -> str:
 # Python (wheel file names say which they are for; every wheel taken from it is checked
 # against the lock's sha256 all the same).
 WHEEL_CACHE = cache_mount("wheels", "/var/cache/ascend-build/wheels")
+# The check of the wheels' binaries against the image's machine (wheel_arch.py), which
+# `invoke build` stages beside the requirement files.
+ARCH_CHECK = "--mount=type=bind,source=wheel_arch.py,target=/tmp/wheel_arch.py"
 
 
 # Package-manager commands per OS family: the only place apt and dnf differ. Downloads go
@@ -194,6 +197,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
         os_packages=os_packages(os), python_distro=python_distro(os), wheel_cache=WHEEL_CACHE,
+        arch_check=ARCH_CHECK,
         native_os_packages=os_packages(os, True), native_python_distro=python_distro(os, True),
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
@@ -226,7 +230,7 @@ def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
     build argument and a staged file."""
     text = _env().get_template(LAYER.template).render(net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
-                                                      wheel_cache=WHEEL_CACHE)
+                                                      wheel_cache=WHEEL_CACHE, arch_check=ARCH_CHECK)
     return Rendered(Path("images/layer/Dockerfile"), text)
 
 

@@ -122,6 +122,7 @@ def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> Non
         shutil.rmtree(ctx)
     (ctx / "lock").mkdir(parents=True)
     (ctx / "lock" / "layer.txt").write_text(lock.text)
+    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
     (ctx / "wheels").mkdir()
     named = set(re.findall(r"# [0-9a-f]{16} (\S+\.whl)", lock.text))
     for wheel in sorted(wheelhouse.glob("*.whl")) if wheelhouse else []:

@@ -50,6 +50,19 @@ def huawei_sums(matrix: Matrix, stack: Stack, python: str, arch: str) -> dict[st
     return dict((rel.get("wheels") or {}).get(f"cp{python.replace('.', '')}-{arch}", {}))
 
 
+def huawei_arch_of(matrix: Matrix) -> dict[str, str]:
+    """sha256 -> arch of every wheel Huawei's data publishes. An index may serve one of
+    those bytes under a tag for any platform (PyPI's MindSpore aarch64 wheels are
+    `none-any`): the lock of the other arch must not take it."""
+    arch_of: dict[str, str] = {}
+    data = matrix.source.data
+    for rel in [*(data.get("torch_npu_releases") or {}).values(), *(data.get("mindspore_releases") or {}).values()]:
+        for key, sums in ((rel or {}).get("wheels") or {}).items():
+            for sha in (sums or {}).values():
+                arch_of[sha] = key.split("-", 1)[1]
+    return arch_of
+
+
 def inputs_digest(matrix: Matrix, stack: Stack, python: str, arch: str) -> str:
     """What a lock depends on in the matrix; any change makes the lock stale."""
     doc = {"python": python, "arch": arch, "layers": requirements(matrix, stack, arch),

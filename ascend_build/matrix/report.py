@@ -89,6 +89,7 @@ def matrix_table(matrix: Matrix) -> str:
             files.setdefault(f.zip if f.zip_sha256 else f.file, (f.zip_url if f.zip_sha256 else f.url) + unpinned)
     text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
     text += _unpaired(matrix)
+    text += mindspore_table(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
     return text
@@ -126,6 +127,36 @@ def _unpaired(matrix: Matrix) -> str:
         text += ("\n\ntorch_npu on PyPI older than the pairings the imported data covers (each before the first "
                  "paired release of its line): " + ", ".join(f"{r} (data starts at {first[Version(r).base_version]})"
                                                           for r in older))
+    return text
+
+
+def mindspore_table(matrix: Matrix) -> str:
+    """MindSpore releases Huawei pairs with a CANN release: its driver and the Pythons its
+    wheels are published for; and PyPI's releases that no data pairs."""
+    from packaging.version import Version
+    releases = matrix.source.data.get("mindspore_releases") or {}
+    rows = []
+    for name, rel in releases.items():
+        if not rel["cann"]:
+            continue
+        cann = matrix.cann.get(str(rel["cann"][0]))
+        pythons: dict[str, list[str]] = {}
+        for tag in rel.get("wheels") or {}:
+            py, arch = tag.split("-", 1)
+            pythons.setdefault(arch, []).append(f"3.{py[3:]}")
+        on_pypi = rel.get("pypi") is not False
+        rows.append({"mindspore": name, "CANN": str(rel["cann"][0]) + ("" if cann else " (not in cann:)"),
+                     "driver (runs on)": (f"{cann.driver or 'none named'}"
+                                          + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else "")) if cann else "-",
+                     "Python (Huawei's wheels)": "; ".join(
+                         f"{arch} {min(p, key=Version)}-{max(p, key=Version)}" for arch, p in sorted(pythons.items())),
+                     "PyPI": "yes" if on_pypi else "no (Huawei's mirror)"})
+    if not rows:
+        return ""
+    text = "\n\nMindSpore lines (Huawei's pairings; PyPI serves their aarch64 wheels tagged `none-any`):\n" + table(rows)
+    unpaired = [n for n, r in releases.items() if not r["cann"] and r.get("pypi") is not False]
+    if unpaired:
+        text += "\n\nmindspore on PyPI with no CANN pairing (unpaired): " + ", ".join(unpaired)
     return text
 
 

@@ -33,3 +33,36 @@ def make_wheel(folder: Path, name: str, version: str, fails_on_import: bool = Fa
             zf.writestr(zipfile.ZipInfo(path, (2020, 1, 1, 0, 0, 0)), text)
         zf.writestr(zipfile.ZipInfo(f"{info}/RECORD", (2020, 1, 1, 0, 0, 0)), "\n".join(record) + "\n")
     return wheel
+
+
+# e_machine numbers of the ELF headers the binary double writes.
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+
+
+def elf_header(machine: str) -> bytes:
+    """The first bytes of a 64-bit little-endian shared object for `machine`: what the arch
+    check reads. Not a loadable library; nothing here runs it."""
+    return (b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8) + (3).to_bytes(2, "little")
+            + ELF_MACHINE[machine].to_bytes(2, "little") + bytes(44))
+
+
+def make_binary_wheel(folder: Path, name: str, version: str, tag: str, machine: str,
+                      libraries: int = 5) -> Path:
+    """A TEST DOUBLE of a wheel with compiled parts: `libraries` shared objects built (by
+    their ELF headers) for `machine`, whatever `tag` says, as MindSpore's aarch64 wheels are
+    served on PyPI under `none-any`."""
+    module = name.replace("-", "_")
+    info = f"{module}-{version}.dist-info"
+    files: dict[str, bytes] = {f"{module}/__init__.py": f'__version__ = "{version}"\n'.encode()}
+    for i in range(libraries):
+        files[f"{module}/lib/lib{module}_{i}.so"] = elf_header(machine)
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{module}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, data in files.items():
+            zf.writestr(zipfile.ZipInfo(path, (2020, 1, 1, 0, 0, 0)), data)
+        zf.writestr(zipfile.ZipInfo(f"{info}/RECORD", (2020, 1, 1, 0, 0, 0)),
+                    "".join(f"{p},,\n" for p in [*files, f"{info}/RECORD"]))
+    return wheel

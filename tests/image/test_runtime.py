@@ -2,6 +2,7 @@
 by `invoke test --image REF`. Expectations come from matrix.yaml via the `cell` fixture."""
 from __future__ import annotations
 
+import base64
 import json
 import shlex
 from pathlib import Path
@@ -270,6 +271,18 @@ def test_byte_code_scripts_and_dependencies_are_the_images_own(host):
             if found["machine"] == "aarch64" and tags and all(t.endswith("_sbsa") for t in tags)]
     rest = [line for line in found["check_out"].splitlines() if line not in sbsa]
     assert found["check"] == 0 or rest == [], found["check_out"]
+
+
+def test_every_installed_binary_is_for_the_images_machine(host):
+    """Every ELF file any installed Python package records is built for the image's
+    machine, whatever its wheel's tag said (the build checked the wheels before pip
+    installed them; this reads what is in the image)."""
+    from ascend_build.images import wheel_arch
+    source = base64.b64encode(Path(wheel_arch.__file__).read_bytes()).decode()
+    code = (f"import base64, json, os, site, types; m = types.ModuleType('wheel_arch'); "
+            f"exec(base64.b64decode('{source}'), m.__dict__); "
+            f"print(json.dumps(m.installed(os.uname().machine, site.getsitepackages())))")
+    assert pyjson(host, code) == {}
 
 
 def test_no_download_cache_or_staging_left_in_the_image(host):

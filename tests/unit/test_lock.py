@@ -242,3 +242,26 @@ def test_stacks_that_need_the_same_cann_packages_give_pip_the_same_bytes():
     assert locks.pip_text(torch[0]) != locks.pip_text(torch[1])
     # A comment inside a continued entry is pip's to read, so it stays.
     assert locks.pip_text("# x\na==1 \\\n# kept\n\nb==2\n") == "a==1 \\\n# kept\nb==2\n"
+
+
+def test_huaweis_wheel_for_another_arch_under_an_any_tag_is_left_out(tmp_path, monkeypatch):
+    """An index may serve Huawei's wheel for one arch under a tag for any platform (PyPI's
+    MindSpore aarch64 wheels are `none-any`, byte for byte Huawei's `linux_aarch64`): the
+    other arch's lock leaves that file out and says why."""
+    m = _matrix(tmp_path)
+    x86 = locks.huawei_sums(m, m.stacks["2.1.0"], "3.9", "x86_64")["torch_npu"]
+
+    class AnyTagged(IndexDouble):
+        def files(self, project: str):
+            found = super().files(project)
+            if project == "torch-npu":
+                found.append(("torch_npu-2.1.0.post8-cp39-none-any.whl", x86))
+            return found
+
+    monkeypatch.setattr(resolve, "compile_cell", lambda *a: resolve.parse_compiled(UV_OUTPUT))
+    monkeypatch.setattr(resolve, "uv_version", lambda: "uv 0.0 (double)")
+    files = resolve.make(m, m.stacks["2.1.0"], "3.9", "aarch64", resolve.Network(), AnyTagged())
+    assert x86 not in files["torch_npu"]
+    assert (f"torch-npu 2.1.0.post8: torch_npu-2.1.0.post8-cp39-none-any.whl is Huawei's x86_64 wheel "
+            f"(sha256 {x86[:12]}...) under a tag for any platform: left out of this aarch64 lock") in files["torch_npu"]
+    assert "--hash=sha256:" + "9" * 64 in files["torch_npu"]      # the aarch64 wheel stays

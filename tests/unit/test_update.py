@@ -283,3 +283,43 @@ def test_a_stack_on_a_release_pypi_does_not_serve_is_refused(matrix):
     matrix.write_text(text.replace(old, old + "    pypi: false\n", 1))
     with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 is not on PyPI \(Huawei's mirror only\)"):
         load_matrix(matrix)
+
+
+def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix, tmp_path):
+    from ascend_build.matrix import lock as locks
+    result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
+    matrix.write_text(result.text)
+    m = load_matrix(matrix)
+    ms = m.source.data["mindspore_releases"]
+    assert list(ms) == ["2.4.0", "2.6.0-rc1", "2.9.0"]
+    assert ms["2.9.0"]["cann"] == ["9.0.0"] and ms["2.6.0-rc1"]["cann"] == ["8.1.RC1"]
+    assert ms["2.9.0"]["source"] == "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"
+    name = "mindspore-2.9.0-cp310-cp310-linux_aarch64.whl"
+    assert ms["2.9.0"]["wheels"]["cp310-aarch64"] == {"mindspore": fake_sum(name)}
+    assert ("ascend-deployer 6.0.0: ascend_deployer/downloader/software/MindSpore_2.9.0.json"
+            in result.text.split("mindspore_releases:")[1])
+    # Huawei's sums tell which arch a wheel is for, whatever tag an index serves it under.
+    assert locks.huawei_arch_of(m)[fake_sum(name)] == "aarch64"
+    assert result.counts["MindSpore releases with a CANN pairing"] == 3
+    assert result.counts["wheel checksums (mindspore)"] == 18
+    lines = result.summary.lines()        # against the real import committed in matrix.yaml
+    assert any(line.startswith("~ mindspore 2.9.0 wheel sums: (digest ") for line in lines)
+    assert "- mindspore 2.10.0" in lines, "PyPI's unpaired release is not in the given copy"
+    assert not update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS).changed
+
+
+def test_pypi_mindspore_releases_any_tagged_wheels_and_pre_releases(tmp_path):
+    from ascend_build.matrix.upstream import pypi
+    from ascend_build.matrix.upstream.update import add_pypi_mindspore, merge, render_region
+    merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
+    names = ["mindspore-2.9.0-cp310-none-any.whl", "mindspore-2.9.0-cp310-cp310-manylinux1_x86_64.whl",
+             "mindspore-2.6.0rc1-cp39-cp39-manylinux1_x86_64.whl", "mindspore-2.10.0-cp311-none-any.whl",
+             "mindspore-2.11.0rc1-cp311-none-any.whl"]
+    add_pypi_mindspore(merged, pypi.releases(pypi.parse_page(_index_page(names), "text/html"), pre=True))
+    assert list(merged.mindspore) == ["2.4.0", "2.6.0-rc1", "2.9.0", "2.10.0"]
+    assert merged.mindspore["2.4.0"].on_pypi is False
+    assert merged.mindspore["2.6.0-rc1"].on_pypi is True          # 2.6.0rc1 on the index
+    assert merged.mindspore["2.9.0"].pypi_pythons == {"any": ["3.10"], "x86_64": ["3.10"]}
+    region = render_region(merged, {})
+    assert ('  "2.10.0":\n    cann: []     # unpaired: no CANN pairing published\n'
+            '    source: "PyPI index (simple page of mindspore)"\n    pypi_pythons: {any: ["3.11"]}\n') in region

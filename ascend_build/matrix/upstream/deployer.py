@@ -1,6 +1,7 @@
 """Huawei's release data as published in the `ascend-deployer` package (PyPI): which
-torch_npu release pairs with which CANN, every file of a CANN release with its URL and
-sha256 and the NPU driver it needs, and the torch / torch_npu wheels per Python and arch.
+torch_npu and MindSpore release pairs with which CANN, every file of a CANN release with
+its URL and sha256 and the NPU driver it needs, and the torch / torch_npu and mindspore
+wheels per Python and arch.
 
 Read from `ascend_deployer/downloader/` of a wheel, an unpacked tree, or a copy fetched
 with pip (so a site's PyPI mirror, proxy and CA work as they do for builds)."""
@@ -90,11 +91,23 @@ class TorchNpuData:
 
 
 @dataclass
+class MindSporeData:
+    release: str                           # as Huawei names it (2.6.0-rc1)
+    cann: str | None
+    pairing_source: Source | str | None
+    wheels: dict[str, dict[str, str]] = field(default_factory=dict)   # "cp310-aarch64" -> {mindspore: sha}
+    wheels_source: Source | None = None
+    on_pypi: bool | None = None
+    pypi_pythons: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
 class DeployerData:
     version: str
     cann: dict[str, CannData]
     torch_npu: dict[str, TorchNpuData]
     archive_sha256: str | None = None      # of the wheel it was read from
+    mindspore: dict[str, MindSporeData] = field(default_factory=dict)
 
 
 class Tree:
@@ -161,13 +174,17 @@ def read(location: Path) -> DeployerData:
     if not isinstance(matches, dict):
         raise _bad(f"{PACKAGE} {version}: version_match.json", "expected a mapping of release -> CANN release")
     pair_src = Source(version, f"{DATA_DIR}/version_match.json")
+    mindspore: dict[str, MindSporeData] = {}
     for key, value in matches.items():
-        if not key.startswith("Torch-npu_"):
+        if not key.startswith(("Torch-npu_", "MindSpore_")):
             continue
-        release = key[len("Torch-npu_"):]
+        project, release = key.split("_", 1)
         if not isinstance(value, str) or not value.startswith("CANN_") or not CANN_VERSION.fullmatch(value[5:]):
             raise _bad(str(pair_src), f"{key}: got {value!r}; expected CANN_<version>")
-        torch_npu[release] = TorchNpuData(release, value[5:], pair_src)
+        if project == "MindSpore":
+            mindspore[release] = MindSporeData(release, value[5:], pair_src)
+        else:
+            torch_npu[release] = TorchNpuData(release, value[5:], pair_src)
     for name in sorted(n for n in names if re.fullmatch(r"software/Torch-npu_[^/]+\.json", n)):
         src = Source(version, f"{DATA_DIR}/{name}")
         doc = tree.json(name)
@@ -176,11 +193,19 @@ def read(location: Path) -> DeployerData:
             raise _bad(str(src), "no version")
         entry = torch_npu.setdefault(release, TorchNpuData(release, None, None))
         entry.wheels, entry.wheels_source = _read_wheels(doc, src), src
+    for name in sorted(n for n in names if re.fullmatch(r"software/MindSpore_[^/]+\.json", n)):
+        src = Source(version, f"{DATA_DIR}/{name}")
+        doc = tree.json(name)
+        release = doc.get("version") if isinstance(doc, dict) else None
+        if not isinstance(release, str):
+            raise _bad(str(src), "no version")
+        ms = mindspore.setdefault(release, MindSporeData(release, None, None))
+        ms.wheels, ms.wheels_source = _read_wheels(doc, src, ("mindspore",)), src
     archive = None
     if location.is_file():
         from ...images.packages import sha256_of
         archive = sha256_of(location)
-    return DeployerData(version, cann, torch_npu, archive)
+    return DeployerData(version, cann, torch_npu, archive, mindspore)
 
 
 def _read_cann(doc, src: Source) -> CannData:
@@ -220,7 +245,7 @@ def _read_cann(doc, src: Source) -> CannData:
     return data
 
 
-def _read_wheels(doc, src: Source) -> dict[str, dict[str, str]]:
+def _read_wheels(doc, src: Source, projects: tuple[str, ...] = ("torch", "torch_npu")) -> dict[str, dict[str, str]]:
     wheels: dict[str, dict[str, str]] = {}
     for block in doc.get("framework_whl") or []:
         arch = SYSTEM_ARCH.get(block.get("system"))
@@ -229,7 +254,7 @@ def _read_wheels(doc, src: Source) -> dict[str, dict[str, str]]:
         for item in block.get("whl") or []:
             name, sha, tag = item.get("filename", ""), item.get("sha256", ""), item.get("python", "")
             project = name.split("-", 1)[0]
-            if project not in ("torch", "torch_npu"):
+            if project not in projects:
                 continue
             if not re.fullmatch(r"cp3[0-9]+", tag) or not SHA256.fullmatch(sha):
                 raise _bad(str(src), f"{name}: python {tag!r} / sha256 {sha!r} not understood")

@@ -25,7 +25,7 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 @dataclass
 class Release:
     version: str
-    pythons: dict[str, set[str]] = field(default_factory=dict)    # arch -> {"3.10", ...}
+    pythons: dict[str, set[str]] = field(default_factory=dict)    # arch (or "any") -> {"3.10", ...}
     yanked: bool = True                                           # until a file says otherwise
 
 
@@ -83,21 +83,23 @@ def files(project: str, pip_args: list[str] | None = None) -> list[IndexFile]:
         raise UserError(f"cannot read {url} (the package index's page for {project}): {e}") from e
 
 
-def releases(index_files: list[IndexFile]) -> dict[str, Release]:
-    """Final releases (no pre-releases) and the (arch, Python) of their CPython wheels;
-    a release whose every file is yanked is left out, as pip leaves it out."""
+def releases(index_files: list[IndexFile], pre: bool = False) -> dict[str, Release]:
+    """Final releases (and pre-releases with `pre`: Huawei pairs some of MindSpore's) and
+    the (arch, Python) of their CPython wheels; a release whose every file is yanked is
+    left out, as pip leaves it out."""
     out: dict[str, Release] = {}
     for f in index_files:
         try:
             _, version, _, tags = parse_wheel_filename(f.name)
         except InvalidWheelFilename:
             continue
-        if version.is_prerelease or version.is_devrelease:
+        if version.is_devrelease or (version.is_prerelease and not pre):
             continue
         rel = out.setdefault(str(version), Release(str(version)))
         rel.yanked = rel.yanked and f.yanked
         for tag in tags:
-            arch = next((a for a in ARCHES if tag.platform.endswith(a)), None)
+            # "any": a CPython wheel tagged for any platform (MindSpore's aarch64 wheels on PyPI)
+            arch = next((a for a in ARCHES if tag.platform.endswith(a)), "any" if tag.platform == "any" else None)
             if arch and tag.interpreter.startswith("cp3") and not f.yanked:
                 rel.pythons.setdefault(arch, set()).add(f"3.{tag.interpreter[3:]}")
     return {v: r for v, r in sorted(out.items(), key=lambda kv: Version(kv[0])) if not r.yanked}

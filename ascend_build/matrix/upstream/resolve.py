@@ -27,7 +27,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from ...errors import UserError
-from ..lock import HEADER, LAYERS, folder, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
+from ..lock import HEADER, LAYERS, folder, huawei_arch_of, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
 from ..model import Matrix, Stack
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -238,10 +238,16 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
     layer_of = assign_layers(resolved)
     tags = target_tags(python, arch)
     sums = huawei_sums(matrix, stack, python, arch)
+    arch_of = huawei_arch_of(matrix)
     notes: list[str] = []
     entries: dict[str, list[str]] = {layer: [] for layer in LAYERS}
     for name, (version, _) in sorted(resolved.items()):
         picked = wheel_hashes(index.files(name), name, version, tags)
+        foreign = [(f, sha) for f, sha in picked if arch_of.get(sha, arch) != arch]
+        for filename, sha in foreign:
+            notes.append(f"{name} {version}: {filename} is Huawei's {arch_of[sha]} wheel (sha256 {sha[:12]}...) "
+                         f"under a tag for any platform: left out of this {arch} lock")
+        picked = [p for p in picked if p not in foreign]
         if not picked:
             raise UserError(f"{name}=={version}: the index has no wheel for CPython {python} on {arch} "
                             f"(stack {stack.name}); the image would have to build it from source")

@@ -16,7 +16,7 @@ from packaging.version import Version
 from ...errors import UserError
 from ...platforms import ARCHES
 from . import docs, pypi
-from .deployer import CannData, DeployerData, Published, TorchNpuData, fetch, newest_version, read
+from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
 
 BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
@@ -47,6 +47,7 @@ class Merged:
     compatible_source: str = ""
     docs_read: list[str] = field(default_factory=list)
     from_docs: dict[str, int] = field(default_factory=dict)           # what the docs added, counted
+    mindspore: dict[str, MindSporeData] = field(default_factory=dict)
 
 
 def _version_key(v: str) -> Version:
@@ -109,6 +110,18 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
         if with_wheels:
             wheels, wheels_source = with_wheels[0][1].wheels, with_wheels[0][1].wheels_source
         merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels=wheels, wheels_source=wheels_source)
+    for release in sorted({r for d in ordered for r in d.mindspore}, key=Version):
+        entries_ms = [(d.version, d.mindspore[release]) for d in ordered if release in d.mindspore]
+        paired_ms = [(dv, m) for dv, m in entries_ms if m.cann]
+        ms = MindSporeData(release, None, None)
+        if paired_ms:
+            ms.cann = decide(f"mindspore_releases.{release}.cann",
+                             {f"ascend-deployer {dv}": m.cann for dv, m in paired_ms}, paired_ms[0][1].cann)
+            ms.pairing_source = next(m.pairing_source for dv, m in paired_ms if m.cann == ms.cann)
+        with_wheels_ms = [m for _, m in entries_ms if m.wheels]
+        if with_wheels_ms:
+            ms.wheels, ms.wheels_source = with_wheels_ms[0].wheels, with_wheels_ms[0].wheels_source
+        merged.mindspore[release] = ms
     if ascend is not None:
         _add_docs(merged, ascend, decide)
     return merged
@@ -232,13 +245,31 @@ def add_pypi(merged: Merged, served: dict[str, pypi.Release]) -> None:
     merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
 
 
+def add_pypi_mindspore(merged: Merged, served: dict[str, pypi.Release]) -> None:
+    """As add_pypi, for MindSpore: Huawei names pre-releases 2.6.0-rc1, the index 2.6.0rc1;
+    a pre-release Huawei does not pair is not listed."""
+    by_version = {str(Version(r)): r for r in merged.mindspore}
+    for rel in merged.mindspore.values():
+        rel.on_pypi = str(Version(rel.release)) in served
+    for version, release in served.items():
+        if version not in by_version and Version(version).is_prerelease:
+            continue
+        name = by_version.get(version, version)
+        if name not in merged.mindspore:
+            merged.mindspore[name] = MindSporeData(name, None, "PyPI index (simple page of mindspore)", on_pypi=True)
+        merged.mindspore[name].pypi_pythons = {arch: sorted(p, key=Version) for arch, p in sorted(release.pythons.items())}
+    merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
+
+
 def keep_pypi(merged: Merged, old: dict) -> None:
     """The index's facts from the last import, for releases the new data still has."""
-    for version, rel in merged.torch_npu.items():
-        before = old.get(version) or {}
-        if "pypi" in before:
-            rel.on_pypi = bool(before["pypi"])
-        rel.pypi_pythons = {arch: [str(p) for p in pythons] for arch, pythons in (before.get("pypi_pythons") or {}).items()}
+    for section, releases in (("torch_npu_releases", merged.torch_npu), ("mindspore_releases", merged.mindspore)):
+        for version, rel in releases.items():
+            before = (old.get(section) or {}).get(version) or {}
+            if "pypi" in before:
+                rel.on_pypi = bool(before["pypi"])
+            rel.pypi_pythons = {arch: [str(p) for p in pythons]
+                                for arch, pythons in (before.get("pypi_pythons") or {}).items()}
 
 
 def render_region(merged: Merged, pins: dict[str, str]) -> str:
@@ -301,6 +332,25 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
             for tag, sums in rel.wheels.items():
                 inner = ", ".join(f"{k}: {v}" for k, v in sorted(sums.items(), key=lambda kv: kv[0] != "torch_npu"))
                 out.append(f"      {tag}: {{{inner}}}")
+    if merged.mindspore:
+        out += ["", "# MindSpore release -> the CANN release it was published for, and the mindspore wheels Huawei",
+                "# lists per Python and arch, with sha256. pypi_pythons: PyPI's wheels per arch; `any`: wheels tagged",
+                "# for any platform (PyPI serves MindSpore's aarch64 wheels so: the same bytes as Huawei's",
+                "# linux_aarch64 ones, which the sums below tell apart).",
+                "mindspore_releases:"]
+        for release, ms in merged.mindspore.items():
+            out.append(f"  {json.dumps(release)}:")
+            out.append(f"    cann: [{ms.cann}]" if ms.cann else "    cann: []     # unpaired: no CANN pairing published")
+            if ms.pairing_source:
+                out.append(f"    source: \"{ms.pairing_source}\"")
+            if ms.on_pypi is False:
+                out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
+            if ms.pypi_pythons:
+                inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in ms.pypi_pythons.items())
+                out.append(f"    pypi_pythons: {{{inner}}}")
+            if ms.wheels:
+                out.append(f"    wheels:        # {ms.wheels_source}")
+                out += [f"      {tag}: {{mindspore: {sums['mindspore']}}}" for tag, sums in ms.wheels.items()]
     out.append(END)
     return "\n".join(out) + "\n"
 
@@ -336,7 +386,7 @@ class Summary:
         return ([f"+ {a}" for a in self.added] + [f"~ {c}" for c in self.changed] + [f"- {r}" for r in self.removed])
 
 
-def _flatten(cann: dict, releases: dict) -> dict[str, str]:
+def _flatten(cann: dict, releases: dict, mindspore: dict | None = None) -> dict[str, str]:
     flat: dict[str, str] = {}
     for version, rel in (cann or {}).items():
         flat[f"cann {version}"] = "release"
@@ -360,12 +410,19 @@ def _flatten(cann: dict, releases: dict) -> dict[str, str]:
             flat[f"torch_npu {release} wheels"] = " ".join(wheels)
             digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
             flat[f"torch_npu {release} wheel sums"] = f"(digest {digest})"
+    for release, rel in (mindspore or {}).items():
+        flat[f"mindspore {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        wheels = rel.get("wheels") or {}
+        if wheels:
+            flat[f"mindspore {release} wheels"] = " ".join(wheels)
+            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
+            flat[f"mindspore {release} wheel sums"] = f"(digest {digest})"
     return flat
 
 
 def summarize(old: dict, new: dict) -> Summary:
-    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {})
-    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {})
+    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {}, old.get("mindspore_releases"))
+    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {}, new.get("mindspore_releases"))
     s = Summary()
     for key in b:
         if key not in a:
@@ -414,9 +471,10 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     merged = merge(datasets, choices, ascend)
     old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
     if given:                        # a site's own copies (--from) come without the index:
-        keep_pypi(merged, old.get("torch_npu_releases") or {})      # its facts stay as last read
+        keep_pypi(merged, old)                                      # its facts stay as last read
     else:
         add_pypi(merged, pypi.releases(pypi.files("torch_npu", pip_args or [])))
+        add_pypi_mindspore(merged, pypi.releases(pypi.files("mindspore", pip_args or []), pre=True))
     undecided = [c for c in merged.conflicts if c.taken is None]
     if undecided:
         raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
@@ -450,6 +508,11 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
               "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
               "torch_npu releases with their TorchNPU release": sum(1 for r in merged.torch_npu.values() if r.torchnpu),
               "TorchNPU series with compatible CANN series": len(merged.compatible),
+              "MindSpore releases": len(merged.mindspore),
+              "MindSpore releases with a CANN pairing": sum(1 for r in merged.mindspore.values() if r.cann),
+              "MindSpore releases on PyPI with no pairing (unpaired)": sum(
+                  1 for r in merged.mindspore.values() if not r.cann and r.on_pypi),
+              "wheel checksums (mindspore)": sum(len(s) for r in merged.mindspore.values() for s in r.wheels.values()),
               "conflicts between sources": len(merged.conflicts)}
     return Result(new_text, new_text != text, summarize(old, new), merged, counts)
 

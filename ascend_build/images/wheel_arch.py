@@ -18,7 +18,10 @@ import struct
 import sys
 import zipfile
 
-# ELF e_machine values (the System V ABI's registry) -> `uname -m` of that machine.
+# ELF e_machine values (the System V ABI's registry) -> `uname -m` of that machine. Only
+# these CPUs' files are judged: wheels for Ascend also carry the NPU's own kernel objects
+# (MindSpore 2.9.0's aarch64 wheel holds 42 with e_machine 4137), which are for the
+# device, not for the host, and are the same whatever the host's machine.
 MACHINES = {3: "i686", 8: "mips", 20: "ppc", 21: "ppc64le", 22: "s390x", 40: "armv7l", 62: "x86_64",
             183: "aarch64", 243: "riscv64", 258: "loongarch64"}
 _HEAD = 20                                   # e_ident (16) + e_type (2) + e_machine (2)
@@ -36,6 +39,11 @@ def elf_machine(head: bytes) -> str | None:
     return MACHINES.get(number, f"e_machine {number}")
 
 
+def _foreign(found: str | None, machine: str) -> bool:
+    """A host CPU's binary, for another CPU than the image's."""
+    return found is not None and found in MACHINES.values() and found != machine
+
+
 def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -50,7 +58,7 @@ def wheel_tags(names: list[str], read) -> list[str]:
 
 
 def foreign_in_wheel(path: str, machine: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """(its tags, [(member, machine)] of every ELF member not built for `machine`)."""
+    """(its tags, [(member, machine)] of every ELF member built for another CPU than `machine`)."""
     with zipfile.ZipFile(path) as zf:
         names = [i.filename for i in zf.infolist() if not i.is_dir()]
         tags = wheel_tags(names, zf.read)
@@ -58,7 +66,7 @@ def foreign_in_wheel(path: str, machine: str) -> tuple[list[str], list[tuple[str
         for name in names:
             with zf.open(name) as member:
                 found = elf_machine(member.read(_HEAD))
-            if found and found != machine:
+            if _foreign(found, machine):
                 foreign.append((name, found))
     return tags, foreign
 
@@ -118,7 +126,7 @@ def describe(wheel: str, tags: list[str], foreign: list[tuple[str, str]], machin
 
 def installed(machine: str, site_packages: list[str]) -> dict[str, list[tuple[str, str]]]:
     """{distribution: [(file, machine)]} of every ELF file an installed distribution
-    records (its RECORD) that is not built for `machine`."""
+    records (its RECORD) that is built for another CPU than `machine`."""
     bad: dict[str, list[tuple[str, str]]] = {}
     for site in site_packages:
         for entry in sorted(os.listdir(site)):
@@ -134,7 +142,7 @@ def installed(machine: str, site_packages: list[str]) -> dict[str, list[tuple[st
                         found = elf_machine(fh.read(_HEAD))
                 except OSError:
                     continue
-                if found and found != machine:
+                if _foreign(found, machine):
                     bad.setdefault(entry[:-len(".dist-info")], []).append((rel, found))
     return bad
 

@@ -35,8 +35,9 @@ def make_wheel(folder: Path, name: str, version: str, fails_on_import: bool = Fa
     return wheel
 
 
-# e_machine numbers of the ELF headers the binary double writes.
-ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+# e_machine numbers of the ELF headers the binary double writes ("npu": the number the
+# Ascend NPU's kernel objects carry in real wheels, device code the check does not judge).
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "npu": 4137}
 
 
 def elf_header(machine: str) -> bytes:
@@ -47,7 +48,7 @@ def elf_header(machine: str) -> bytes:
 
 
 def make_binary_wheel(folder: Path, name: str, version: str, tag: str, machine: str,
-                      libraries: int = 5) -> Path:
+                      libraries: int = 5, kernels: int = 0) -> Path:
     """A TEST DOUBLE of a wheel with compiled parts: `libraries` shared objects built (by
     their ELF headers) for `machine`, whatever `tag` says, as MindSpore's aarch64 wheels are
     served on PyPI under `none-any`."""
@@ -56,6 +57,8 @@ def make_binary_wheel(folder: Path, name: str, version: str, tag: str, machine: 
     files: dict[str, bytes] = {f"{module}/__init__.py": f'__version__ = "{version}"\n'.encode()}
     for i in range(libraries):
         files[f"{module}/lib/lib{module}_{i}.so"] = elf_header(machine)
+    for i in range(kernels):
+        files[f"{module}/lib/plugin/kernel/op_{i}.o"] = elf_header("npu")
     files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
     files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
     folder.mkdir(parents=True, exist_ok=True)

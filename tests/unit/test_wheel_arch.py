@@ -29,11 +29,12 @@ def test_reads_the_machine_of_a_real_binary():
     assert wheel_arch.elf_machine(b"#!/bin/sh\n" + bytes(20)) is None
     assert wheel_arch.elf_machine(elf_header("aarch64")) == "aarch64"
     assert wheel_arch.elf_machine(elf_header("x86_64")) == "x86_64"
+    assert wheel_arch.elf_machine(elf_header("npu")) == "e_machine 4137"
 
 
 def test_a_wheel_tagged_any_with_another_machines_binaries_is_refused_before_install(tmp_path):
     wheels = tmp_path / "wheels"
-    foreign = make_binary_wheel(wheels, "mindspore", "2.9.0", "cp310-none-any", "aarch64")
+    foreign = make_binary_wheel(wheels, "mindspore", "2.9.0", "cp310-none-any", "aarch64", kernels=4)
     lock = tmp_path / "framework.txt"
     lock.write_text(f"mindspore==2.9.0 \\\n    --hash=sha256:{_sha(foreign)}\n--require-hashes\n")
     out = subprocess.run([sys.executable, str(SCRIPT), "x86_64", str(lock), str(wheels)],
@@ -43,7 +44,8 @@ def test_a_wheel_tagged_any_with_another_machines_binaries_is_refused_before_ins
     assert "the image is x86_64" in out.stderr
     assert "mindspore/lib/libmindspore_0.so: ELF aarch64" in out.stderr
     assert "... and 2 more" in out.stderr              # five libraries: three named, two counted
-    # The same wheel in an aarch64 image is what it is for.
+    assert "op_0.o" not in out.stderr and "4137" not in out.stderr, "the NPU's kernel objects are device code"
+    # The same wheel in an aarch64 image is what it is for (its NPU kernels included).
     ok = subprocess.run([sys.executable, str(SCRIPT), "aarch64", str(lock), str(wheels)],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr

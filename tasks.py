@@ -396,11 +396,14 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
     runtimes = engine.runtimes() if not dry or runtime == "auto" else frozenset()
     opts = RunOptions(image=image, command=tuple(command), devices=devices, interactive=interactive,
                       shm_size=shm_size, network_host=network_host, runtime=runtime)
-    cmd = compose(engine.client, opts, Path(host_root), runtimes, preview=dry)
+    chip = facts.chip if facts else None
+    cmd = compose(engine.client, opts, Path(host_root), runtimes, preview=dry, chip=chip)
     if dry:
         if not host_cards(Path(host_root)):
-            print(f"# preview: {host_root} has no NPUs; this is the command for a 910B host with cards 0-7 and the "
-                  f"driver in /usr/local/Ascend (on the host, `invoke run` reads what it has)")
+            host = ("a 310B board with card 0 (the image's chip)" if (chip or "").lower() == "310b"
+                    else "a 910B host with cards 0-7")
+            print(f"# preview: {host_root} has no NPUs; this is the command for {host} and the driver in "
+                  f"/usr/local/Ascend (on the host, `invoke run` reads what it has)")
         print(eng.show(cmd))
         return
     code = subprocess.run(cmd).returncode

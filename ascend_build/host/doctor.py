@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..platforms import PLATFORMS
-from .run import CONTROL_DEVICES, NPU_SMI, host_cards
+from .layout import is_310b_name, layout_of
+from .run import NPU_SMI, host_cards
 
 DRIVER_INFO = "usr/local/Ascend/driver/version.info"
 FIRMWARE_INFO = "usr/local/Ascend/firmware/version.info"
@@ -77,7 +78,7 @@ def host_driver(root: Path) -> str | None:
 
 
 def host_chip(root: Path) -> str | None:
-    """The chip from `npu-smi info` (910B2 -> 910b, 910B... -> 910b, 910_93 / A3 -> A3)."""
+    """The chip from `npu-smi info` (910B2 -> 910b, 910_93 / A3 -> A3, 310B4 -> 310b: a board)."""
     smi = next((root / p.lstrip("/") for p in NPU_SMI if (root / p.lstrip("/")).is_file()), None)
     if smi is None:
         return None
@@ -87,6 +88,8 @@ def host_chip(root: Path) -> str | None:
         return None
     if re.search(r"910_?93\d*|\bA3\b", out):       # Atlas A3 (910_93xx)
         return "A3"
+    if is_310b_name(out):
+        return "310b"
     if re.search(r"\b910B\d?\b", out):
         return "910b"
     if re.search(r"\b(Ascend)?910[A-Z]?\b", out):
@@ -144,13 +147,17 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
                   else Check("firmware", "warn", f"no /{FIRMWARE_INFO}", "firmware version unknown",
                              "install the firmware package that matches the driver"))
     cards = host_cards(root)
-    missing = [d for d in CONTROL_DEVICES if not (root / d.lstrip("/")).exists()]
+    chip = host_chip(root)
+    layout = layout_of(root, chip)
+    missing = [d for d in layout.control if not (root / d.lstrip("/")).exists()]
     if not cards or missing:
         checks.append(Check("devices", "fail", f"davinci cards: {len(cards)}; missing: {', '.join(missing) or '-'}",
                             "no NPU device nodes: the driver is not loaded (or this is not an NPU host)",
-                            "load the driver (`npu-smi info` must list the cards), or run on the 910B host"))
+                            "load the driver (`npu-smi info` must list the cards), or run on the NPU host"))
     else:
-        checks.append(Check("devices", "ok", f"{len(cards)} cards (davinci{cards[0]}..{cards[-1]}) + control devices"))
+        extra = [d for d in layout.extra_devices if (root / d.lstrip("/")).exists()]
+        checks.append(Check("devices", "ok", f"{layout}: {len(cards)} card{'s' if len(cards) > 1 else ''} "
+                            f"(davinci{cards[0]}..{cards[-1]}) + {', '.join(layout.control + tuple(extra))}"))
     smi = [p for p in NPU_SMI if (root / p.lstrip("/")).is_file()]
     checks.append(Check("npu-smi", "ok", smi[0]) if smi else
                   Check("npu-smi", "warn", "not in /usr/local/bin or /usr/local/sbin",
@@ -171,7 +178,6 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
                         if "ascend" in runtimes else "absent: `invoke run` passes the devices and driver mounts itself"))
     if root.resolve() == Path("/"):
         checks += _limits()
-    chip = host_chip(root)
     checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
     if image is not None:
         checks += _image_checks(image, driver, chip, choices or [], host_arch)
@@ -339,10 +345,10 @@ def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) 
         if not torch and name != stack.torch:
             continue
         why = cann_runs(matrix.cann[cann], driver)
-        if why:
-            skipped.append(f"{name}: {why}")
-        elif chip and chip not in matrix.cann[cann].kernels:
+        if chip and chip not in matrix.cann[cann].kernels:
             skipped.append(f"{name}: CANN {cann} has no packages for chip {chip}")
+        elif why:
+            skipped.append(f"{name}: {why}")
         else:
             return name, skipped
     from ..errors import UserError

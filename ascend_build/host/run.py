@@ -1,6 +1,7 @@
-"""`docker run` for a 910B host, composed from what the host has: its davinci cards, the
-driver's devices and files, npu-smi wherever it lives, or the Ascend Docker Runtime.
-Everything is read below `root` so it can be checked against a stand-in host tree."""
+"""`docker run` for an NPU host, composed from what the host has: its davinci cards, the
+devices and files of its kind (a 910B-class server or a 310B board: host/layout.py),
+npu-smi wherever it lives, or the Ascend Docker Runtime. Everything is read below `root`
+so it can be checked against a stand-in host tree."""
 from __future__ import annotations
 
 import re
@@ -8,14 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from .layout import DRIVER_DIR, DRIVER_LIB, SERVER, for_chip, layout_of
 
-CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
-DRIVER_DIR = "/usr/local/Ascend/driver"
-DRIVER_LIB = "/usr/local/Ascend/driver/lib64"
-# The whole driver directory goes in read-only, not lib64 alone: hccn_tool (driver/tools)
-# and the topology files (driver/topo) are read by HCCL ("Failed to get device ip from
-# hccn.conf and hccn_tool", EI0014). /etc/hccn.conf holds the cards' RoCE addresses.
-OPTIONAL_MOUNTS = ("/usr/local/dcmi", "/etc/ascend_install.info", "/etc/hccn.conf")
+# What every 910B-class server has (kept for the cluster code and doctor's messages).
+CONTROL_DEVICES = SERVER.control
 NPU_SMI = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")   # hosts differ
 
 
@@ -66,14 +63,16 @@ SERVER_CARDS = list(range(8))
 
 
 def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset(),
-            preview: bool = False) -> list[str]:
+            preview: bool = False, chip: str | None = None) -> list[str]:
     """The docker run argv for this host. Refuses a host with no NPU rather than
     starting a container that cannot see one; a `preview` (a dry run) on such a machine
-    composes the command for a 910B server with the usual layout instead."""
+    composes the command for a host of the image's `chip` (a 910B server, or a 310B board)
+    with the usual layout instead."""
     cards = host_cards(root)
     assumed = preview and not cards
+    layout = for_chip(chip) if assumed else layout_of(root)
     if assumed:
-        cards = SERVER_CARDS
+        cards = SERVER_CARDS[:layout.max_cards]
     elif not cards:
         raise UserError(f"no NPU on this host: no {root / 'dev'}/davinciN device. Is the Ascend driver installed "
                         f"(`npu-smi info` lists the cards)? The image runs without NPUs only as a plain "
@@ -87,19 +86,22 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
     if use_runtime:
         # The Ascend Docker Runtime adds the devices and driver mounts itself.
         cmd += ["--runtime", "ascend", "-e", f"ASCEND_VISIBLE_DEVICES={','.join(map(str, chosen))}"]
+        for key, value in layout.runtime_env:
+            cmd += ["-e", f"{key}={value}"]
     else:
         here = (lambda path: True) if assumed else (lambda path: (root / path.lstrip("/")).exists())
-        missing = [d for d in CONTROL_DEVICES if not here(d)]
+        missing = [d for d in layout.control if not here(d)]
         if missing:
-            raise UserError(f"the host has davinci cards but not {', '.join(missing)}: the driver is not fully "
-                            f"installed")
+            raise UserError(f"the host ({layout}) has davinci cards but not {', '.join(missing)}: the driver is not "
+                            f"fully installed")
         if not assumed and not (root / DRIVER_LIB.lstrip("/")).is_dir():
             raise UserError(f"{DRIVER_LIB} is missing on the host: torch_npu needs the driver's libraries")
         for n in chosen:
             cmd += ["--device", f"/dev/davinci{n}"]
-        for dev in CONTROL_DEVICES:
+        for dev in layout.control + tuple(d for d in layout.extra_devices if here(d)):
             cmd += ["--device", dev]
-        mounts = [DRIVER_DIR] + [p for p in OPTIONAL_MOUNTS if here(p)]
+        # The server's driver directory is required (checked above); the rest where present.
+        mounts = [m for m in layout.mounts if m == DRIVER_DIR or here(m)]
         smi = next((p for p in NPU_SMI if here(p)), None)
         if smi:
             mounts.append(smi)

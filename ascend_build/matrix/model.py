@@ -378,8 +378,14 @@ class Matrix:
         cann = self.cann[st.cann]
         chip = chip or self.defaults["chip"]
         if chip not in cann.kernels:
+            having = [n for n, s in self.stacks.items() if chip in self.cann[s.cann].kernels]
             raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
-                            f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}")
+                            f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}"
+                            + (f". Stacks on a CANN with {chip} kernels: --torch {', '.join(having)}" if having else ""))
+        if arch not in cann.kernels[chip]:
+            raise UserError(f"CANN {cann.version}'s {chip} kernels are published for "
+                            f"{', '.join(cann.kernels[chip])} only, not {arch}: build --platform "
+                            f"{next(p for p, a in PLATFORM_ARCH.items() if a in cann.kernels[chip])}")
         pins = [f"{name}{spec}" for name, spec in sorted(st.pins.items())]
         nnal = self.nnal(st, cann, arch)
         if nnal is not None:
@@ -495,6 +501,12 @@ _SCHEMA = s.record({
 }, {
     # Hand-written facts that sit beside the imported ones.
     "cann_numpy": s.map_of(s.string(VERSION, "a CANN version"), s.specifier),
+    # Kernels of chips no import lists (310B), per CANN release, each with its source.
+    "cann_chips": s.map_of(s.string(VERSION, "a CANN version"), s.record({
+        "source": s.string(),
+        "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 310b"),
+                            s.map_of(s.one_of(*ARCHES), _file_entry())),
+    })),
     "torch_npu_branches": s.map_of(s.string(VERSION, "a torch_npu version"),
                                    s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
     "upstream": s.record({"deployer": s.list_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a release like \"26.0.0\""))},
@@ -577,6 +589,11 @@ def _build(path: Path, src: Located) -> Matrix:
                    for chip, per in c["kernels"].items()}
         numpy = c.get("numpy") or (d.get("cann_numpy") or {}).get(ver)
         nnal = {a: entry("nnal", c["nnal"][a], ("cann", ver, "nnal", a)) for a in c.get("nnal") or {}}
+        # Hand-recorded kernels (cann_chips:), for the arches they are published for.
+        extra = (d.get("cann_chips") or {}).get(ver) or {}
+        for chip, per in (extra.get("kernels") or {}).items():
+            if chip not in kernels:
+                kernels[chip] = {a: entry("kernels", e, ("cann_chips", ver, "kernels", chip, a)) for a, e in per.items()}
         floor = (d.get("nnal_glibc") or {}).get(".".join(ver.split(".")[:2]))
         cann[ver] = CannRelease(ver, c["url"], c.get("driver"), numpy, toolkit, kernels, nnal,
                                 tuple(str(x) for x in c.get("runs_on") or ()), floor)
@@ -626,11 +643,19 @@ def _check_cann(m: Matrix, c: s.Checker) -> None:
                 c.fail(("cann", ver, "toolkit", arch, "file"),
                        f"got {rel.toolkit[arch].file!r}; CANN {ver} names its toolkit {want!r}")
         for chip, per in rel.kernels.items():
-            for arch in ARCHES:
+            for arch, f in per.items():
                 want = expected_kernels(ver, chip, arch)
-                if per[arch].file != want:
-                    c.fail(("cann", ver, "kernels", chip, arch, "file"),
-                           f"got {per[arch].file!r}; CANN {ver} names its {chip} kernels {want!r}")
+                if f.file != want:
+                    c.fail(f.key + ("file",), f"got {f.file!r}; CANN {ver} names its {chip} kernels {want!r}")
+    for ver, extra in (m.source.data.get("cann_chips") or {}).items():
+        if ver not in m.cann:
+            c.fail(("cann_chips", ver), f"no CANN {ver} in cann: (the import); hand-recorded kernels need "
+                                        f"their release there, one of {', '.join(m.cann)}")
+            continue
+        for chip in extra["kernels"]:
+            if m.cann[ver].kernels[chip][next(iter(m.cann[ver].kernels[chip]))].key[0] == "cann":
+                c.fail(("cann_chips", ver, "kernels", chip), f"CANN {ver}'s {chip} kernels are imported now "
+                                                             f"(cann.{ver}.kernels.{chip}): remove this entry")
     for name, rel in m.source.data["torch_npu_releases"].items():
         for i, cv in enumerate(rel["cann"]):
             if cv not in m.cann and not re.fullmatch(VERSION, cv):
@@ -763,6 +788,11 @@ def _check_images(m: Matrix, c: s.Checker) -> None:
         chip = img.chip or defaults["chip"]
         if cann and chip not in cann.kernels:
             c.fail(path + ("chip",), f"got {chip!r}; CANN {cann.version} has kernels for: {', '.join(cann.kernels)}")
+        elif cann:
+            for k, platform in enumerate(img.platforms):
+                if PLATFORM_ARCH.get(platform) not in cann.kernels[chip]:
+                    c.fail(path + ("platforms", k), f"got {platform}; CANN {cann.version}'s {chip} kernels are "
+                           f"published for {', '.join(cann.kernels[chip])} only")
 
 
 def glibc_floor(m: Matrix, st: Stack, cann: CannRelease, os: OSBase) -> None:

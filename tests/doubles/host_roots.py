@@ -50,3 +50,36 @@ def make_host(root: Path, driver: str | None = "25.5.0", cards: int = 8, control
         (root / "etc/docker/daemon.json").write_text(json.dumps(
             {"runtimes": {"ascend": {"path": "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"}}}))
     return root
+
+
+# The device nodes of a 310B board (host/layout.py names the source of the list).
+BOARD_DEVICES = ("davinci0", "davinci_manager", "svm0", "ts_aisle", "upgrade", "sys", "vdec", "vpc", "pngd",
+                 "venc", "dvpp_cmdlist", "log_drv")
+
+
+def make_board(root: Path, driver: str | None = "24.1.0", chip: str = "310B4", ubuntu: bool = True,
+               members: tuple[str, ...] = ("HwHiAiUser",)) -> Path:
+    """A stand-in 310B board (an Orange Pi AIpro or an Atlas 200I DK A2): one davinci card,
+    the board's own media and system devices and no /dev/devmm_svm or /dev/hisi_hdc, the
+    driver's user-space libraries in /usr/lib64, npu-smi in /usr/local/sbin printing `chip`,
+    and the crypto and YAML libraries where Ubuntu (or openEuler) keeps them."""
+    make_host(root, driver=driver, cards=0, control=False, members=members, chip=None)
+    for name in BOARD_DEVICES:
+        (root / "dev" / name).touch()
+    for lib in ("libaicpu_processer.so", "libaicpu_prof.so", "libaicpu_sharder.so", "libadump.so",
+                "libtsd_eventclient.so", "libaicpu_scheduler.so", "libdcmi.so", "libmpi_dvpp_adapter.so",
+                "libstackcore.so"):
+        (root / "usr/lib64").mkdir(parents=True, exist_ok=True)
+        (root / "usr/lib64" / lib).touch()
+    (root / "usr/lib64/aicpu_kernels").mkdir()
+    crypto = root / ("usr/lib/aarch64-linux-gnu" if ubuntu else "usr/lib64")
+    crypto.mkdir(parents=True, exist_ok=True)
+    for lib in ("libcrypto.so.1.1", "libyaml-0.so.2"):
+        (crypto / lib).touch()
+    for conf in ("sys_version.conf", "hdcBasic.cfg", "slog.conf"):
+        (root / "etc" / conf).write_text("stand-in\n")
+    smi = root / "usr/local/sbin/npu-smi"
+    smi.parent.mkdir(parents=True, exist_ok=True)
+    smi.write_text(SMI.format(driver=driver or "?", chip=chip))
+    smi.chmod(0o755)
+    return root

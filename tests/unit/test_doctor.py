@@ -33,7 +33,7 @@ def test_a_healthy_910b_host_passes_every_check(tmp_path):
                                  host_arch="aarch64"))
     assert not [c for c in checks.values() if c.blocking]
     assert checks["NPU driver"].found == "25.5.0" and checks["chip"].found == "910b"
-    assert checks["devices"].found.startswith("8 cards") and checks["image driver need"].state == "ok"
+    assert checks["devices"].found.startswith("NPU server: 8 cards") and checks["image driver need"].state == "ok"
 
 
 def test_an_old_driver_names_the_need_and_the_image_that_would_run(tmp_path):
@@ -202,3 +202,44 @@ def test_an_image_that_runs_as_a_user_needs_the_hosts_hwhiaiuser_gid(tmp_path):
     bad = {c.name: c for c in doc.examine(root, "alice", image("1000:2000"))}
     assert bad["image user"].state == "fail" and "invoke build --run-as UID:1000" in bad["image user"].fix
     assert "image user" not in {c.name for c in doc.examine(root, "alice", image("root"))}
+
+
+def test_a_310b_board_is_recognised_and_refuses_a_910b_image(tmp_path):
+    from tests.doubles.host_roots import make_board
+    board = make_board(tmp_path / "board")
+    checks = by_name(doc.examine(board, "HwHiAiUser", image(driver="24.1.0", cann="8.0.0", chip="910b")))
+    assert checks["chip"].found == "310b"
+    assert checks["devices"].state == "ok"
+    assert checks["devices"].found.startswith("310B board: 1 card (davinci0..0) + /dev/davinci_manager, /dev/svm0, "
+                                              "/dev/ts_aisle, /dev/upgrade")
+    assert checks["image chip"].blocking and checks["image chip"].fix == "build for this host: invoke build --chip 310b"
+    ok = by_name(doc.examine(board, "HwHiAiUser", image(driver="24.1.0", cann="8.0.0", chip="310b")))
+    assert "image chip" not in ok, "doctor names the chip only when it disagrees"
+    # And the other way round: a 910B server refuses a 310b image.
+    server = by_name(doc.examine(make_host(tmp_path / "server"), "alice", image(chip="310b")))
+    assert server["image chip"].blocking and "image 310b, host 910b" in server["image chip"].found
+
+
+def test_a_board_missing_its_own_devices_is_not_taken_for_a_server(tmp_path):
+    from tests.doubles.host_roots import make_board
+    board = make_board(tmp_path)
+    (board / "dev/ts_aisle").unlink()
+    checks = by_name(doc.examine(board, "HwHiAiUser"))
+    assert checks["devices"].blocking and checks["devices"].found == "davinci cards: 1; missing: /dev/ts_aisle"
+
+
+def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(tmp_path):
+    """The 310B's kernels are recorded for CANN 8.0.0 (cann_chips:): the newest line on it
+    is 2.4.0; the newer lines' CANN releases have no 310b packages, and say so."""
+    from tests.doubles.host_roots import make_board
+    name, skipped = doc.pick_stack(MATRIX, "24.1.0", "310b")
+    assert name == "2.4.0"
+    assert "2.5.1: CANN 8.1.RC1 has no packages for chip 310b" in skipped
+    assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch="2.1.0")[0] == "2.1.0-cann8.0.0"
+    root = make_board(tmp_path / "board", driver="24.1.0")
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry", "--offline",
+                          "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert "for this host (driver 24.1.0, chip 310b): torch line 2.4.0" in out.stdout
+    assert "cann8.0.0-310b-" in out.stdout and "linux/arm64" in out.stdout

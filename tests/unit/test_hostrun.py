@@ -91,3 +91,39 @@ def test_invoke_run_dry(tmp_path):
     assert "--device /dev/davinci0 --device /dev/davinci_manager" in out.stdout
     assert "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro" in out.stdout
     assert out.stdout.strip().endswith("ascend-runtime:torch2.1.0-arm64 python -c 'import torch_npu'")
+
+
+def test_a_310b_board_gets_its_own_devices_and_driver_files(tmp_path):
+    from tests.doubles.host_roots import BOARD_DEVICES, make_board
+    root = make_board(tmp_path)
+    cmd = compose("docker", RunOptions("img", ("python",)), root)
+    assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci_manager", "/dev/svm0", "/dev/ts_aisle",
+                                      "/dev/upgrade", "/dev/sys", "/dev/vdec", "/dev/vpc", "/dev/pngd", "/dev/venc",
+                                      "/dev/dvpp_cmdlist", "/dev/log_drv"]
+    assert len(pairs(cmd, "--device")) == len(BOARD_DEVICES)
+    assert "/dev/devmm_svm" not in cmd and "/dev/hisi_hdc" not in cmd
+    mounts = [m.split(":")[1] for m in pairs(cmd, "-v")]
+    assert "/usr/local/Ascend/driver/lib64" in mounts and "/usr/local/Ascend/driver" not in mounts
+    for path in ("/etc/sys_version.conf", "/etc/hdcBasic.cfg", "/usr/lib64/libdcmi.so", "/usr/lib64/aicpu_kernels",
+                 "/usr/lib/aarch64-linux-gnu/libcrypto.so.1.1", "/usr/local/sbin/npu-smi"):
+        assert path in mounts, path
+    assert "/usr/lib64/libcrypto.so.1.1" not in mounts, "only where this board's OS keeps it"
+    with pytest.raises(UserError, match="no /dev/davinci1 on this host; it has cards 0"):
+        compose("docker", RunOptions("img", devices="0-1"), root)
+
+
+def test_a_board_under_the_ascend_docker_runtime_allows_its_links(tmp_path):
+    from tests.doubles.host_roots import make_board
+    cmd = compose("docker", RunOptions("img"), make_board(tmp_path), frozenset({"ascend"}))
+    assert pairs(cmd, "-e") == ["ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=True"]
+    server = compose("docker", RunOptions("img"), stand_in_host(tmp_path / "server"), frozenset({"ascend"}))
+    assert pairs(server, "-e") == ["ASCEND_VISIBLE_DEVICES=0,1,2,3"]
+
+
+def test_a_preview_for_a_310b_image_on_a_machine_without_npus(tmp_path):
+    (tmp_path / "dev").mkdir()
+    cmd = compose("docker", RunOptions("img"), tmp_path, preview=True, chip="310b")
+    assert pairs(cmd, "--device")[:4] == ["/dev/davinci0", "/dev/davinci_manager", "/dev/svm0", "/dev/ts_aisle"]
+    assert "/dev/davinci1" not in cmd
+    server = compose("docker", RunOptions("img"), tmp_path, preview=True)
+    assert pairs(server, "--device")[:8] == [f"/dev/davinci{n}" for n in range(8)]

@@ -198,3 +198,33 @@ def test_site_pins_in_the_checkout_do_not_change_what_the_unit_tests_start_from(
     monkeypatch.setattr(conf, "ROOT", tmp_path)
     assert conf.committed_matrix_text() == re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null",
                                                   (ROOT / "matrix.yaml").read_text())
+
+
+def test_hand_recorded_310b_kernels_join_their_cann_release_for_their_arch_only(tmp_path):
+    m = load_matrix(ROOT / "matrix.yaml")
+    kernels = m.cann["8.0.0"].kernels["310b"]
+    assert list(kernels) == ["aarch64"]
+    assert kernels["aarch64"].key == ("cann_chips", "8.0.0", "kernels", "310b", "aarch64")
+    assert kernels["aarch64"].url.endswith("CANN%208.0.0/Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run")
+    assert m.cell("2.1.0-cann8.0.0", "debian12", None, "310b", "linux/arm64").kernels == kernels["aarch64"]
+    with pytest.raises(UserError, match="CANN 8.0.0's 310b kernels are published for aarch64 only, not x86_64: "
+                                        "build --platform linux/arm64"):
+        m.cell("2.1.0-cann8.0.0", "debian12", None, "310b", "linux/amd64")
+    # An image for the other arch is refused where it is written.
+    text = REAL.replace('  - stack: "2.1.0-cann8.0.0"\n    os: [ubuntu22.04]\n    platforms: [linux/arm64]\n',
+                        '  - stack: "2.1.0-cann8.0.0"\n    os: [ubuntu22.04]\n    platforms: [linux/amd64]\n'
+                        '    chip: 310b\n', 1)
+    assert text != REAL
+    assert "got linux/amd64; CANN 8.0.0's 310b kernels are published for aarch64 only" in refused(tmp_path, text)
+
+
+def test_hand_recorded_kernels_need_their_release_and_give_way_to_an_import(tmp_path):
+    unknown = REAL.replace("cann_chips:\n  8.0.0:\n", "cann_chips:\n  7.9.0:\n", 1)
+    assert "cann_chips['7.9.0']: no CANN 7.9.0 in cann: (the import)" in refused(tmp_path, unknown)
+    imported = REAL.replace("      310b:\n        aarch64: {file: Ascend-cann-kernels-310b_8.0.0",
+                            "      910b:\n        aarch64: {file: Ascend-cann-kernels-910b_8.0.0", 1)
+    assert "CANN 8.0.0's 910b kernels are imported now (cann.8.0.0.kernels.910b): remove this entry" in \
+        refused(tmp_path, imported)
+    misnamed = REAL.replace("aarch64: {file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run",
+                            "aarch64: {file: Ascend-cann-kernels-310b_8.0.0_linux.run", 1)
+    assert "names its 310b kernels 'Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run'" in refused(tmp_path, misnamed)

@@ -92,10 +92,19 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def wheels_of(requirements: str, folders: list[str]) -> list[str]:
-    """The wheels in `folders` that the requirement file asks for: by name and version,
-    and where the file carries hashes, only those with one of its sha256s (the folder is a
-    cache that may hold the same release for another machine)."""
+def _for_another_machine(filename: str, machine: str) -> bool:
+    """A wheel whose platform tags all name another machine (torch-2.1.0+cpu-...-x86_64 in
+    an aarch64 build): pip here would never take it."""
+    platforms = filename[:-len(".whl")].split("-")[-1].split(".")
+    named = [next((m for m in MACHINES.values() if p.endswith("_" + m)), None) for p in platforms]
+    return all(m is not None and m != machine for m in named)
+
+
+def wheels_of(requirements: str, folders: list[str], machine: str) -> list[str]:
+    """The wheels in `folders` that the requirement file asks for and pip on `machine`
+    could take: by name and version, not tagged for another machine only, and where the
+    file carries hashes, only those with one of its sha256s (the folder is a cache that
+    may hold the same release for another machine)."""
     projects, sums = _requested(requirements)
     picked = []
     for folder in folders:
@@ -107,6 +116,8 @@ def wheels_of(requirements: str, folders: list[str]) -> list[str]:
             name, version = (entry.split("-") + [""])[:2]
             want = projects.get(normalize(name), "")
             if want == "" or (want is not None and version != want and not version.startswith(want + "+")):
+                continue
+            if _for_another_machine(entry, machine):
                 continue
             path = os.path.join(folder, entry)
             if not sums or _sha256(path) in sums:
@@ -153,7 +164,7 @@ def main(argv: list[str]) -> int:
         return 2
     machine, requirements, folders = argv[0], argv[1], argv[2:]
     refused = []
-    for wheel in wheels_of(requirements, folders):
+    for wheel in wheels_of(requirements, folders, machine):
         tags, foreign = foreign_in_wheel(wheel, machine)
         if foreign:
             refused.append(describe(os.path.basename(wheel), tags, foreign, machine))

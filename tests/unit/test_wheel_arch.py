@@ -62,13 +62,18 @@ def test_only_the_wheels_the_lock_names_are_read(tmp_path):
     old = make_binary_wheel(wheels, "fastlib", "0.9", "py3-none-any", "aarch64")
     lock = tmp_path / "torch.txt"
     lock.write_text(f"fastlib==1.0 --hash=sha256:{_sha(wheels / mine.name)}\n")
-    assert wheel_arch.wheels_of(str(lock), [str(wheels)]) == [str(wheels / mine.name)]
-    # Without hashes (an unlocked file) every wheel of the pinned release is read.
+    assert wheel_arch.wheels_of(str(lock), [str(wheels)], "x86_64") == [str(wheels / mine.name)]
+    # Without hashes (an unlocked file) every wheel of the pinned release pip could take
+    # here is read: not the one tagged for the other machine, which pip would never take.
     lock.write_text("fastlib==1.0\n")
-    picked = wheel_arch.wheels_of(str(lock), [str(wheels), str(tmp_path / "absent")])
-    assert sorted(Path(p).name for p in picked) == sorted([mine.name, other.name])
+    picked = wheel_arch.wheels_of(str(lock), [str(wheels), str(tmp_path / "absent")], "x86_64")
+    assert [Path(p).name for p in picked] == [mine.name]
+    assert wheel_arch.main(["x86_64", str(lock), str(wheels)]) == 0
+    # A wheel tagged for this machine with another machine's binaries inside is refused.
+    liar = make_binary_wheel(tmp_path / "liar", "fastlib", "1.0", "cp311-cp311-manylinux_2_17_x86_64", "aarch64")
+    assert wheel_arch.main(["x86_64", str(lock), str(liar.parent)]) == 1
+    assert wheel_arch.main(["aarch64", str(lock), str(liar.parent)]) == 0, "tagged x86_64: not pip's pick on aarch64"
     assert old.name not in {Path(p).name for p in picked}
-    assert wheel_arch.main(["x86_64", str(lock), str(wheels)]) == 1
     # Pure-Python wheels have nothing to read.
     pure = make_wheel(tmp_path / "pure", "team-utils", "0.1")
     lock.write_text("team-utils==0.1\n")

@@ -1,0 +1,96 @@
+"""A 310B board's image, built for real: the 2.1.0 line's CANN 8.0.0 variant (real torch
+2.1.0 and torch_npu 2.1.0.post10 aarch64 wheels from PyPI) with the 310b kernels,
+linux/arm64, Debian 12 (the lane's base, so the OS and Python layers are the lane's own).
+The CANN installers are the test doubles of 8.0.0's toolkit and 310b kernels; the 310b
+file is hand-recorded in matrix.yaml (cann_chips:) with no published sum, so it is pinned
+with `invoke pin` first, as on first use, and built with --require-pins. Then doctor and
+run on a stand-in board (tests/doubles/host_roots.make_board) and a stand-in server."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_build.matrix import load_matrix
+from tests.conftest import link_locks
+from tests.doubles.cann_double import make_run
+from tests.doubles.host_roots import make_board, make_host
+from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
+
+STACK = dict(stack="2.1.0-cann8.0.0", os="debian12", python="3.11", chip="310b", platform="linux/arm64")
+
+
+@pytest.fixture(scope="module")
+def board_packages(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cann-800-310b")
+    make_run(folder, "toolkit", "8.0.0", "aarch64")
+    make_run(folder, "kernels", "8.0.0", "aarch64", chip="310b")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def matrix_310b(tmp_path_factory, board_packages) -> Path:
+    """The committed matrix with the 310b kernels (a hand-recorded entry) and the 8.0.0
+    toolkit pinned by `invoke pin`."""
+    path = tmp_path_factory.mktemp("matrix-310b") / "matrix.yaml"
+    shutil.copy(ROOT / "matrix.yaml", path)
+    link_locks(path)
+    out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages",
+                          str(board_packages)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("pinned ") == 2, out.stdout
+    return path
+
+
+@pytest.fixture(scope="module")
+def built_310b(engine, arm64_base, board_packages, matrix_310b, tmp_path_factory):
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0-cann8.0.0", "--chip", "310b", "--os", "debian12",
+           "--python", "3.11", "--platform", "linux/arm64", "--packages", str(board_packages), "--offline",
+           "--require-pins", "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO,
+           "--matrix", str(matrix_310b), "--network", "host"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
+    cache = tmp_path_factory.mktemp("cache-310b")
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return out
+
+
+def _tag(matrix: Path) -> str:
+    return f"{REPO}:{load_matrix(matrix).cell(**STACK).name}-arm64"
+
+
+def test_the_310b_image_is_built_with_the_pinned_hand_recorded_kernels_and_passes_its_suite(
+        engine, built_310b, matrix_310b):
+    m = load_matrix(matrix_310b)
+    cell = m.cell(**STACK)
+    assert cell.kernels.key[0] == "cann_chips" and cell.kernels.sha256, "pinned in its hand-recorded entry"
+    suite = built_310b.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
+    assert " passed" in suite and " failed" not in suite and " error" not in suite.lower()
+    assert "test_the_chips_operator_tree_is_installed PASSED" in suite
+    tag = _tag(matrix_310b)
+    assert image_exists(engine, tag)
+    labels = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
+                            capture_output=True, text=True).stdout
+    assert '"io.ascend-build.chip":"310b"' in labels and '"io.ascend-build.cann":"8.0.0"' in labels
+
+
+def test_doctor_and_run_take_it_to_a_board_and_refuse_it_on_a_server(engine, built_310b, matrix_310b, tmp_path):
+    tag = _tag(matrix_310b)
+    board = make_board(tmp_path / "board", driver="24.1.0")
+    doctor = [sys.executable, "-m", "invoke", "doctor", "--image", tag, "--user", "HwHiAiUser", "--root"]
+    ok = subprocess.run(doctor + [str(board)], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "310B board: 1 card" in ok.stdout
+    server = make_host(tmp_path / "server", driver="24.1.0", members=("HwHiAiUser",))
+    refused = subprocess.run(doctor + [str(server)], cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 1 and "image 310b, host 910b" in refused.stdout, refused.stdout
+    run = subprocess.run([sys.executable, "-m", "invoke", "run", "--image", tag, "--host-root", str(board), "--dry",
+                          "--runtime", "runc", "--", "python", "-c", "1"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for device in ("/dev/davinci0", "/dev/svm0", "/dev/ts_aisle", "/dev/vdec", "/dev/dvpp_cmdlist"):
+        assert f"--device {device}" in run.stdout, run.stdout
+    assert "/dev/devmm_svm" not in run.stdout

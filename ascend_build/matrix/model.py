@@ -521,9 +521,10 @@ _SCHEMA = s.record({
                                     s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""))),
     "nnal_glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
                            s.string(r"2\.[0-9]+", "a glibc version like \"2.38\"")),
-
-    "mindspore_releases": s.map_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*", "a MindSpore release like 2.9.0"),
-                                   s.record({"cann": s.list_of(s.string(), non_empty=False)}, {
+    # Imported beside torch_npu_releases; no image uses them yet.
+    "mindspore_releases": s.map_of(
+        s.string(r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*", "a MindSpore release like 2.9.0"),
+        s.record({"cann": s.list_of(s.string(), non_empty=False)}, {
         "source": s.string(), "pypi": s.boolean,
         "pypi_pythons": s.map_of(s.one_of(*ARCHES, "any"), s.list_of(s.string(MINOR, "like \"3.10\""))),
         "wheels": s.map_of(s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64"),

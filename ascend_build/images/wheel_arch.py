@@ -39,6 +39,14 @@ def elf_machine(head: bytes) -> str | None:
     return MACHINES.get(number, f"e_machine {number}")
 
 
+def may_be_binary(name: str) -> bool:
+    """Shared objects (.so, .so.1.2) and files without a suffix (executables, bin/): the
+    only files read, so that a venv's thousands of .py, .pyc and headers cost nothing (the
+    image suite reads them under qemu)."""
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base or "." not in base
+
+
 def _foreign(found: str | None, machine: str) -> bool:
     """A host CPU's binary, for another CPU than the image's."""
     return found is not None and found in MACHINES.values() and found != machine
@@ -63,7 +71,7 @@ def foreign_in_wheel(path: str, machine: str) -> tuple[list[str], list[tuple[str
         names = [i.filename for i in zf.infolist() if not i.is_dir()]
         tags = wheel_tags(names, zf.read)
         foreign = []
-        for name in names:
+        for name in filter(may_be_binary, names):
             with zf.open(name) as member:
                 found = elf_machine(member.read(_HEAD))
             if _foreign(found, machine):
@@ -146,7 +154,7 @@ def installed(machine: str, site_packages: list[str]) -> dict[str, list[tuple[st
                 continue
             with open(record, encoding="utf-8", errors="replace") as f:
                 files = [line.split(",", 1)[0] for line in f if line.strip()]
-            for rel in files:
+            for rel in filter(may_be_binary, files):
                 path = os.path.normpath(os.path.join(site, rel))
                 try:
                     with open(path, "rb") as fh:

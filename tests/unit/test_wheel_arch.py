@@ -51,6 +51,13 @@ def test_a_wheel_tagged_any_with_another_machines_binaries_is_refused_before_ins
     assert ok.returncode == 0, ok.stderr
 
 
+def test_only_shared_objects_and_files_without_a_suffix_are_read():
+    assert all(map(wheel_arch.may_be_binary, ["torch/lib/libc10.so", "x/libgomp-6e1a1d1b.so.1.0.0", "torch/bin/protoc",
+                                               "mindspore/_c_expression.cpython-311-aarch64-linux-gnu.so"]))
+    assert not any(map(wheel_arch.may_be_binary, ["torch/__init__.py", "x/y.pyc", "torch/include/c10/core/Device.h",
+                                                   "torch-2.1.0.dist-info/METADATA.json", "op/kernel/op_0.o"]))
+
+
 def test_only_the_wheels_the_lock_names_are_read(tmp_path):
     """The wheel folder is a cache shared by builds for both machines: the same release for
     the other machine lies beside the locked one and is not the lock's."""

@@ -147,7 +147,7 @@ def installed(machine: str, site_packages: list[str]) -> dict[str, list[tuple[st
     """{distribution: [(file, machine)]} of every ELF file an installed distribution
     records (its RECORD) that is built for another CPU than `machine`."""
     bad: dict[str, list[tuple[str, str]]] = {}
-    for site in site_packages:
+    for site in filter(os.path.isdir, site_packages):      # Debian's list names folders that need not exist
         for entry in sorted(os.listdir(site)):
             record = os.path.join(site, entry, "RECORD")
             if not entry.endswith(".dist-info") or not os.path.isfile(record):

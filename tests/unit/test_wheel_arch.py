@@ -94,7 +94,7 @@ def test_installed_files_are_read_by_what_each_distribution_records(tmp_path):
         zipfile.ZipFile(wheel).extractall(site)
     assert wheel_arch.installed("aarch64", [str(site)]) == {
         "badlib-2.0": [("badlib/lib/libbadlib_0.so", "x86_64"), ("badlib/lib/libbadlib_1.so", "x86_64")]}
-    assert set(wheel_arch.installed("x86_64", [str(site)])) == {"goodlib-1.0"}
+    assert set(wheel_arch.installed("x86_64", [str(site), str(tmp_path / "not-there")])) == {"goodlib-1.0"}
 
 
 def test_every_pip_step_of_the_images_checks_the_wheels_before_it_installs():

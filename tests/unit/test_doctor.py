@@ -229,12 +229,14 @@ def test_a_board_missing_its_own_devices_is_not_taken_for_a_server(tmp_path):
 
 
 def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(tmp_path):
-    """The 310B's kernels are recorded for CANN 8.0.0 (cann_chips:): the newest line on it
-    is 2.4.0; the newer lines' CANN releases have no 310b packages, and say so."""
+    """The 310B's kernels are recorded for CANN 8.0.0, 8.1.RC1, 8.5.0 and 9.0.0 (cann_chips:):
+    on driver 24.1.0 the newest line is 2.4.0 on 8.0.0; newer lines say why they were
+    skipped (their CANN needs a newer driver, or has no 310b packages)."""
     from tests.doubles.host_roots import make_board
     name, skipped = doc.pick_stack(MATRIX, "24.1.0", "310b")
     assert name == "2.4.0"
-    assert "2.5.1: CANN 8.1.RC1 has no packages for chip 310b" in skipped
+    assert any(s.startswith("2.5.1: ") and "310b" not in s for s in skipped), skipped
+    assert "2.14.0: CANN 9.2.0 has no packages for chip 310b" in skipped
     assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch="2.1.0")[0] == "2.1.0-cann8.0.0"
     root = make_board(tmp_path / "board", driver="24.1.0")
     out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry", "--offline",

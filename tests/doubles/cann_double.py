@@ -230,6 +230,8 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
                 _add(tar, f"{root}/python/site-packages/{pkg}/__init__.py",
                      b"# CANN TEST DOUBLE: stand-in for CANN's Python package\n")
             _add(tar, f"{root}/bin/ascend-double-info", f"#!/bin/sh\necho 'CANN TEST DOUBLE {version}'\n".encode(), 0o755)
+            # ATC, the model converter, where the real toolkit keeps it (bin/, on set_env's PATH).
+            _add(tar, f"{root}/bin/atc", f"#!/bin/sh\necho 'ATC TEST DOUBLE (CANN {version})'\n".encode(), 0o755)
             _add(tar, f"{root}/.set_env.sh.in", SET_ENV.encode(), 0o755)
         elif kind == "nnal":
             # nnal/atb/<v>/atb/cxx_abi_{0,1}/{lib,bin} and nnal/atb/set_env.sh (latest -> <v> at install).

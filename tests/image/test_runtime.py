@@ -91,6 +91,14 @@ def test_the_chips_operator_tree_is_installed(host, cell, image_env):
     assert host.file(f"{tree}/{folder}").is_directory, f"no {tree}/{folder}: the {cell.chip} kernels are not installed"
 
 
+def test_atc_is_on_the_path_of_a_plain_docker_run(docker_run, image_env):
+    """ATC, the model converter inference users run first (on 310B boards above all), comes
+    with the toolkit in its bin/: a plain `docker run` finds it through the image's PATH."""
+    result = docker_run("sh", "-c", "command -v atc && test -x \"$(command -v atc)\"")
+    assert result.returncode == 0, f"atc is not on the image's PATH: {result.stdout}{result.stderr}"
+    assert result.stdout.strip() == f"{image_env['ASCEND_TOOLKIT_HOME']}/bin/atc"
+
+
 def test_plain_docker_run_has_the_environment(docker_run, cell):
     # No login shell and no profile: only image ENV can make these work.
     code = ("import json, os, sys, tbe.common; "

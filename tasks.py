@@ -71,23 +71,24 @@ def ci_matrix(c, matrix="matrix.yaml"):
     print(json.dumps({"include": ci_cells(load_matrix(matrix))}, separators=(",", ":")))
 
 
-@task(auto_shortflags=False, help={**MATRIX_HELP, "check": "only check that images/ is current; fail if stale"})
+@task(auto_shortflags=False, help={**MATRIX_HELP,
+                                   "check": "only check that images/ and docs/support.md are current; fail if stale"})
 @user_errors
 def render(c, matrix="matrix.yaml", check=False):
-    """Render templates/ + matrix.yaml into images/."""
+    """Render templates/ + matrix.yaml into images/, and matrix.yaml into docs/support.md."""
     report = rnd.render(load_matrix(matrix), check=check)
     if check:
         bad = report.stale + report.extra
         if bad:
-            raise UserError("images/ is stale; run `invoke render` and commit:\n  " + "\n  ".join(map(str, bad)))
-        print("images/ is current")
+            raise UserError("generated files are stale; run `invoke render` and commit:\n  " + "\n  ".join(map(str, bad)))
+        print("images/ and docs/support.md are current")
         return
     for path in report.written:
         print(f"wrote {path}")
     for path in report.extra:
         print(f"removed {path}")
     if not report.written and not report.extra:
-        print("images/ already current")
+        print("images/ and docs/support.md already current")
 
 
 @task(auto_shortflags=False, help=MATRIX_HELP)

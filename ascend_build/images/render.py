@@ -212,20 +212,6 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
 
 
-def renderable(matrix: Matrix, stack: Stack, os: OSBase) -> bool:
-    """A (stack, OS) the matrix allows: not one below NNAL's glibc floor (refused anyway)."""
-    from ..errors import UserError
-    from ..matrix.model import glibc_floor
-    cann = matrix.cann[stack.cann]
-    if not (matrix.nnal(stack, cann, "aarch64") or matrix.nnal(stack, cann, "x86_64")):
-        return True
-    try:
-        glibc_floor(matrix, stack, cann, os)
-    except UserError:
-        return False
-    return True
-
-
 def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
     build argument and a staged file."""
@@ -249,7 +235,7 @@ def _quoted(requirements) -> list[str]:
 
 def _all_runtime(matrix: Matrix) -> list[Rendered]:
     return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
-            if renderable(matrix, stack, os)]
+            if matrix.allows(stack, os)]
 
 
 def _all_builders(matrix: Matrix) -> list[Rendered]:
@@ -273,7 +259,10 @@ class RenderReport:
 
 
 def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
-    outputs = render_all(matrix)
+    """Write (or with `check`, compare) every generated file: the Dockerfiles and the
+    support page."""
+    from .support import PAGE, support_page
+    outputs = render_all(matrix) + [Rendered(PAGE, support_page(matrix))]
     wanted = {r.path for r in outputs}
     stale, written = [], []
     for r in outputs:

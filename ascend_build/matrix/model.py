@@ -319,6 +319,18 @@ class Matrix:
             return None
         return cann.nnal[arch]
 
+    def allows(self, st: Stack, os: OSBase) -> bool:
+        """A (stack, OS) the matrix allows, so a Dockerfile is rendered for it: not one below
+        NNAL's glibc floor (a build of it is refused anyway)."""
+        cann = self.cann[st.cann]
+        if not (self.nnal(st, cann, "aarch64") or self.nnal(st, cann, "x86_64")):
+            return True
+        try:
+            glibc_floor(self, st, cann, os)
+        except UserError:
+            return False
+        return True
+
     def debootstrap_suite(self, image: str) -> str | None:
         """The Debian suite that makes `image` without a registry, if the matrix names one."""
         return next((o.suite for o in self.os.values() if o.image == image and o.suite), None)

@@ -32,7 +32,7 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(out)
 
 
-def stacks_table(matrix: Matrix) -> str:
+def stack_rows(matrix: Matrix) -> list[dict[str, str]]:
     """Every torch line the matrix knows, buildable or not in `images:`."""
     rows = []
     for st in matrix.stacks.values():
@@ -46,12 +46,20 @@ def stacks_table(matrix: Matrix) -> str:
                      "Python": _pythons(matrix, st),
                      "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
                      "toolchain": _toolchain(matrix, st)})
-    return table(rows)
+    return rows
+
+
+def stacks_table(matrix: Matrix) -> str:
+    return table(stack_rows(matrix))
 
 
 def _pythons(matrix: Matrix, st) -> str:
-    """The range, and the Python an image on the default OS gets (its distro's when it fits)."""
+    """The range, and the Python an image on the default OS gets (its distro's when it fits);
+    for a line the default OS cannot carry (below NNAL's glibc floor), on the first OS that can."""
     os = matrix.os[matrix.defaults["os"]]
+    if not matrix.allows(st, os):
+        os = next((o for o in matrix.os.values() if matrix.allows(st, o) and o.python in st.pythons()),
+                  next((o for o in matrix.os.values() if matrix.allows(st, o)), os))
     default = st.python_for(os)
     how = "the distro's" if default == os.python else "built from source"
     return f"{st.python_min}-{st.python_max} ({default} on {os.name}, {how})"
@@ -130,13 +138,12 @@ def _unpaired(matrix: Matrix) -> str:
     return text
 
 
-def mindspore_table(matrix: Matrix) -> str:
+def mindspore_rows(matrix: Matrix) -> list[dict[str, str]]:
     """MindSpore releases Huawei pairs with a CANN release: its driver and the Pythons its
-    wheels are published for; and PyPI's releases that no data pairs."""
+    wheels are published for."""
     from packaging.version import Version
-    releases = matrix.source.data.get("mindspore_releases") or {}
     rows = []
-    for name, rel in releases.items():
+    for name, rel in (matrix.source.data.get("mindspore_releases") or {}).items():
         if not rel["cann"]:
             continue
         cann = matrix.cann.get(str(rel["cann"][0]))
@@ -151,10 +158,22 @@ def mindspore_table(matrix: Matrix) -> str:
                      "Python (Huawei's wheels)": "; ".join(
                          f"{arch} {min(p, key=Version)}-{max(p, key=Version)}" for arch, p in sorted(pythons.items())),
                      "PyPI": "yes" if on_pypi else "no (Huawei's mirror)"})
+    return rows
+
+
+def mindspore_unpaired(matrix: Matrix) -> list[str]:
+    """PyPI's mindspore releases that no data pairs with a CANN release."""
+    releases = matrix.source.data.get("mindspore_releases") or {}
+    return [n for n, r in releases.items() if not r["cann"] and r.get("pypi") is not False]
+
+
+def mindspore_table(matrix: Matrix) -> str:
+    """The MindSpore lines, and PyPI's releases that no data pairs."""
+    rows = mindspore_rows(matrix)
     if not rows:
         return ""
     text = "\n\nMindSpore lines (Huawei's pairings; PyPI serves their aarch64 wheels tagged `none-any`):\n" + table(rows)
-    unpaired = [n for n, r in releases.items() if not r["cann"] and r.get("pypi") is not False]
+    unpaired = mindspore_unpaired(matrix)
     if unpaired:
         text += "\n\nmindspore on PyPI with no CANN pairing (unpaired): " + ", ".join(unpaired)
     return text

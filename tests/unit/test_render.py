@@ -29,6 +29,7 @@ def test_every_file_says_it_is_generated():
 def test_check_reports_stale_and_extra_files_and_render_fixes_them(tmp_path):
     m = load_matrix(ROOT / "matrix.yaml")
     shutil.copytree(ROOT / "images", tmp_path / "images")
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
     target = tmp_path / "images/runtime/2.1.0/debian12/Dockerfile"
     target.write_text(target.read_text() + "# hand edit\n")
     extra = tmp_path / "images/runtime/0.0.1/debian12/Dockerfile"

@@ -138,11 +138,28 @@ def build_requirements(stack: Stack) -> list[str]:
     return BUILD_REQUIREMENTS + ["numpy" + stack.pins.get("numpy", "")]
 
 
-def builder_toolchain(b: Builder, gcc: int, pythons: list[str]) -> str:
+def runtime_os_of(matrix: Matrix, b: Builder, pythons: list[str]) -> OSBase | None:
+    """The matrix OS whose runtime images start FROM the same image as this builder, with
+    the builder's Python as its own python3 (Debian 11 and 13 today), or None."""
+    return next((o for o in matrix.os.values()
+                 if o.image == b.image and o.family == "apt" and b.family == "apt" and pythons == [o.python]), None)
+
+
+def builder_toolchain(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBase | None = None) -> str:
     if b.family == "apt":
         words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
                  + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
-        return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
+        if runtime_os is None:
+            return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
+        # The runtime images' first step on this OS, to the byte, then what only a builder
+        # needs: both images share that layer, so whichever is built second takes it from
+        # the cache instead of installing the compilers and Python again (under qemu, the
+        # longest step of either). apt skips what the first step installed already.
+        shared = f"{_PACKAGES['apt']} {_PYTHON_PACKAGES['apt']}".split()
+        extra = " ".join(w for w in words.split() if w not in shared)
+        return (f"# The first step of the {runtime_os.name} runtime images, to the byte (one layer for both)\n"
+                f"{python_distro(runtime_os)}\n"
+                f"# hadolint ignore=DL3059\n{_packages_run(runtime_os, extra, False)}")
     toolset = Path(b.toolset_root(gcc)).name if b.toolset else ""
     return net_run(_TOOLCHAIN["manylinux"].format(packages=f" {toolset}-gcc {toolset}-gcc-c++" if toolset else ""))
 
@@ -163,7 +180,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     path = ccache_dir + (f":{b.toolset_root(stack.gcc)}/root/usr/bin" if b.toolset else "")
     text = _env().get_template(BUILDER.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
-        default_base=b.image.replace("{arch}", "aarch64"), toolchain=builder_toolchain(b, stack.gcc, pythons),
+        default_base=b.image.replace("{arch}", "aarch64"), toolchain=builder_toolchain(b, stack.gcc, pythons, runtime_os_of(matrix, b, pythons)),
         native_pythons=native_pythons(b, pythons),
         cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,

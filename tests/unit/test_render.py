@@ -145,3 +145,28 @@ def test_package_manager_steps_leave_no_lists_or_caches():
                 assert "target=/var/cache/dnf,sharing=locked" in step.split("\n")[0] or "dnf clean all" in step, \
                     rendered.path
     assert steps > 40
+
+
+def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_os():
+    """The Debian 11 and 13 builders start with the runtime images' first step on the same
+    OS, byte for byte (so BuildKit builds that layer once for both: the compilers and Python
+    under qemu), then install only what a builder needs besides."""
+    from ascend_build.images.render import python_distro
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
+    shared = 0
+    for path, text in rendered.items():
+        parts = path.split("/")
+        if parts[1] != "builder" or parts[3] not in ("debian11", "debian13"):
+            continue
+        os = matrix.os[parts[3]]
+        step = python_distro(os)
+        toolchain = text.split(" AS toolchain\n", 1)[1].split("\nFROM ", 1)[0]
+        first_run = toolchain[toolchain.index("RUN "):]
+        assert first_run.startswith(step + "\n"), path
+        runtime = next(t for p, t in rendered.items() if p.startswith("images/runtime/") and f"/{os.name}/" in p)
+        assert step in runtime.split(" AS python-distro\n", 1)[1], path
+        builder_only = first_run[len(step):]
+        assert "gcc-" in builder_only and "ccache" in builder_only and " cmake " not in builder_only, path
+        shared += 1
+    assert shared >= 10

@@ -141,8 +141,10 @@ def build_requirements(stack: Stack) -> list[str]:
 def runtime_os_of(matrix: Matrix, b: Builder, pythons: list[str]) -> OSBase | None:
     """The matrix OS whose runtime images start FROM the same image as this builder, with
     the builder's Python as its own python3 (Debian 11 and 13 today), or None."""
-    return next((o for o in matrix.os.values()
-                 if o.image == b.image and o.family == "apt" and b.family == "apt" and pythons == [o.python]), None)
+    if b.family != "apt":
+        return None
+    return next((o for o in matrix.os.values() if o.image == b.image and o.family == "apt" and pythons == [o.python]),
+                None)
 
 
 def builder_toolchain(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBase | None = None) -> str:
@@ -180,7 +182,8 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
     path = ccache_dir + (f":{b.toolset_root(stack.gcc)}/root/usr/bin" if b.toolset else "")
     text = _env().get_template(BUILDER.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
-        default_base=b.image.replace("{arch}", "aarch64"), toolchain=builder_toolchain(b, stack.gcc, pythons, runtime_os_of(matrix, b, pythons)),
+        default_base=b.image.replace("{arch}", "aarch64"),
+        toolchain=builder_toolchain(b, stack.gcc, pythons, runtime_os_of(matrix, b, pythons)),
         native_pythons=native_pythons(b, pythons),
         cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,

@@ -172,6 +172,7 @@ BUILD_HELP = {
     "keep_failed": "keep an image whose tests failed, to debug it (removed otherwise)",
     "run_as": "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. 1000:1000 (default: "
               "defaults.run_as in the matrix); the image's name ends with -uidUID",
+    "mindspore": "build the MindSpore image of this release (mindspore_stacks:) instead of a torch stack",
 }
 
 
@@ -183,7 +184,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
-          retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None):
+          retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None, mindspore=None):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
@@ -195,6 +196,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
                     builder_flavor=builder_flavor, builder_repository=builder_repository)
     m = load_matrix(matrix)
+    torch = _framework_stack(m, torch, mindspore)
     if for_host:
         from ascend_build.host import doctor as doc
         torch, chip = doc.for_host(m, Path(for_host), torch, chip)
@@ -202,7 +204,8 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
         if requirements:
             raise UserError("--requirements builds one user layer on one runtime image: drop --all")
         if any((torch, os, python, chip, platform)):
-            raise UserError("--all builds every image of `images:`; drop --torch/--os/--python/--chip/--platform")
+            raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--os/--python/--chip/"
+                            "--platform")
         outcomes = batch.build_many(m, m.image_cells(), site, inputs, engine, docker)
         print("\n" + batch.summary(outcomes))
         failed = [o for o in outcomes if o.status != "tagged"]
@@ -212,6 +215,13 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
     cell = m.cell(torch, os, python, chip, platform)
     layers = batch.prepare(m, cell, site, inputs, _layer_requests(requirements, layer_name, layer_wheelhouse))
     batch.build_cell(m, cell, site, inputs, layers, engine, docker)
+
+
+def _framework_stack(m, torch, mindspore):
+    """The stack --torch or --mindspore names (a MindSpore stack is mindspore<release>)."""
+    if torch and mindspore:
+        raise UserError("--torch and --mindspore each name the image's framework: give one")
+    return m.mindspore_stack(mindspore) if mindspore else torch
 
 
 def _layer_requests(requirements, layer_name, layer_wheelhouse) -> list:
@@ -689,9 +699,10 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
           existing_only=True)
 
 
-@task(auto_shortflags=False, iterable=["torch", "python", "platform"], help={
+@task(auto_shortflags=False, iterable=["torch", "mindspore", "python", "platform"], help={
     **MATRIX_HELP,
     "torch": "lock this stack (repeatable; default: every stack)",
+    "mindspore": "lock this MindSpore release's stack (repeatable)",
     "python": "only this Python (repeatable; default: the stack's whole range)",
     "platform": "linux/arm64 (default) or linux/amd64 (repeatable; x86_64 needs PyTorch's CPU index)",
     "refresh": "re-resolve even locks that are current, taking the newest releases (a stale lock is otherwise "
@@ -702,7 +713,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
     "ca_bundle": "CA bundle behind a TLS proxy (default: the host's, as for builds)", "proxy": "proxy URL"})
 @user_errors
 def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refresh=False, check=False, dry=False,
-         pip_index_url=None, ca_bundle=None, proxy=None):
+         pip_index_url=None, ca_bundle=None, proxy=None, mindspore=None):
     """Lock every Python package of the runtime images (exact versions, sha256) per stack,
     Python and arch under locks/, for pip's hash-checking mode. Without --refresh only
     missing and stale locks are made."""
@@ -719,7 +730,8 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
             raise Exit(code=1)
         print("locks: none stale")
         return
-    _lock(matrix, torch or [], python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy)
+    stacks = list(torch or []) + [m.mindspore_stack(release) for release in mindspore or []]
+    _lock(matrix, stacks, python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy)
 
 
 def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False):

@@ -54,17 +54,17 @@ def link_locks(matrix_path: Path) -> Path:
 # everything built on or beside it, the Debian 12 amd64 set-up check and the unit tests;
 # "other": the Debian 13 and 11 images and builders (a builder shares its OS's first layer
 # with the runtime images, so each OS installs its packages under qemu once in this lane)
-# and the CPython build. Each lane runs its modules in the order written here, the unlisted
+# and the CPython build, then the MindSpore image (Debian 12: by then the other lane's 2.1.0
+# build has made that OS's first step, which it takes). Each lane runs its modules in the order written here, the unlisted
 # ones after (by name): the lane's --no-cache 2.1.0 build goes first and the 310B image (the
 # same OS, Python and torch layers) takes them from it, where the other way round both
 # would make them. Balanced by the module wall times a cold run printed (`invoke test`
 # prints them).
 LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_fast_path",
-                 "test_podman", "test_cluster_run", "test_310b", "test_mindspore", "test_setup_distro_python",
-                 "unit"),
+                 "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python", "unit"),
     "other": ("test_build_current_line", "test_build_train_26", "test_source_build", "test_source_build_trixie",
-              "test_python_source"),
+              "test_python_source", "test_mindspore"),
 }
 DEFAULT_LANE = "other"
 

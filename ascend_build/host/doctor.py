@@ -301,9 +301,9 @@ def read_image(engine, ref: str) -> ImageFacts | None:
 
 
 def lines(matrix) -> list[tuple[str, str, str]]:
-    """(stack, CANN, driver it needs) for every line, oldest torch first."""
+    """(stack, CANN, driver it needs) for every line: torch's, oldest first, then MindSpore's."""
     from packaging.version import Version
-    stacks = sorted(matrix.stacks.values(), key=lambda st: (Version(st.torch), st.name))
+    stacks = sorted(matrix.stacks.values(), key=lambda st: (st.framework != "torch", Version(st.release), st.name))
     return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
 
 

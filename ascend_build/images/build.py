@@ -16,7 +16,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network, describe as describe_network
 from ..errors import PackageError, PackageMissing, UserError
-from ..matrix import Cell, Matrix
+from ..matrix import Cell, Matrix, stack_flag
 from ..matrix import lock as locks
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
@@ -93,7 +93,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), eng
         if site.dry:
             print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/"
                   + (f", {nnal.path} -> {ctx}/cann/nnal/" if nnal else ""))
-            print(f"# stage requirements/{{{','.join(locks.LAYERS)}}}.txt (the lock without comments) from "
+            print(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
                   + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content)
@@ -138,6 +138,12 @@ def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, sit
 
 def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
     """Input problems, before any package is read or docker command run."""
+    if cell.stack.framework != "torch":
+        given = [flag for flag, value in (("--torch-npu-wheel", inputs.torch_npu_wheel), ("--torch-npu-src",
+                 inputs.torch_npu_src), ("--apex-wheel", inputs.apex_wheel), ("--apex-src", inputs.apex_src)) if value]
+        if given:
+            raise UserError(f"{', '.join(given)}: stack {cell.stack.name} is {cell.stack.title}, which has no "
+                            f"torch_npu or apex; these flags are for torch stacks (--torch)")
     _check_torch_npu_source(cell, inputs)
     if site.require_pins and cell.python_source and not cell.python_source.sha256:
         raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."
@@ -156,7 +162,7 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
         print(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
               f"({len(lock.packages)} packages, sha256-checked)")
         return lock
-    hint = (f"`invoke lock --torch {cell.stack.name} --python {cell.python} --platform {cell.platform}` "
+    hint = (f"`invoke lock {stack_flag(cell.stack.name)} --python {cell.python} --platform {cell.platform}` "
             "makes one")
     if site.require_pins:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
@@ -326,6 +332,8 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
                                None if src == "upstream" else src)
             found[f"{kind}_wheel"] = build_wheel(matrix, req, site, engine, inputs.builder_repository)
     inputs = replace(inputs, **found)
+    if cell.stack.framework != "torch":
+        return inputs      # apex is torch's: a MindSpore image has no apex slot to fill
     if inputs.apex_wheel is None:
         cached = find_cached(site.cache_dir, "apex", cell.stack.torch, cell.python, cell.arch)
         if cached:

@@ -28,7 +28,8 @@ def unresolved(ldd_output: str) -> set[str]:
 # Libraries of optional CANN packages the images do not install (yet): the torch_npu
 # plugins that need them load only when their feature is used.
 OPTIONAL_PACKAGE_LIBS = {
-    "libatb.so": "Ascend-cann-nnal (ATB), needed by torch_npu's ATB op plugin from 2.6 on",
+    "libatb.so": "Ascend-cann-nnal (ATB), needed by torch_npu's ATB op plugin from 2.6 on and MindSpore's ATB "
+                 "kernels",
 }
 
 

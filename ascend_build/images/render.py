@@ -211,7 +211,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     default = stack.python_for(os)
     source = matrix.pythons.get(default)
     text = _env().get_template(RUNTIME.template).render(
-        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann,
+        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann, torch=stack.framework == "torch",
         default_python_from="distro" if os.python == default else "source",
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",

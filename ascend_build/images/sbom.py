@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..engine import Engine
 from ..errors import EngineError
-from ..matrix.lock import LAYERS, Lock, normalize
+from ..matrix.lock import ALL_LAYERS, Lock, normalize
 from .kinds import LABEL_PREFIX, label
 
 from .probe import REQUIREMENTS, SBOM_PATH, probe
@@ -43,7 +43,7 @@ def _wheel_sha(lock_files: dict[str, str], name: str, version: str, tags: list[s
         return None
     from packaging.utils import parse_wheel_filename
     # The runtime's layers and any user layer's lock (layer-NAME.txt) in the image.
-    lock = Lock(Path(REQUIREMENTS), "", {layer: lock_files.get(layer, "") for layer in LAYERS}
+    lock = Lock(Path(REQUIREMENTS), "", {layer: lock_files[layer] for layer in ALL_LAYERS if layer in lock_files}
                 | {k: v for k, v in lock_files.items() if k.startswith("layer-")})
     installed = set(tags)
     for pinned in lock.packages:
@@ -60,6 +60,11 @@ def _wheel_sha(lock_files: dict[str, str], name: str, version: str, tags: list[s
                     & {tuple(t.split("-")[:2]) for t in installed}]
         if len(same_abi) == 1:
             return same_abi[0]
+        # A wheel whose WHEEL says another tag than its file name (MindSpore's aarch64 wheel:
+        # cp311-none-any on PyPI, py3-none-any inside): pip installed it in hash-checking mode,
+        # so where the lock names one file, that file is the one installed.
+        if len(pinned.files) == 1:
+            return pinned.files[0][1]
     return None
 
 

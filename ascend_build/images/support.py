@@ -47,6 +47,8 @@ TESTED_HERE = (
            "builder"),
     Tested("2.12.0", "debian13", "3.13", "910b", "linux/arm64", ("test_build_train_26",),
            "with NNAL; aarch64 torch from PyPI in place of PyTorch's CPU index (not reachable from CI)"),
+    Tested("mindspore2.9.0", "debian12", "3.11", "910b", "linux/arm64", ("test_mindspore",),
+           "MindSpore's real aarch64 wheel from PyPI (Huawei's sha256) on the CANN 9.0.0 .zip doubles"),
 )
 
 

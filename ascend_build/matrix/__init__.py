@@ -3,8 +3,8 @@
 import of Huawei's release data into it (upstream)."""
 from .model import (ARCHES, MINOR, PLATFORM_ARCH, SHA256, VERSION, Builder, BuilderCell, CannFile, CannRelease,
                     Cell, ImageSpec, Matrix, OSBase, PythonSource, Stack, expected_kernels, expected_toolkit,
-                    load_matrix, load_text)
+                    load_matrix, load_text, stack_flag)
 
 __all__ = ["ARCHES", "MINOR", "PLATFORM_ARCH", "SHA256", "VERSION", "Builder", "BuilderCell", "CannFile",
            "CannRelease", "Cell", "ImageSpec", "Matrix", "OSBase", "PythonSource", "Stack", "expected_kernels",
-           "expected_toolkit", "load_matrix", "load_text"]
+           "expected_toolkit", "load_matrix", "load_text", "stack_flag"]

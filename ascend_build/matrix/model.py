@@ -6,7 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -29,6 +29,16 @@ SHA256 = r"[0-9a-f]{64}"
 COMPANIONS = ("torchvision", "torchaudio")
 # torch_npu ships its ATB plugin (lib/libop_plugin_atb.so, which loads NNAL's libatb.so) from 2.6.
 ATB_PLUGIN_FROM = Version("2.6.0")
+Framework = Literal["torch", "mindspore"]
+FRAMEWORK_LAYERS: dict[str, tuple[str, ...]] = {"torch": ("cann", "torch", "torch_npu"), "mindspore": ("cann", "mindspore")}
+MINDSPORE_PREFIX = "mindspore"      # a MindSpore stack's name: mindspore<release>
+
+
+def stack_flag(name: str) -> str:
+    """The command-line form that names a stack: `--torch 2.1.0` or `--mindspore 2.9.0`."""
+    if name.startswith(MINDSPORE_PREFIX):
+        return f"--mindspore {name[len(MINDSPORE_PREFIX):]}"
+    return f"--torch {name}"
 
 
 # ---------------------------------------------------------------------------- model
@@ -134,6 +144,33 @@ class Stack:
     companions: tuple[str, ...] = ()
     nnal: bool | None = None                  # None: on where CANN publishes NNAL and torch_npu has ATB
     cxx11_abi: dict[str, bool] = field(default_factory=dict)    # arch -> torch built with the CXX11 ABI
+    # The framework on the CANN part: torch + torch_npu, or MindSpore (mindspore_stacks:,
+    # whose stacks are named "mindspore<release>" and leave the torch fields empty).
+    framework: Framework = "torch"
+    mindspore: str = ""
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The image's Python package layers, in order (one lock file each): CANN's own
+        needs first, shared by every framework on that CANN, then the framework's."""
+        return FRAMEWORK_LAYERS[self.framework]
+
+    @property
+    def key_path(self) -> str:
+        """Where the stack is written in matrix.yaml, for messages."""
+        return f"mindspore_stacks.{self.mindspore}" if self.framework == "mindspore" else f"stacks.{self.name}"
+
+    @property
+    def release(self) -> str:
+        """What names the line: the torch release, or the MindSpore release."""
+        return self.mindspore if self.framework == "mindspore" else self.torch
+
+    @property
+    def title(self) -> str:
+        """The framework part of an image's title and of messages."""
+        if self.framework == "mindspore":
+            return f"MindSpore {self.mindspore}"
+        return f"torch {self.torch} + torch_npu {self.torch_npu}"
 
     def python_for(self, os: "OSBase") -> str:
         """The Python an image on `os` gets unless one is asked for: the distro's python3
@@ -150,7 +187,7 @@ class Stack:
         """What an image name adds for a stack named otherwise than its torch (another
         release of the line, e.g. "2.12.0-26.1.0"): its torch_npu. The line's own stack
         adds nothing, so its tags stay what they have been."""
-        return "" if self.name == self.torch else f"-npu{self.torch_npu}"
+        return "" if self.name == self.torch or self.framework != "torch" else f"-npu{self.torch_npu}"
 
 
 @dataclass(frozen=True)
@@ -214,8 +251,9 @@ class Cell(_OnPlatform):
     @property
     def name(self) -> str:
         """The readable tag: what is inside, lowercase."""
-        return (f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}"
-                f"-torch{self.stack.torch}{self.stack.variant_suffix}").lower()
+        framework = (f"mindspore{self.stack.mindspore}" if self.stack.framework == "mindspore"
+                     else f"torch{self.stack.torch}{self.stack.variant_suffix}")
+        return f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}-{framework}".lower()
 
     @property
     def torch_index(self) -> str | None:
@@ -274,6 +312,10 @@ class Matrix:
                      platform: str | None = None) -> BuilderCell:
         st = self._stack(stack)
         stack = st.name
+        if st.framework != "torch":
+            raise UserError(f"stack {stack} is {st.title}: its images take the released wheel, so it has no "
+                            f"builder; builders are for torch_npu and apex (--torch, one of: "
+                            f"{', '.join(n for n, x in self.stacks.items() if x.framework == 'torch')})")
         flavor = flavor or st.builder
         if flavor not in self.builders:
             raise UserError(f"unknown builder flavor {flavor!r}; {self.path} defines: {', '.join(self.builders)}")
@@ -297,6 +339,11 @@ class Matrix:
         """How the stack's torch_npu release goes with its CANN: ("published", why) when the
         release was made for that CANN, ("compatible", why) when Huawei's grid of TorchNPU
         series x CANN series says they work together; None when neither."""
+        if st.framework == "mindspore":
+            ms = (self.source.data.get("mindspore_releases") or {}).get(st.mindspore) or {}
+            if st.cann in (ms.get("cann") or []):
+                return "published", f"MindSpore {st.mindspore} was released for CANN {st.cann}"
+            return None
         rel = (self.source.data.get("torch_npu_releases") or {}).get(st.torch_npu) or {}
         if st.cann in (rel.get("cann") or []):
             return "published", f"torch_npu {st.torch_npu} was released for CANN {st.cann}"
@@ -315,7 +362,11 @@ class Matrix:
         turns it off."""
         if st.nnal is False or arch not in cann.nnal:
             return None
-        if st.nnal is None and Version(Version(st.torch_npu).base_version) < ATB_PLUGIN_FROM:
+        # MindSpore's ATB kernels (plugin/ascend/libmindspore_atb_kernels.so) want NNAL too;
+        # its ABI is the stack's cxx11_abi, so a MindSpore stack turns it on by name.
+        if st.framework == "mindspore" and not st.nnal:
+            return None
+        if st.framework == "torch" and st.nnal is None and Version(Version(st.torch_npu).base_version) < ATB_PLUGIN_FROM:
             return None
         return cann.nnal[arch]
 
@@ -341,10 +392,27 @@ class Matrix:
         debian = [o for o in self.os.values() if o.suite]
         return next((o for o in debian if o.python in stack.pythons()), debian[0] if debian else None)
 
+    def mindspore_stack(self, release: str) -> str:
+        """The name of the MindSpore stack of `release` (`--mindspore 2.9.0`), or why there is none."""
+        name = MINDSPORE_PREFIX + release
+        if name in self.stacks:
+            return name
+        defined = [st.mindspore for st in self.stacks.values() if st.framework == "mindspore"]
+        paired = {r: v.get("cann") for r, v in (self.source.data.get("mindspore_releases") or {}).items()
+                  if v.get("cann")}
+        hint = (f"MindSpore {release} was released for CANN {', '.join(paired[release])} (mindspore_releases): add a "
+                f"`mindspore_stacks:` entry naming that CANN and the Python range (see the {defined[-1]} entry)"
+                if release in paired and defined else
+                f"Huawei's data pairs these releases with a CANN: {', '.join(paired) or 'none'}")
+        raise UserError(f"unknown MindSpore stack {release!r}; {self.path} defines: {', '.join(defined) or 'none'}. "
+                        + hint)
+
     def _stack(self, name: str | None) -> Stack:
         name = name or self.defaults["torch"]
         if name in self.stacks:
             return self.stacks[name]
+        if name.startswith(MINDSPORE_PREFIX):
+            self.mindspore_stack(name[len(MINDSPORE_PREFIX):])
         releases = self.source.data.get("torch_npu_releases") or {}
         mine = {r: v for r, v in releases.items() if r == name or r.startswith(name + ".")}
         paired = [r for r, v in mine.items() if v.get("cann")]
@@ -376,8 +444,8 @@ class Matrix:
         base = self.os[os]
         python = python or st.python_for(base)
         if python not in st.pythons():
-            raise UserError(f"python {python} is outside torch stack {stack}'s range "
-                            f"{st.python_min}-{st.python_max} (stacks.{stack}.python); choose one of: "
+            raise UserError(f"python {python} is outside {st.framework} stack {st.release}'s range "
+                            f"{st.python_min}-{st.python_max} ({st.key_path}.python); choose one of: "
                             f"{', '.join(st.pythons())}")
         source = None
         if python != base.python:
@@ -533,7 +601,15 @@ _SCHEMA = s.record({
                                     s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""))),
     "nnal_glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
                            s.string(r"2\.[0-9]+", "a glibc version like \"2.38\"")),
-    # Imported beside torch_npu_releases; no image uses them yet.
+    # MindSpore stacks: the framework beside torch on the same CANN part (mindspore_releases pairs them).
+    "mindspore_stacks": s.map_of(
+        s.string(r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*", "a MindSpore release like 2.9.0"), s.record({
+            "cann": s.string(),
+            "python": s.record({"min": s.string(MINOR, "like \"3.9\""), "max": s.string(MINOR, "like \"3.11\""),
+                                "default": s.string(MINOR, "like \"3.11\"")}),
+            "pins": s.map_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name"), s.specifier, non_empty=False),
+        }, {"nnal": s.boolean, "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean)})),
+    # Imported beside torch_npu_releases: MindSpore releases, their CANN and wheel sums.
     "mindspore_releases": s.map_of(
         s.string(r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*", "a MindSpore release like 2.9.0"),
         s.record({"cann": s.list_of(s.string(), non_empty=False)}, {
@@ -622,6 +698,13 @@ def _build(path: Path, src: Located) -> Matrix:
             torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),
             builder=st.get("builder", ""), companions=tuple(st.get("companions") or ()), nnal=st.get("nnal"),
             cxx11_abi=dict(st.get("cxx11_abi") or {}))
+    for release, st in (d.get("mindspore_stacks") or {}).items():
+        name = MINDSPORE_PREFIX + release
+        stacks[name] = Stack(
+            name=name, torch="", torch_npu="", torch_npu_branch="", cann=st["cann"],
+            python_min=st["python"]["min"], python_max=st["python"]["max"], python_default=st["python"]["default"],
+            gcc=0, pins=dict(st["pins"]), torch_index={}, torch_npu_on_pypi=True, nnal=st.get("nnal"),
+            cxx11_abi=dict(st.get("cxx11_abi") or {}), framework="mindspore", mindspore=release)
     images = [ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                         i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
               for i in d["images"]]
@@ -637,6 +720,9 @@ def _check_semantics(m: Matrix, c: s.Checker) -> None:
     _check_cann(m, c)
     seen: dict[tuple[str, str], str] = {}
     for name, st in m.stacks.items():
+        if st.framework == "mindspore":
+            _check_mindspore_stack(m, c, ("mindspore_stacks", st.mindspore), st)
+            continue
         _check_stack(m, c, ("stacks", name), st)
         # An image's name says torch, CANN and (for a variant) torch_npu: two stacks alike in
         # all three would share tags.
@@ -743,6 +829,41 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
             fits = [n for n, x in m.builders.items() if x.offers(st.gcc)]
             c.fail(path + ("builder",), f"builder {st.builder} has gcc {_gccs(b)}, but this stack needs gcc "
                    f"{st.gcc}; builders with gcc {st.gcc}: {', '.join(fits) or 'none'}")
+
+
+def _check_mindspore_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
+    """A MindSpore stack: a release Huawei pairs with the stack's CANN, a Python range its
+    wheels cover (Huawei's list or PyPI's files), NNAL only with the ABI named."""
+    releases = m.source.data.get("mindspore_releases") or {}
+    if st.cann not in m.cann:
+        c.fail(path + ("cann",), f"got {st.cann!r}; CANN releases in cann: {', '.join(m.cann)}")
+    if st.mindspore not in releases:
+        c.fail(path, f"MindSpore {st.mindspore} is not in mindspore_releases (the import); known: "
+               f"{', '.join(releases) or 'none'}; `invoke update` imports Huawei's")
+        return
+    rel = releases[st.mindspore]
+    if not rel.get("cann"):
+        paired = [r for r, v in releases.items() if v.get("cann")]
+        c.fail(path, f"MindSpore {st.mindspore} is unpaired: Huawei's data publishes no CANN release for it "
+               f"(mindspore_releases.{st.mindspore}.cann is empty); paired releases: {', '.join(paired) or 'none'}")
+    elif st.cann not in rel["cann"]:
+        c.fail(path + ("cann",), f"MindSpore {st.mindspore} was released for CANN {', '.join(rel['cann'])}, not "
+               f"{st.cann}; use cann: {rel['cann'][-1]}")
+    if not (_minor(st.python_min) <= _minor(st.python_default) <= _minor(st.python_max)):
+        c.fail(path + ("python", "default"), f"got {st.python_default}; not within {st.python_min}-{st.python_max}")
+    wheels, on_pypi = rel.get("wheels") or {}, rel.get("pypi_pythons") or {}
+    for arch in ARCHES:
+        # PyPI tags MindSpore's aarch64 wheels for any platform: "any" stands for aarch64 there.
+        listed = set(on_pypi.get(arch, [])) | set(on_pypi.get("any", []) if arch == "aarch64" else []) | \
+            {f"3.{t.split('-')[0][3:]}" for t in wheels if t.endswith(arch)}
+        missing = [p for p in st.pythons() if p not in listed]
+        if missing:
+            c.fail(path + ("python",), f"MindSpore {st.mindspore} has no {arch} wheel for Python "
+                   f"{', '.join(missing)} (mindspore_releases lists {', '.join(sorted(listed, key=_minor)) or 'none'}, "
+                   f"Huawei's list and PyPI's files); narrow the range")
+    if st.nnal and not st.cxx11_abi:
+        c.fail(path + ("cxx11_abi",), f"NNAL is asked for: name the C++ ABI MindSpore {st.mindspore} is built with "
+               f"per arch (cxx11_abi: {{aarch64: false, x86_64: false}}), which NNAL's cxx_abi_N tree must match")
 
 
 def _check_wheels(c: s.Checker, path: tuple, st: Stack, release: dict) -> None:

@@ -12,12 +12,11 @@ def cell_row(cell: Cell) -> dict[str, str]:
         "image": cell.name + (f" (alias {cell.alias})" if cell.alias else ""),
         "platform": cell.platform,
         "python": py,
-        "torch / torch_npu": f"{cell.stack.torch} / {cell.stack.torch_npu}"
-                             + ("" if cell.stack.torch_npu_on_pypi else " (wheelhouse)"),
+        "framework": cell.stack.title + ("" if cell.stack.torch_npu_on_pypi else " (wheelhouse)"),
         "CANN (driver)": f"{cell.cann.version}{'+NNAL' if cell.nnal else ''} ({cell.cann.driver or 'none named'})",
         "pairing": cell.pairing,
         "sha256 pinned": pins,
-        "apex": "absent (no Ascend apex wheel)",
+        "apex": "absent (no Ascend apex wheel)" if cell.stack.framework == "torch" else "-",
     }
 
 
@@ -33,13 +32,13 @@ def table(rows: list[dict[str, str]]) -> str:
 
 
 def stack_rows(matrix: Matrix) -> list[dict[str, str]]:
-    """Every torch line the matrix knows, buildable or not in `images:`."""
+    """Every line the matrix knows (torch and MindSpore), buildable or not in `images:`."""
     rows = []
     for st in matrix.stacks.values():
         cann = matrix.cann[st.cann]
         kind = (matrix.pairing(st) or ("unpaired", ""))[0]
         nnal = "+NNAL" if matrix.nnal(st, cann, "aarch64") or matrix.nnal(st, cann, "x86_64") else ""
-        rows.append({"stack": st.name, "torch / torch_npu": f"{st.torch} / {st.torch_npu}",
+        rows.append({"stack": st.name, "framework": st.title,
                      "CANN": f"{cann.version}{nnal} ({kind})",
                      "driver (runs on)": f"{cann.driver or 'none named'}"
                                          + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else ""),
@@ -67,6 +66,8 @@ def _pythons(matrix: Matrix, st) -> str:
 
 def _toolchain(matrix: Matrix, st) -> str:
     """The stack's gcc, its builder, and the other flavors with that gcc and one of its Pythons."""
+    if st.framework != "torch":
+        return "none (release wheel only)"
     if not st.builder:
         return f"gcc {st.gcc}, no builder flavor (release wheel only)"
     others = [n for n, b in matrix.builders.items() if n != st.builder and b.offers(st.gcc)
@@ -152,7 +153,8 @@ def mindspore_rows(matrix: Matrix) -> list[dict[str, str]]:
             py, arch = tag.split("-", 1)
             pythons.setdefault(arch, []).append(f"3.{py[3:]}")
         on_pypi = rel.get("pypi") is not False
-        rows.append({"mindspore": name, "CANN": str(rel["cann"][0]) + ("" if cann else " (not in cann:)"),
+        stack = f"`--mindspore {name}`" if f"mindspore{name}" in matrix.stacks else "- (no stack)"
+        rows.append({"mindspore": name, "stack": stack, "CANN": str(rel["cann"][0]) + ("" if cann else " (not in cann:)"),
                      "driver (runs on)": (f"{cann.driver or 'none named'}"
                                           + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else "")) if cann else "-",
                      "Python (Huawei's wheels)": "; ".join(

@@ -25,9 +25,15 @@ import tempfile
 from pathlib import Path
 
 # Libraries torch_npu's extensions link against (readelf -d on the 2.1.0.post8 and the
-# 2.12.0.post3 wheels; the latter adds libnpu_profiler.so, and libatb.so from NNAL).
+# 2.12.0.post3 wheels; the latter adds libnpu_profiler.so, and libatb.so from NNAL), and
+# those MindSpore 2.9.0's Ascend backend adds (readelf -d on lib/plugin/libmindspore_ascend.so.2,
+# lib/plugin/ascend/*.so and the lib/*.so they load, of its aarch64 wheel): all in the real
+# toolkit's lib64.
 TOOLKIT_SONAMES = ["libhccl.so", "libascendcl.so", "libacl_op_compiler.so", "libge_runner.so", "libgraph.so",
-                   "libacl_tdt_channel.so", "libfmk_parser.so", "libascend_protobuf.so", "libnpu_profiler.so"]
+                   "libacl_tdt_channel.so", "libfmk_parser.so", "libascend_protobuf.so", "libnpu_profiler.so",
+                   "libmsprofiler.so", "libacl_dvpp.so", "libacl_dvpp_op.so", "libacl_dvpp_mpi.so", "libnnopbase.so",
+                   "libc_sec.so", "libplatform.so", "libruntime.so", "libascendalog.so", "libmmpa.so", "libprofapi.so",
+                   "libregister.so", "libexe_graph.so", "libopapi.so"]
 NNAL_SONAMES = ["libatb.so"]
 
 # NNAL's set_env.sh as the double writes it: the exports the real one makes (as the official

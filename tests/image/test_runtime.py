@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
-from ascend_build.matrix.lock import LAYERS, Lock, normalize, pinned_versions
+from ascend_build.matrix.lock import Lock, normalize, pinned_versions
 
 
 
@@ -120,17 +120,19 @@ def _installed(host) -> dict[str, str]:
                         "for d in m.distributions()}))")
 
 
-def test_torch_and_torch_npu_versions(host, cell):
+def test_torch_and_torch_npu_versions(host, torch_cell):
+    cell = torch_cell
     installed = _installed(host)
     assert Version(installed["torch"]).base_version == cell.stack.torch
     # A source build may add a local label (2.1.0.post8+git...): the release must match.
     assert Version(installed["torch-npu"]).public == cell.stack.torch_npu
 
 
-def test_companions_are_the_ones_made_for_this_torch(docker_run, cell):
+def test_companions_are_the_ones_made_for_this_torch(docker_run, torch_cell):
     """torchvision (and other companions) present, and built for this torch: its C++
     operators load (a torchvision made for another torch fails here with `operator
     torchvision::nms does not exist`)."""
+    cell = torch_cell
     if not cell.stack.companions:
         pytest.skip(f"stack {cell.stack.name} has no companions")
     code = ("import json, torch, importlib; from importlib.metadata import version, requires; "
@@ -165,10 +167,11 @@ def test_pins_hold(host, cell):
         assert Version(installed["numpy"]) in SpecifierSet(cell.cann.numpy)
 
 
-def test_torch_npu_libraries_resolve(host, cell):
+def test_torch_npu_libraries_resolve(host, torch_cell):
     """Every shared library torch_npu's extensions need resolves inside the image,
     except the host driver's (listed in ascend_build.images.checks.HOST_DRIVER_LIBS) and
     those of optional CANN packages not installed (OPTIONAL_PACKAGE_LIBS, named there)."""
+    cell = torch_cell
     root, torch_lib = pyjson(host, "import json, os, importlib.util as u; "
                                    "loc = lambda m: u.find_spec(m).submodule_search_locations[0]; "
                                    "print(json.dumps([loc('torch_npu'), os.path.join(loc('torch'), 'lib')]))")
@@ -197,6 +200,9 @@ def test_package_manifest_is_in_the_image(host, cell):
     assert f"version={cell.cann.version}" in text and f"arch={cell.arch}" in text
     assert "# pip freeze" in text
     lines = text.splitlines()
+    if cell.stack.framework == "mindspore":
+        assert f"mindspore=={cell.stack.mindspore}" in lines
+        return
     assert any(line.lower().startswith(("torch_npu==", "torch-npu==", "torch_npu @", "torch-npu @")) for line in lines)
     assert any(line.startswith("torch==") for line in lines)
 
@@ -206,11 +212,11 @@ def test_package_manifest_is_in_the_image(host, cell):
 VENV_SEEDS = {"pip", "setuptools", "pkg-resources"}
 
 
-def test_python_packages_are_exactly_the_lock(host, labels):
+def test_python_packages_are_exactly_the_lock(host, labels, cell):
     """A locked image holds its lock and nothing else in the venv: the same versions,
     whenever it is built (pip checked every wheel's sha256 on the way in)."""
     folder = "/usr/local/share/ascend-build/requirements"
-    texts = {layer: host.file(f"{folder}/{layer}.txt").content_string for layer in LAYERS}
+    texts = {layer: host.file(f"{folder}/{layer}.txt").content_string for layer in cell.stack.layers}
     if labels[f"{LABEL_PREFIX}.lock"] == "none":
         assert all(text.startswith("# NOT LOCKED") for text in texts.values()), "label says unlocked, files do not"
         return
@@ -221,7 +227,7 @@ def test_python_packages_are_exactly_the_lock(host, labels):
         "for d in m.distributions(path=site.getsitepackages())}))")).items()}
     wrong = {n: (v, installed.get(n)) for n, v in locked.items() if installed.get(n) != v}
     assert wrong == {}, "locked version -> installed"
-    given = {"torch-npu"} if "torch-npu @ file://" in texts["torch_npu"] else set()
+    given = {"torch-npu"} if "torch-npu @ file://" in texts.get("torch_npu", "") else set()
     apex = set() if labels[f"{LABEL_PREFIX}.apex"] == "absent" else {"apex"}
     # A user layer built on the image adds its own lock's packages (tests/layer_image checks those).
     layers = {f: host.file(f"{folder}/{f}").content_string
@@ -337,20 +343,25 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
     locked = {} if labels[f"{LABEL_PREFIX}.lock"] == "none" else {
         p.name: p for p in Lock(Path("/"), "", {layer: host.file(f"/usr/local/share/ascend-build/requirements/"
                                                                    f"{layer}.txt").content_string
-                                                for layer in LAYERS}).packages}
+                                                for layer in cell.stack.layers}).packages}
     for name, pin in locked.items():
         entry = libraries.get(f"pypi:{name}")
         assert entry and entry["version"] == pin.version, name
         assert [h["content"] for h in entry.get("hashes", [])][:1] and entry["hashes"][0]["content"] in pin.hashes, name
-    assert {"pypi:torch", "pypi:torch-npu"} <= set(libraries)
+    framework = {"torch": {"pypi:torch", "pypi:torch-npu"}, "mindspore": {"pypi:mindspore"}}[cell.stack.framework]
+    assert framework <= set(libraries)
     os_packages = [r for r in libraries if r.startswith(("deb:", "rpm:"))]
     assert len(os_packages) > 50 and ("deb:bash" in os_packages or "rpm:bash" in os_packages)
 
 
 def test_labels_describe_the_contents(labels, cell):
     assert labels[f"{LABEL_PREFIX}.cann"] == cell.cann.version
-    assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch
-    assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.torch_npu
+    if cell.stack.framework == "mindspore":
+        assert labels[f"{LABEL_PREFIX}.mindspore"] == cell.stack.mindspore
+        assert f"{LABEL_PREFIX}.torch" not in labels
+    else:
+        assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch
+        assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.torch_npu
     assert labels["org.opencontainers.image.version"] == cell.name
 
 
@@ -363,7 +374,7 @@ def test_apex_slot_matches_its_label(host, labels):
         assert shown.rc == 0, f"label names {apex} but apex is not installed"
 
 
-def test_npu_smoke(client, image):
+def test_npu_smoke(client, image, torch_cell):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""
     import subprocess

@@ -187,7 +187,7 @@ def test_committed_locks_are_current_and_cover_every_image():
     unlocked = set()
     for stack in m.stacks.values():       # every stack, every Python, on the arch 910B hosts have
         for python in stack.pythons():
-            lock = locks.read(ROOT, stack.name, python, "aarch64")
+            lock = locks.read(ROOT, stack.name, python, "aarch64", stack.layers)
             if lock is None:
                 unlocked.add(stack.name)
                 continue

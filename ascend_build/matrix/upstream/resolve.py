@@ -27,7 +27,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from ...errors import UserError
-from ..lock import HEADER, LAYERS, folder, huawei_arch_of, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
+from ..lock import ALL_LAYERS, HEADER, folder, huawei_arch_of, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
 from ..model import Matrix, Stack
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -133,7 +133,7 @@ def assign_layers(resolved: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
     """Each package goes to the first layer whose requirements reach it: what CANN's
     Python needs is installed once, below torch; torch_npu's layer holds only its own."""
     children: dict[str, set[str]] = {}
-    roots: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    roots: dict[str, set[str]] = {layer: set() for layer in ALL_LAYERS}
     for name, (_, parents) in resolved.items():
         for parent in parents:
             if parent.startswith("-r "):
@@ -141,7 +141,7 @@ def assign_layers(resolved: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
             else:
                 children.setdefault(normalize(parent), set()).add(name)
     layer_of: dict[str, str] = {}
-    for layer in LAYERS:
+    for layer in ALL_LAYERS:        # the lock's files in their install order
         todo = list(roots[layer])
         while todo:
             name = todo.pop()
@@ -174,7 +174,7 @@ def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Netw
     reqs = requirements(matrix, stack, arch)
     if not _torch_npu_on_index(matrix, stack):
         reqs["torch_npu"] = [r for r in reqs["torch_npu"] if not r.startswith("torch_npu==")]
-    out = uv_compile({layer: reqs[layer] for layer in LAYERS}, python, arch, net,
+    out = uv_compile({layer: reqs[layer] for layer in stack.layers}, python, arch, net,
                      extra_index=stack.torch_index.get(arch) if arch == "x86_64" else None, prefer=prefer)
     if isinstance(out, str):
         raise UserError(f"stack {stack.name} / Python {python} / {arch} does not resolve:\n{out}")
@@ -214,6 +214,8 @@ def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, 
 
 
 def _torch_npu_on_index(matrix: Matrix, stack: Stack) -> bool:
+    if stack.framework != "torch":
+        return True
     rel = matrix.source.data.get("torch_npu_releases", {}).get(stack.torch_npu, {})
     return stack.torch_npu_on_pypi and rel.get("pypi") is not False
 
@@ -227,8 +229,8 @@ def _compare(name: str, version: str, picked: list[tuple[str, str]], huawei: str
             f"({', '.join(sha[:12] for _, sha in picked)}...); the lock takes the index's")
 
 
-def _layer_named(note: str, layer_of: dict[str, str]) -> str:
-    return layer_of.get(normalize(note.split(" ", 1)[0]), "torch_npu")
+def _layer_named(note: str, layer_of: dict[str, str], last: str) -> str:
+    return layer_of.get(normalize(note.split(" ", 1)[0]), last)
 
 
 def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, index: Index,
@@ -240,7 +242,7 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
     sums = huawei_sums(matrix, stack, python, arch)
     arch_of = huawei_arch_of(matrix)
     notes: list[str] = []
-    entries: dict[str, list[str]] = {layer: [] for layer in LAYERS}
+    entries: dict[str, list[str]] = {layer: [] for layer in stack.layers}
     for name, (version, _) in sorted(resolved.items()):
         picked = wheel_hashes(index.files(name), name, version, tags)
         foreign = [(f, sha) for f, sha in picked if arch_of.get(sha, arch) != arch]
@@ -251,7 +253,7 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
         if not picked:
             raise UserError(f"{name}=={version}: the index has no wheel for CPython {python} on {arch} "
                             f"(stack {stack.name}); the image would have to build it from source")
-        project = {"torch": "torch", "torch-npu": "torch_npu"}.get(name)
+        project = {"torch": "torch", "torch-npu": "torch_npu", "mindspore": "mindspore"}.get(name)
         if project and sums.get(project):
             notes.append(_compare(name, version, picked, sums[project]))
         entries[layer_of[name]].append(_entry(name, version, picked))
@@ -269,10 +271,10 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
         f"# inputs: sha256:{digest}",
         f"# resolved by {uv_version()} for {arch}-manylinux_{RESOLVE_GLIBC}; each hash is a wheel pip may",
         "# pick on that arch and Python (any glibc).",
-        *[f"# {note}" for note in notes if layer == _layer_named(note, layer_of)],
+        *[f"# {note}" for note in notes if layer == _layer_named(note, layer_of, stack.layers[-1])],
         "--require-hashes",
         "--only-binary :all:",
-        *entries[layer]]) + "\n" for layer in LAYERS}
+        *entries[layer]]) + "\n" for layer in stack.layers}
 
 
 def _entry(name: str, version: str, picked: list[tuple[str, str]]) -> str:
@@ -311,7 +313,7 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
     for stack, python, arch in cells:
         where = folder(root, stack, python, arch)
         try:
-            old = read(root, stack, python, arch)
+            old = read(root, stack, python, arch, matrix.stacks[stack].layers)
         except UserError:
             old = None
         prefer = None if upgrade or old is None else pinned_versions(old.files)

@@ -1,0 +1,76 @@
+"""The image suite's MindSpore checks (a torch image skips them, as a MindSpore image skips
+the torch ones in test_runtime.py; the CANN checks there run on both). Expectations come
+from matrix.yaml via the `mindspore_cell` fixture."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ascend_build.images.checks import missing_libraries
+from tests.image.test_runtime import _installed, pyjson
+
+# 2x2 matrix product on MindSpore's CPU backend: [[1, 2], [3, 4]] @ [[1, 2], [3, 4]].
+CPU_PRODUCT = ("import json, numpy as np, mindspore as ms; ms.set_device('CPU'); "
+               "x = ms.Tensor(np.array([[1, 2], [3, 4]], np.float32)); "
+               "print(json.dumps({'version': ms.__version__, 'product': ms.ops.matmul(x, x).asnumpy().tolist()}))")
+
+
+def test_mindspore_is_the_matrix_release(host, mindspore_cell):
+    assert _installed(host)["mindspore"] == mindspore_cell.stack.mindspore
+
+
+def test_a_plain_docker_run_imports_mindspore_and_computes_on_the_cpu(docker_run, mindspore_cell):
+    """No login shell, no profile: `import mindspore` and a small product on the CPU backend,
+    with the image ENV alone (CANN's paths are on it; no NPU is needed for the CPU)."""
+    result = docker_run("python", "-c", CPU_PRODUCT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["version"] == mindspore_cell.stack.mindspore
+    assert found["product"] == [[7.0, 10.0], [15.0, 22.0]]
+
+
+def test_the_ascend_backends_libraries_resolve(host, mindspore_cell):
+    """Every library MindSpore's Ascend backend (lib/plugin/libmindspore_ascend.so and
+    lib/plugin/ascend/*.so) needs resolves from the image ENV, except the host driver's and
+    those of optional CANN packages the image does not have (NNAL's libatb.so, for the ATB
+    kernels, where the stack has no NNAL)."""
+    root = pyjson(host, "import json, importlib.util as u; "
+                        "print(json.dumps(u.find_spec('mindspore').submodule_search_locations[0]))")
+    files = host.run(f"find {shlex.quote(root)}/lib/plugin -maxdepth 2 -name '*.so*' -type f").stdout.split()
+    backend = [f for f in files if "/plugin/ascend/" in f or Path(f).name.startswith("libmindspore_ascend.so")]
+    assert any(Path(f).name.startswith("libmindspore_ascend.so") for f in backend), files
+    # MindSpore's own libraries are loaded in-process before the plugins (its Python
+    # extensions, lib/ and lib/plugin/); CANN's must come from the image ENV alone.
+    own = ":".join([root] + [f"{root}/{d}" for d in ("lib", "lib/plugin", "lib/plugin/ascend")])
+    ldd = {f: host.run(f"LD_LIBRARY_PATH={shlex.quote(own)}:$LD_LIBRARY_PATH ldd {shlex.quote(f)}").stdout
+           for f in backend}
+    assert all("=>" in text for text in ldd.values()), "ldd read none of the backend's libraries"
+    assert missing_libraries(ldd, frozenset({"Ascend-cann-nnal"}) if mindspore_cell.nnal else frozenset()) == {}
+
+
+def test_msrun_is_on_the_path_of_a_plain_docker_run(docker_run, mindspore_cell):
+    """MindSpore's launcher, for multi-card jobs: on PATH, from the image's venv."""
+    result = docker_run("sh", "-c", "command -v msrun && head -1 \"$(command -v msrun)\"")
+    assert result.returncode == 0, result.stderr
+    where, shebang = result.stdout.split()[:2]
+    assert where == "/opt/venv/bin/msrun" and shebang == "#!/opt/venv/bin/python3", result.stdout
+
+
+def test_run_check_on_an_npu(client, image, mindspore_cell):
+    """MindSpore's own check (`mindspore.run_check()` on Ascend), on a host with NPUs;
+    skipped (with the reason) elsewhere. Started the way `invoke run` starts containers."""
+    import subprocess
+    from ascend_build.host.run import RunOptions, compose, host_cards
+    cards = host_cards(Path("/"))
+    if not cards:
+        pytest.skip("no /dev/davinciN on this host: MindSpore's run_check on Ascend needs a 910B host")
+    runtimes = subprocess.run([client, "info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"],
+                              capture_output=True, text=True).stdout.split()
+    code = "import mindspore as ms; ms.set_device('Ascend'); ms.run_check()"
+    cmd = compose(client, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
+                  Path("/"), frozenset(runtimes))
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0 and "MindSpore" in result.stdout + result.stderr, result.stderr

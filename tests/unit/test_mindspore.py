@@ -1,0 +1,133 @@
+"""MindSpore as a framework of the matrix: its stacks resolve beside torch's on the same CANN
+part, bad MindSpore stacks are refused naming the key and what would work, locks and
+Dockerfiles have the framework's layers, and torch-only inputs are refused for it."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import committed_matrix_text
+from ascend_build.errors import MatrixError, UserError
+from ascend_build.images.render import runtime_dockerfile
+from ascend_build.images.sbom import _wheel_sha
+from ascend_build.matrix import load_matrix
+from ascend_build.matrix import lock as locks
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = committed_matrix_text()
+STACK = """mindspore_stacks:
+  "2.9.0":
+    cann: 9.0.0
+    python: {min: "3.9", max: "3.12", default: "3.11"}
+    pins: {numpy: "<2"}          # mindspore 2.9.0 requires numpy>=1.20,<2 (its wheel's metadata)
+"""
+
+
+def with_stack(tmp_path: Path, stack: str) -> Path:
+    assert STACK in REAL
+    path = tmp_path / "matrix.yaml"
+    path.write_text(REAL.replace(STACK, stack))
+    return path
+
+
+def refused(tmp_path: Path, stack: str) -> str:
+    with pytest.raises(MatrixError) as info:
+        load_matrix(with_stack(tmp_path, stack))
+    return str(info.value)
+
+
+def test_the_mindspore_stack_shares_the_cann_part_and_has_its_own_layers():
+    m = load_matrix(ROOT / "matrix.yaml")
+    st = m.stacks["mindspore2.9.0"]
+    assert (st.framework, st.mindspore, st.cann, st.layers) == ("mindspore", "2.9.0", "9.0.0", ("cann", "mindspore"))
+    assert m.pairing(st) == ("published", "MindSpore 2.9.0 was released for CANN 9.0.0")
+    cell = m.cell(m.mindspore_stack("2.9.0"), "debian12")
+    assert cell.name == "cann9.0.0-910b-debian12-py3.11-mindspore2.9.0" and cell.python == "3.11"
+    torch = m.cell("2.10.0", "debian12")
+    # The same CANN files and era as the torch line on that CANN: one CANN part, two frameworks.
+    assert (cell.toolkit, cell.kernels, cell.cann.era) == (torch.toolkit, torch.kernels, torch.cann.era)
+    # CANN's own Python needs are the same layer request for both frameworks.
+    assert locks.requirements(m, st, "aarch64")["cann"] == locks.requirements(m, torch.stack, "aarch64")["cann"]
+    assert locks.requirements(m, st, "aarch64")["mindspore"] == ["mindspore==2.9.0", "numpy<2"]
+    assert cell.nnal is None      # CANN 9.0.0 publishes no NNAL
+
+
+def test_an_unpaired_release_is_refused_with_the_paired_ones(tmp_path):
+    error = refused(tmp_path, STACK.replace('"2.9.0":', '"2.8.0":'))
+    assert "mindspore_stacks['2.8.0']" in error and "MindSpore 2.8.0 is unpaired" in error
+    assert "2.7.2" in error and "2.9.0" in error
+
+
+def test_a_cann_the_release_was_not_made_for_is_refused_naming_the_right_one(tmp_path):
+    error = refused(tmp_path, STACK.replace("cann: 9.0.0", "cann: 8.5.0"))
+    assert "mindspore_stacks['2.9.0'].cann" in error
+    assert "MindSpore 2.9.0 was released for CANN 9.0.0, not 8.5.0; use cann: 9.0.0" in error
+
+
+def test_a_python_without_wheels_is_refused(tmp_path):
+    error = refused(tmp_path, STACK.replace('max: "3.12"', 'max: "3.13"'))
+    assert "mindspore_stacks['2.9.0'].python" in error and "no aarch64 wheel for Python 3.13" in error
+
+
+def test_nnal_without_the_abi_is_refused(tmp_path):
+    error = refused(tmp_path, STACK.replace('pins: {numpy: "<2"}', 'pins: {numpy: "<2"}\n    nnal: true'))
+    assert "mindspore_stacks['2.9.0'].cxx11_abi" in error and "cxx_abi_N" in error
+
+
+def test_an_unknown_release_says_how_to_add_it():
+    m = load_matrix(ROOT / "matrix.yaml")
+    with pytest.raises(UserError) as info:
+        m.mindspore_stack("2.7.2")
+    assert "MindSpore 2.7.2 was released for CANN 8.5.0" in str(info.value)
+    assert "mindspore_stacks:" in str(info.value)
+    with pytest.raises(UserError, match="unknown MindSpore stack '2.8.0'"):
+        m.cell("mindspore2.8.0")
+
+
+def test_a_mindspore_stack_has_no_builder():
+    m = load_matrix(ROOT / "matrix.yaml")
+    with pytest.raises(UserError, match="MindSpore 2.9.0: its images take the released wheel, so it has no builder"):
+        m.builder_cell("mindspore2.9.0")
+
+
+def test_the_mindspore_dockerfile_installs_mindspore_and_no_torch():
+    m = load_matrix(ROOT / "matrix.yaml")
+    text = runtime_dockerfile(m, m.stacks["mindspore2.9.0"], m.os["debian12"]).text
+    assert "requirements/mindspore.txt" in text and "FROM mindspore-pip-${PIP_ON} AS runtime" in text
+    assert "torch" not in text.replace("torch_npu/*.whl", "")       # the shared wheel-cache clean-up names it
+    assert 'io.ascend-build.mindspore="2.9.0"' in text
+    # The CANN part (toolkit, operators, ENV) is the torch image's of that CANN and OS, to the byte.
+    torch = runtime_dockerfile(m, m.stacks["2.10.0"], m.os["debian12"]).text
+    sections = lambda t: {s.split("\n", 1)[0]: s for s in re.split(r"\n# -{20,} ", t)}      # noqa: E731
+    assert sections(text)["CANN"] == sections(torch)["CANN"] and "toolkit" in sections(text)["CANN"]
+    assert set(sections(text)) - set(sections(torch)) == {"MindSpore"}
+
+
+def test_the_sbom_takes_the_one_locked_file_of_a_wheel_whose_inner_tag_differs():
+    """PyPI's MindSpore aarch64 wheel is named cp311-none-any and says py3-none-any inside."""
+    lock = ("mindspore==2.9.0 \\\n    --hash=sha256:" + "5" * 64 + "\n    # " + "5" * 16 + " mindspore-2.9.0-cp311-none-any.whl\n")
+    assert _wheel_sha({"mindspore": lock}, "mindspore", "2.9.0", ["py3-none-any"]) == "5" * 64
+    assert _wheel_sha({"mindspore": lock}, "mindspore", "2.8.0", ["py3-none-any"]) is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--torch", "2.1.0", "--mindspore", "2.9.0"], "--torch and --mindspore each name the image's framework"),
+    (["--mindspore", "2.9.0", "--apex-src", "upstream"], "--apex-src: stack mindspore2.9.0 is MindSpore 2.9.0"),
+    (["--mindspore", "2.6.0"], "MindSpore 2.6.0 was released for CANN 8.2.RC1"),
+])
+def test_build_refuses_what_a_mindspore_image_cannot_take(args, message):
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", *args, "--dry", "--os", "debian12"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and message in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_build_dry_names_the_mindspore_layers():
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--mindspore", "2.9.0", "--os", "debian12",
+                          "--dry", "--offline"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "requirements/{cann,mindspore}.txt" in out.stdout
+    assert "locked by locks/mindspore2.9.0/py3.11-aarch64" in out.stdout

@@ -364,9 +364,12 @@ RUN_HELP = {
 }
 LAUNCH_HELP = {
     "hostfile": "many servers: one host per line (the first is the master); prints each node's command",
-    "torchrun": "start the command with torchrun on every chosen card of this host (hccl backend)",
+    "torchrun": "start the command with the image's launcher on every chosen card of this host: torchrun "
+                "(hccl backend), or msrun for a MindSpore image",
+    "msrun": "as --torchrun, for a MindSpore image (the same as --torchrun --framework mindspore)",
+    "framework": "auto (default: the image's labels, else its name), torch or mindspore: which launcher",
     "nproc_per_node": "processes per host (default: the number of --devices, 8 for all)",
-    "master_port": "torchrun's rendezvous port on the master (default 29500)",
+    "master_port": "the launcher's port on the master: torchrun's rendezvous, msrun's scheduler (default 29500)",
     "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
     "rank_table": "an hccl.json (invoke ranktable) mounted and named by RANK_TABLE_FILE",
     "node_rank": "with --hostfile: run this node's command here",
@@ -425,25 +428,31 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
 @task(auto_shortflags=False, help={**RUN_HELP, **LAUNCH_HELP})
 @user_errors
 def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-        dry=False, force=False, engine="docker", hostfile=None, torchrun=False, nproc_per_node=None,
-        master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False):
+        dry=False, force=False, engine="docker", hostfile=None, torchrun=False, msrun=False, framework="auto",
+        nproc_per_node=None, master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False):
     """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`; on
-    all cards with torchrun (--torchrun), or on many servers (--hostfile)."""
+    all cards with the image's launcher (--torchrun; msrun for MindSpore), or on many
+    servers (--hostfile)."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
-    if hostfile or torchrun:
+    if msrun and framework not in ("auto", "mindspore"):
+        raise UserError(f"--msrun is MindSpore's launcher; --framework {framework} says otherwise")
+    if hostfile or torchrun or msrun:
         _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, engine, hostfile,
                 _number(nproc_per_node, "--nproc-per-node") if nproc_per_node else None,
                 _number(master_port, "--master-port"), _number(hccl_timeout, "--hccl-timeout"), rank_table,
-                _number(node_rank, "--node-rank") if node_rank is not None else None, ssh)
+                _number(node_rank, "--node-rank") if node_rank is not None else None, ssh,
+                "mindspore" if msrun else framework)
         return
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force, engine)
 
 
 def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, engine, hostfile, nproc,
-            master_port, hccl_timeout, rank_table, node_rank, ssh):
-    """torchrun on every chosen card, on this host or on each host of a hostfile."""
-    from ascend_build.cluster.launch import Launch, node_commands, over_ssh, read_hostfile
+            master_port, hccl_timeout, rank_table, node_rank, ssh, framework="auto"):
+    """The image's launcher (torchrun or msrun) on every chosen card, on this host or on
+    each host of a hostfile."""
+    from ascend_build.cluster.launch import Launch, framework_of, node_commands, over_ssh, read_hostfile
+    from ascend_build.host import doctor as doc
     from ascend_build.host.run import SERVER_CARDS, host_cards, parse_devices
     _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
     hosts = tuple(read_hostfile(Path(hostfile))) if hostfile else ("localhost",)
@@ -452,10 +461,13 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
     table = Path(rank_table).resolve() if rank_table else None
     if table and not table.is_file():
         raise UserError(f"--rank-table {rank_table}: no such file (write one with `invoke ranktable`)")
-    launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table)
+    client = eng.for_task(engine, docker, dry)
+    facts = doc.read_image(client, image)
+    chosen, why = framework_of(image, facts.framework if facts else None, framework)
+    print(f"# launcher: {'msrun' if chosen == 'mindspore' else 'torchrun'} ({chosen}, by {why})", file=sys.stderr)
+    launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table, chosen)
     for warning in launch.check():
         print(f"WARNING: {warning}", file=sys.stderr)
-    client = eng.for_task(engine, docker, dry)
     runtimes = client.runtimes() if not dry and runtime == "auto" else frozenset()
     commands = node_commands(client.client, launch, image, devices, Path(host_root), runtimes, runtime, shm_size)
     if node_rank is not None and not 0 <= node_rank < len(hosts):
@@ -577,19 +589,25 @@ def ranktable(c, hosts=None, chip=None, devices="all", output=None):
     "kind": "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)",
     "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)",
     "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
+    "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore",
     "output": "write the manifests here (default: print them)"})
 @user_errors
 def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
-        hccl_timeout="1800", output=None):
+        hccl_timeout="1800", framework="auto", output=None):
     """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
     from ascend_build.cluster import k8s
+    from ascend_build.cluster.launch import framework_of
+    from ascend_build.host import doctor as doc
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {kind}: ascendjob or indexed")
     n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
-    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t) if kind == "ascendjob"
-            else k8s.indexed_job(name, image, n, d, command, t))
+    facts = doc.read_image(eng.for_task("docker", None, True), image) if framework == "auto" else None
+    chosen, why = framework_of(image, facts.framework if facts else None, framework)
+    print(f"# framework: {chosen} (by {why})", file=sys.stderr)
+    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen) if kind == "ascendjob"
+            else k8s.indexed_job(name, image, n, d, command, t, framework=chosen))
     text = k8s.dump(made)
     if output:
         Path(output).write_text(text)

@@ -44,6 +44,7 @@ class ImageFacts:
     platform: str | None
     runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
     user: str | None = None           # root, or UID:GID the image's containers run as
+    framework: str | None = None      # torch or mindspore, by which framework label it carries
 
 
 def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
@@ -297,7 +298,8 @@ def read_image(engine, ref: str) -> ImageFacts | None:
     labels = json.loads(out.stdout or "null") or {}
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
                       labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
-                      labels.get(label("user")))
+                      labels.get(label("user")),
+                      "mindspore" if label("mindspore") in labels else "torch" if label("torch") in labels else None)
 
 
 def lines(matrix) -> list[tuple[str, str, str]]:

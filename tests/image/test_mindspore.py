@@ -74,3 +74,15 @@ def test_run_check_on_an_npu(client, image, mindspore_cell):
                   Path("/"), frozenset(runtimes))
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0 and "MindSpore" in result.stdout + result.stderr, result.stderr
+
+
+def test_msrun_takes_every_option_the_launchers_pass(docker_run, mindspore_cell):
+    """`invoke run`/`invoke job` start msrun with these options (cluster/launch.py, and the
+    same in the Kubernetes launch script): the image's own msrun must know each of them."""
+    from ascend_build.cluster.launch import Launch
+    argv = Launch(("train.py",), ("node-a", "node-b"), 8, rank_table=Path("hccl.json"), framework="mindspore").msrun(1)
+    options = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    assert {"--worker_num", "--rank_table_file", "--join", "--cluster_time_out"} <= options
+    result = docker_run("msrun", "--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(o for o in options if o not in result.stdout) == [], result.stdout[-3000:]

@@ -206,3 +206,107 @@ def test_the_indexed_job_is_valid_against_kubernetes_schemas():
 def test_a_job_names_its_image_by_content_tag(tmp_path):
     with pytest.raises(UserError, match="name it by its content tag"):
         k8s.ascend_job("train", "ascend-runtime:torch2.1.0-arm64", 2, 8, ["train.py"])
+
+
+# ---------------------------------------------------------------- MindSpore: msrun and its scheduler
+
+def test_run_hostfile_launches_a_mindspore_image_with_msrun(tmp_path):
+    """A MindSpore image (known here by its name: the engine does not have it) gets msrun on
+    every node: all workers counted, this node's share and rank, the scheduler on the
+    master, msrun waiting for its workers, HCCL's time-out as msrun's, the rank table."""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node-a\nnode-b\n")
+    table = tmp_path / "hccl.json"
+    table.write_text("{}")
+    image = "ascend-runtime:cann9.0.0-910b-debian12-py3.11-mindspore2.9.0-arm64"
+    out = invoke("run", "--dry", "--image", image, "--hostfile", str(hostfile), "--runtime", "runc",
+                 "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
+    assert out.returncode == 0, out.stderr
+    assert "# launcher: msrun (mindspore, by the image's name" in out.stderr
+    node1 = shlex.split(out.stdout.splitlines()[3])
+    assert "NODE_RANK=1" in node1 and "RANK_TABLE_FILE=/etc/ascend-build/hccl.json" in node1
+    assert node1[node1.index(image) + 1:] == [
+        "msrun", "--worker_num=16", "--local_worker_num=8", "--master_addr=node-a", "--master_port=29500",
+        "--node_rank=1", "--log_dir=msrun_log", "--join=True", "--cluster_time_out=1800",
+        "--rank_table_file=/etc/ascend-build/hccl.json", "train.py", "--epochs", "1"]
+    # One host, four cards, asked for by --msrun on an image whose name says nothing.
+    one = invoke("run", "--dry", "--image", "img", "--msrun", "--devices", "0-3", "--runtime", "runc",
+                 "--host-root", str(tmp_path), "--", "train.py")
+    argv = shlex.split(one.stdout.splitlines()[-1])
+    assert argv[argv.index("img") + 1:argv.index("img") + 4] == ["msrun", "--worker_num=4", "--local_worker_num=4"]
+    # The same image without a hint is torch's, and the choice is said.
+    plain = invoke("run", "--dry", "--image", "img", "--torchrun", "--runtime", "runc", "--host-root", str(tmp_path),
+                   "--", "train.py")
+    assert "torchrun" in plain.stdout and "# launcher: torchrun (torch, by default" in plain.stderr
+    clash = invoke("run", "--dry", "--image", "img", "--msrun", "--framework", "torch", "--", "train.py")
+    assert clash.returncode != 0 and "--msrun is MindSpore's launcher" in clash.stderr
+
+
+def _stand_ins(tmp_path: Path) -> dict[str, str]:
+    """msrun and python that print what they were started with (and MindSpore's variables)."""
+    fake = tmp_path / "bin"
+    fake.mkdir(parents=True)
+    for tool in ("msrun", "python"):
+        (fake / tool).write_text(f'#!/bin/sh\necho "{tool} $* MS_ROLE=${{MS_ROLE:-none}} '
+                                 'MS_WORKER_NUM=${MS_WORKER_NUM:-none} RANK_TABLE_FILE=${RANK_TABLE_FILE:-none}"\n')
+        (fake / tool).chmod(0o755)
+    return {"PATH": f"{fake}:/usr/bin:/bin"}
+
+
+def test_the_mindspore_launch_script_reads_the_operators_ms_variables(tmp_path):
+    """What the Ascend operator injects into a MindSpore AscendJob's pods (the scheduler's
+    address and port, all workers, this pod's and its node rank): a worker pod runs msrun
+    with them, the Scheduler pod runs the script as MindSpore's scheduler."""
+    table_dir = tmp_path / "config"
+    table_dir.mkdir()
+    (table_dir / "hccl.json").write_text("{}")
+    script = k8s.launch_script(framework="mindspore").replace(k8s.RANK_TABLE_DIR, str(table_dir))
+    operator = {**_stand_ins(tmp_path), "MS_SCHED_HOST": "10.0.0.5", "MS_SCHED_PORT": "2222", "MS_WORKER_NUM": "16",
+                "MS_LOCAL_WORKER": "8", "MS_NODE_RANK": "1"}
+    out = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py", "--lr", "0.1"], env=operator,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (f"msrun --worker_num=16 --local_worker_num=8 --master_addr=10.0.0.5 --master_port=2222 --node_rank=1 "
+            f"--log_dir=msrun_log --join=True --cluster_time_out=1800 --rank_table_file={table_dir}/hccl.json "
+            f"train.py --lr 0.1 MS_ROLE=none") in out.stdout, out.stdout
+    sched = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py"], capture_output=True, text=True,
+                           env={**operator, "ASCEND_BUILD_ROLE": "scheduler", "MS_LOCAL_WORKER": "0"})
+    assert "python train.py MS_ROLE=MS_SCHED MS_WORKER_NUM=16" in sched.stdout, sched.stdout + sched.stderr
+    assert "msrun" not in sched.stdout
+    # An indexed Job (no operator): node 0's msrun hosts the scheduler at MASTER_ADDR.
+    (table_dir / "hccl.json").unlink()
+    plain = {**_stand_ins(tmp_path / "2"), "NNODES": "2", "NPROC_PER_NODE": "4", "JOB_COMPLETION_INDEX": "0",
+             "MASTER_ADDR": "train-0.train", "MASTER_PORT": "29500"}
+    out = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py"], env=plain, capture_output=True, text=True)
+    assert ("msrun --worker_num=8 --local_worker_num=4 --master_addr=train-0.train --master_port=29500 --node_rank=0 "
+            "--log_dir=msrun_log --join=True --cluster_time_out=1800 train.py MS_ROLE=none MS_WORKER_NUM=none "
+            "RANK_TABLE_FILE=none") in out.stdout, out.stdout
+
+
+def test_a_mindspore_ascendjob_has_a_scheduler_without_npus_and_a_worker_per_server(tmp_path):
+    import jsonschema
+    import kubernetes_validate
+    schema = json.loads((ROOT / "tests/data/k8s/ascendjob-v1.schema.json").read_text())
+    config, job = k8s.ascend_job("ms-2x8", IMAGE, 2, 8, ["train.py"], framework="mindspore")["items"]
+    jsonschema.validate(job, schema)
+    spec = job["spec"]
+    assert job["metadata"]["labels"]["framework"] == "mindspore"
+    assert set(spec["replicaSpecs"]) == {"Scheduler", "Worker"} and spec["replicaSpecs"]["Worker"]["replicas"] == 2
+    assert spec["runPolicy"]["schedulingPolicy"]["minAvailable"] == 3        # gang: the scheduler and both workers
+    sched = spec["replicaSpecs"]["Scheduler"]["template"]["spec"]
+    assert "resources" not in sched["containers"][0] and "affinity" not in sched
+    assert {"name": "ASCEND_BUILD_ROLE", "value": "scheduler"} in sched["containers"][0]["env"]
+    worker = spec["replicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["containers"][0]["resources"]["limits"] == {"huawei.com/Ascend910": 8}
+    assert "msrun" in worker["containers"][0]["command"][2]
+    # The indexed Job for MindSpore: the same launch script, valid for Kubernetes.
+    service, indexed = k8s.indexed_job("ms", IMAGE, 2, 8, ["train.py"], framework="mindspore")["items"]
+    for item in (service, indexed):
+        kubernetes_validate.validate(item, "1.30", strict=True)
+    assert "msrun" in indexed["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    with pytest.raises(UserError, match="--framework jax: torch or mindspore"):
+        k8s.ascend_job("x", IMAGE, 2, 8, ["train.py"], framework="jax")
+    out = invoke("job", "--image", IMAGE.replace("ascend-runtime", "ascend-mindspore"), "--nodes", "2",
+                 "--output", str(tmp_path / "job.yaml"), "--", "train.py")
+    assert out.returncode == 0 and "# framework: mindspore (by the image's name" in out.stderr, out.stderr
+    assert "Scheduler:" in (tmp_path / "job.yaml").read_text()

@@ -23,7 +23,8 @@ from . import baseimage, finish, steps
 from .kinds import RUNTIME, content_tag
 from .options import Inputs, Site
 from .steps import Built
-from .packages import Located, PackageStore, sha256_of, warn_unpinned
+from ..hashing import sha256_of
+from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
 
 

@@ -2,7 +2,6 @@
 from the matrix URL; check sha256; write pins back into matrix.yaml."""
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -19,24 +18,16 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import PackageError, PackageMissing
+from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix
 from ..platforms import of_arch
 
-CHUNK = 1 << 20
 
 
 def default_cache() -> Path:
     base = os.environ.get("ASCEND_BUILD_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ascend-build")
     return Path(base)
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engi
     verified; torch's entry the sha256 of the locked wheel; `invoke sbom` gives it back."""
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
-    from ascend_build.images.packages import sha256_of
+    from ascend_build.hashing import sha256_of
     from ascend_build.matrix.lock import read
     cell = load_matrix(pinned_matrix).cell(**STACK)
     path = ROOT / built.stdout.split("sbom: ")[1].split()[0]

@@ -14,7 +14,8 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.matrix import CannFile, load_matrix
-from ascend_build.images.packages import PackageStore, pin, sha256_of
+from ascend_build.hashing import sha256_of
+from ascend_build.images.packages import PackageStore, pin
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64

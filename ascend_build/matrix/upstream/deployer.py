@@ -203,7 +203,7 @@ def read(location: Path) -> DeployerData:
         ms.wheels, ms.wheels_source = _read_wheels(doc, src, ("mindspore",)), src
     archive = None
     if location.is_file():
-        from ...images.packages import sha256_of
+        from ...hashing import sha256_of
         archive = sha256_of(location)
     return DeployerData(version, cann, torch_npu, archive, mindspore)
 

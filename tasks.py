@@ -10,18 +10,18 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from ascend_build.images import batch
-from ascend_build.images import steps
-from ascend_build.images.options import Inputs, Site, parse_base_images
 from ascend_build import engine as eng
+from ascend_build.cli import localize
 from ascend_build.engine import interrupts
+from ascend_build.engine.network import ca_setting, proxy_settings
+from ascend_build.errors import BuildFailed, UserError
+from ascend_build.images import batch, steps
 from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
-from ascend_build.cli import localize
-from ascend_build.errors import BuildFailed, UserError
+from ascend_build.images.options import Inputs, Site, parse_base_images
 from ascend_build.matrix import load_matrix
-from ascend_build.engine.network import ca_setting, proxy_settings
-from ascend_build.matrix.report import ci_matrix as ci_cells, matrix_table
+from ascend_build.matrix.report import ci_matrix as ci_cells
+from ascend_build.matrix.report import matrix_table
 
 ROOT = Path(__file__).resolve().parent
 
@@ -514,6 +514,7 @@ def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix=
     something blocks."""
     import getpass
     import platform as host
+
     from ascend_build.host import doctor as doc
     if explain:
         text = Path(explain).read_text(errors="replace") if Path(explain).is_file() else explain
@@ -525,7 +526,8 @@ def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix=
             raise Exit(code=1)
         return
     if cluster:
-        from ascend_build.cluster import checks as cl, facts
+        from ascend_build.cluster import checks as cl
+        from ascend_build.cluster import facts
         hosts = facts.load(_fact_files(cluster))
         checks = cl.examine(hosts)
         print(doc.as_json(checks) if json else doc.table(checks))
@@ -569,7 +571,8 @@ def _fact_files(given: list[str]) -> list[Path]:
 def ranktable(c, hosts=None, chip=None, devices="all", output=None):
     """Write the HCCL rank table (hccl.json, as the Ascend operator writes it) for hosts
     from their facts files: no ssh needed, each host runs `invoke doctor --json` itself."""
-    from ascend_build.cluster import facts, ranktable as rt
+    from ascend_build.cluster import facts
+    from ascend_build.cluster import ranktable as rt
     from ascend_build.host.run import parse_devices
     found = facts.load(_fact_files(hosts or []))
     wanted = None if devices == "all" else parse_devices(devices, sorted({c.id for h in found for c in h.cards}))

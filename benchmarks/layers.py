@@ -20,7 +20,6 @@ Layer bytes come from `docker save` (uncompressed layer tars), image sizes from 
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import docker
@@ -42,10 +42,10 @@ from ascend_build import engine as eng  # noqa: E402
 from ascend_build.images.baseimage import debian_base  # noqa: E402
 from ascend_build.images.build import build  # noqa: E402
 from ascend_build.images.options import Inputs, Site  # noqa: E402
-from ascend_build.matrix import load_matrix  # noqa: E402
-from ascend_build.platforms import host  # noqa: E402
 from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.images.render import render_all  # noqa: E402
+from ascend_build.matrix import load_matrix  # noqa: E402
+from ascend_build.platforms import host  # noqa: E402
 from benchmarks.results import report  # noqa: E402
 from tests.doubles.cann_double import make_run  # noqa: E402
 
@@ -71,7 +71,7 @@ def layer_sizes(engine: eng.Engine, *images: str) -> dict[str, list[tuple[str, i
             if member.isfile() and (member.name.endswith("/layer.tar") or member.name.startswith("blobs/")):
                 digest = hashlib.sha256()
                 fh = tar.extractfile(member)
-                for block in iter(lambda: fh.read(1 << 20), b""):
+                for block in iter(partial(fh.read, 1 << 20), b""):
                     digest.update(block)
                 found[member.name] = (digest.hexdigest(), member.size)
             elif member.name == "manifest.json":
@@ -271,7 +271,7 @@ def main() -> None:
     rows.append((f"{len(stack_tags)} torch stacks on CANN 8.0.0: unique layer bytes / sum of images",
                  f"{sum(unique.values()) / summed:.3f} ({sum(unique.values()) / GIB:.2f} GiB / {summed / GIB:.2f} GiB; "
                  f"builds {', '.join(f'{t:.0f} s' for t in stack_times)})", "<= 0.40"))
-    shared = sum(size for layer, size in per[stack_tags[0]] if all(layer in {l for l, _ in per[t]} for t in stack_tags))
+    shared = sum(size for layer, size in per[stack_tags[0]] if all(layer in {name for name, _ in per[t]} for t in stack_tags))
     rows.append(("  of which shared by all three / in each image's own layers",
                  f"{shared / GIB:.2f} GiB / " + ", ".join(f"{(sum(s for _, s in per[t]) - shared) / GIB:.2f}"
                                                           for t in stack_tags) + " GiB", "-"))

@@ -52,7 +52,7 @@ class HostFacts:
         return {"ascend_build_host_facts": FACTS_VERSION, **asdict(self)}
 
     @classmethod
-    def from_json(cls, data, where: str) -> "HostFacts":
+    def from_json(cls, data, where: str) -> HostFacts:
         if not isinstance(data, dict):
             data = {}
         if data.get("ascend_build_host_facts") != FACTS_VERSION:

@@ -13,9 +13,10 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import emulation, interrupts
 from ..errors import EngineError
-from ..platforms import get as platform_of, host
+from ..platforms import get as platform_of
+from ..platforms import host
+from . import emulation, interrupts
 
 
 @dataclass

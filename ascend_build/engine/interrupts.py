@@ -148,7 +148,7 @@ class deferred:
     cleaning up): an interrupt during it is raised when it is over, unless another
     error is already on its way up (the task then reports the interrupt, see `received`)."""
 
-    def __enter__(self) -> "deferred":
+    def __enter__(self) -> deferred:
         _state.deferring += 1
         return self
 

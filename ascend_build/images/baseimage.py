@@ -21,7 +21,8 @@ from pathlib import Path
 from .. import engine as eng
 from ..engine import emulation
 from ..errors import UserError
-from ..platforms import PLATFORMS, get as get_platform, host
+from ..platforms import PLATFORMS, host
+from ..platforms import get as get_platform
 
 # What debootstrap leaves that a base image should not carry (the official Debian images
 # ship without it): package lists and caches, which every image step would otherwise

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -14,7 +15,7 @@ from ..errors import UserError
 from ..matrix import Cell, Matrix
 from . import build as runtime_build
 from . import userlayer
-from .options import Inputs, Site
+from .options import NO_INPUTS, Inputs, Site
 from .steps import Built
 
 Status = Literal["tagged", "failed"]
@@ -46,7 +47,7 @@ def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: l
                         for req, lock in layers]
 
 
-def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = Inputs(),
+def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = NO_INPUTS,
                engine_kind: str = "docker", client: str | None = None) -> list[Outcome]:
     """Every cell and its layers (`images:` ... `layers:`); one failing does not stop the
     others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
@@ -58,10 +59,10 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = I
         try:
             ready = _prepare_each(matrix, cell, site, inputs, outcomes)
             runtime = _attempt(outcomes, cell.name, cell.platform, log,
-                               lambda: runtime_build.build(matrix, cell, site, inputs, engine_kind, client))
+                               partial(runtime_build.build, matrix, cell, site, inputs, engine_kind, client))
             for req, lock in ready if runtime else []:
                 _attempt(outcomes, f"{cell.name}-{req.name}", cell.platform, None,
-                         lambda: userlayer.build(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client))
+                         partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock, engine_kind, client))
         except KeyboardInterrupt:
             if outcomes:
                 print("\n" + summary(outcomes), file=sys.stderr)

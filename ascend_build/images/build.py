@@ -14,18 +14,19 @@ from pathlib import Path
 
 from .. import engine as eng
 from ..engine import interrupts
-from ..engine.network import check as check_network, describe as describe_network
+from ..engine.network import check as check_network
+from ..engine.network import describe as describe_network
 from ..errors import PackageError, PackageMissing, UserError
+from ..hashing import sha256_of
 from ..matrix import Cell, Matrix, stack_flag
 from ..matrix import lock as locks
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
 from .kinds import RUNTIME, content_tag
-from .options import Inputs, Site
-from .steps import Built
-from ..hashing import sha256_of
+from .options import NO_INPUTS, Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
+from .steps import Built
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Plan:
         return f"{self.cell.name} ({self.cell.platform})"
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = Inputs(), engine_kind: str = "docker",
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
           client: str | None = None, run_tests=None) -> Built:
     """Build, test and tag one runtime image. An image with the same content tag is here
     already only if it passed its tests when it was tagged (the content tag hashes every

@@ -6,7 +6,6 @@ written back into these."""
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -15,7 +14,6 @@ from ..engine.network import Network
 from ..errors import UserError
 from ..platforms import Platform, host
 from .packages import default_cache
-
 
 # Where pip installs the image's Python packages: on the build machine for the image's
 # machine (native: no qemu), or in the image (target).
@@ -126,6 +124,9 @@ class Inputs:
         """Every wheel file this build stages (the wheelhouse, then the slots)."""
         found = sorted(self.wheelhouse.glob("*.whl")) if self.wheelhouse and self.wheelhouse.is_dir() else []
         return found + [w for w in (self.torch_npu_wheel, self.apex_wheel) if w]
+
+
+NO_INPUTS = Inputs()      # no given wheels: the released ones
 
 
 def parse_base_images(items: list[str]) -> dict[str, str]:

@@ -9,10 +9,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import zipfile
-import zlib
 import urllib.error
 import urllib.request
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -21,7 +21,6 @@ from ..errors import PackageError, PackageMissing
 from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix
 from ..platforms import of_arch
-
 
 
 def default_cache() -> Path:

@@ -49,7 +49,7 @@ print(json.dumps({
     "toolkit_home": home,
     "files": files,
 }))
-""" % {"req": REQUIREMENTS, "manifest": MANIFEST}
+""" % {"req": REQUIREMENTS, "manifest": MANIFEST}  # noqa: UP031 (Python source: braces are its own)
 
 
 def probe(engine: Engine, image: str, platform: str, globs: tuple[str, ...] = ()) -> dict:

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from .. import engine as eng
 from ..engine import interrupts
-from ..platforms import PLATFORMS
-from .kinds import RUNTIME, label, readable_tag
 from ..errors import EngineError, UserError
 from ..matrix import Cell
+from ..platforms import PLATFORMS
+from .kinds import RUNTIME, label, readable_tag
 
 
 @dataclass

@@ -174,7 +174,7 @@ def native_pythons(b: Builder, pythons: list[str]) -> str:
     return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons))))
 
 
-def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> "Rendered":
+def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
     pythons = [p for p in b.pythons if p in stack.pythons()]
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
     ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"

@@ -21,7 +21,6 @@ from ..engine import Engine
 from ..errors import EngineError
 from ..matrix.lock import ALL_LAYERS, Lock, normalize
 from .kinds import LABEL_PREFIX, label
-
 from .probe import REQUIREMENTS, SBOM_PATH, probe
 
 

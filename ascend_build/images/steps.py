@@ -21,6 +21,7 @@ from ..errors import BuildFailed, EngineError, TestsFailed, UserError
 from .kinds import KINDS, RUNTIME, label, suites
 from .render import ROOT, Rendered
 
+
 @dataclass(frozen=True)
 class Built:
     """What a build left: the image tested and tagged (None: a dry run), its tags, log and

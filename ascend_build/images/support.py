@@ -56,7 +56,8 @@ def markdown(rows: list[dict[str, str]]) -> str:
     if not rows:
         return "(none)"
     cols = list(rows[0])
-    cell = lambda v: v.replace("|", "\\|")
+    def cell(v: str) -> str:
+        return v.replace("|", "\\|")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(lines)

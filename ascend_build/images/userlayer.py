@@ -14,14 +14,13 @@ from pathlib import Path
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import UserError
-from ..matrix import Cell, Matrix
-from ..matrix import layerlock
+from ..matrix import Cell, Matrix, layerlock
 from ..matrix import lock as locks
 from . import finish, steps
-from .steps import Built
 from .kinds import LAYER, content_tag, readable_tag
 from .options import Inputs, Site
 from .render import layer_dockerfile
+from .steps import Built
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
 
@@ -34,7 +33,7 @@ class LayerRequest:
 
     @classmethod
     def of(cls, requirements: str | Path, name: str | None = None, wheelhouse: str | Path | None = None
-           ) -> "LayerRequest":
+           ) -> LayerRequest:
         path = Path(requirements)
         if wheelhouse and not Path(wheelhouse).is_dir():
             raise UserError(f"--layer-wheelhouse {wheelhouse}: no such folder")

@@ -11,9 +11,10 @@ from typing import Any, Literal
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from . import schema as s
 from ..errors import MatrixError, UserError
-from ..platforms import ARCHES, PLATFORMS, Platform, get as get_platform
+from ..platforms import ARCHES, PLATFORMS, Platform
+from ..platforms import get as get_platform
+from . import schema as s
 from .eras import Era, era_of
 from .yamlsource import Located, load
 
@@ -172,7 +173,7 @@ class Stack:
             return f"MindSpore {self.mindspore}"
         return f"torch {self.torch} + torch_npu {self.torch_npu}"
 
-    def python_for(self, os: "OSBase") -> str:
+    def python_for(self, os: OSBase) -> str:
         """The Python an image on `os` gets unless one is asked for: the distro's python3
         when the stack supports it (no compiling, least emulated work), else the stack's
         default, built from source."""
@@ -477,7 +478,8 @@ class Matrix:
 
     def aliased(self, cell: Cell) -> Cell:
         """The cell with the alias `images:` gives this very image, if any."""
-        key = lambda c: (c.stack.name, c.os.name, c.python, c.chip, c.platform)
+        def key(c: Cell) -> tuple:
+            return (c.stack.name, c.os.name, c.python, c.chip, c.platform)
         alias = next((c.alias for c in self.image_cells() if key(c) == key(cell) and c.alias), None)
         return dataclasses.replace(cell, alias=alias)
 
@@ -671,8 +673,8 @@ def _build(path: Path, src: Located) -> Matrix:
                for k, v in d["pythons"].items()}
     cann = {}
     for ver, c in d["cann"].items():
-        def entry(kind: str, e: dict, key: tuple) -> CannFile:
-            return CannFile(kind, e["file"], c["url"] + e["file"], e.get("sha256"), key, e.get("zip_sha256"))
+        def entry(kind: str, e: dict, key: tuple, url: str = c["url"]) -> CannFile:
+            return CannFile(kind, e["file"], url + e["file"], e.get("sha256"), key, e.get("zip_sha256"))
         toolkit = {a: entry("toolkit", c["toolkit"][a], ("cann", ver, "toolkit", a)) for a in ARCHES}
         kernels = {chip: {a: entry("kernels", per[a], ("cann", ver, "kernels", chip, a)) for a in ARCHES}
                    for chip, per in c["kernels"].items()}

@@ -25,7 +25,8 @@ def table(rows: list[dict[str, str]]) -> str:
         return "(no images)"
     cols = list(rows[0])
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
-    line = lambda values: "  ".join(v.ljust(widths[c]) for c, v in zip(cols, values)).rstrip()
+    def line(values: list[str]) -> str:
+        return "  ".join(v.ljust(widths[c]) for c, v in zip(cols, values)).rstrip()
     out = [line(cols), line(["-" * widths[c] for c in cols])]
     out += [line([r[c] for c in cols]) for r in rows]
     return "\n".join(out)

@@ -63,6 +63,7 @@ def test_run_check_on_an_npu(client, image, mindspore_cell):
     """MindSpore's own check (`mindspore.run_check()` on Ascend), on a host with NPUs;
     skipped (with the reason) elsewhere. Started the way `invoke run` starts containers."""
     import subprocess
+
     from ascend_build.host.run import RunOptions, compose, host_cards
     cards = host_cards(Path("/"))
     if not cards:

@@ -11,10 +11,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
+from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.matrix.lock import Lock, normalize, pinned_versions
-
 
 
 @pytest.fixture(scope="module")
@@ -331,6 +330,7 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
     the OS packages."""
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
+
     from ascend_build.images.sbom import SBOM_PATH
     text = host.file(SBOM_PATH).content_string
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
@@ -378,6 +378,7 @@ def test_npu_smoke(client, image, torch_cell):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""
     import subprocess
+
     from ascend_build.host.run import RunOptions, compose, host_cards
     cards = host_cards(Path("/"))
     if not cards:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.images.baseimage import debian_base
 from ascend_build.hashing import sha256_of
+from ascend_build.images.baseimage import debian_base
 from tests.conftest import in_ci, link_locks, once
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from ascend_build.errors import PackageError, UserError
 from ascend_build.images.build import build
 from ascend_build.images.options import Inputs, Site
-from ascend_build.errors import PackageError, UserError
 from ascend_build.matrix import load_matrix
-
-from tests.integration.conftest import BOOKWORM as BASE, CA, REPO, ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
-
+from tests.integration.conftest import BOOKWORM as BASE
+from tests.integration.conftest import CA, REPO, ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
 
 
 def site(packages: Path, require_pins: bool = True) -> Site:
@@ -67,6 +66,7 @@ def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engi
     verified; torch's entry the sha256 of the locked wheel; `invoke sbom` gives it back."""
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
+
     from ascend_build.hashing import sha256_of
     from ascend_build.matrix.lock import read
     cell = load_matrix(pinned_matrix).cell(**STACK)
@@ -113,6 +113,7 @@ def test_failing_image_tests_tag_nothing_and_leave_nothing(engine, built, packag
 def test_a_second_build_of_the_same_inputs_reuses_the_tested_image_in_seconds(engine, built, packages,
                                                                                 pinned_matrix, ca_bundle):
     import time
+
     from tests.integration.conftest import build_2_1_0
     started = time.monotonic()
     again = build_2_1_0(packages, pinned_matrix, ca_bundle, "--require-pins")
@@ -276,8 +277,8 @@ def test_interrupted_build_tags_nothing_and_the_rerun_reuses_the_cache(engine, b
 
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
-    kernels_step = [l for l in again.stdout.splitlines() if "cann/kernels" in l and l.startswith("#")]
-    step_ids = {l.split()[0] for l in kernels_step}
+    kernels_step = [row for row in again.stdout.splitlines() if "cann/kernels" in row and row.startswith("#")]
+    step_ids = {row.split()[0] for row in kernels_step}
     assert any(f"{sid} CACHED" in again.stdout for sid in step_ids), "the kernels step was redone"
     assert "tested and tagged" in again.stdout
     tags = subprocess.run(engine.command("images", "--format", "{{.Repository}}:{{.Tag}}", repo),

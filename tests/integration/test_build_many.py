@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from tests.conftest import link_locks
-from tests.integration.conftest import BOOKWORM, REPO as MAIN_REPO, ROOT, image_exists
+from tests.integration.conftest import BOOKWORM, ROOT, image_exists
+from tests.integration.conftest import REPO as MAIN_REPO
 
 IMAGES = '''images:
   - stack: "2.1.0"

@@ -8,7 +8,6 @@ import subprocess
 import uuid
 from pathlib import Path
 
-
 from ascend_build import engine as eng
 from ascend_build.matrix import load_matrix
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import DOUBLES, BULLSEYE, CA, REPO, image_exists
+from tests.integration.conftest import BULLSEYE, CA, DOUBLES, REPO, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
 BUILDER_REPO = "ascend-build-test/builder"

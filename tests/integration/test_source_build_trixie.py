@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import DOUBLES, CA, REPO, TRIXIE, image_exists
+from tests.integration.conftest import CA, DOUBLES, REPO, TRIXIE, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
 BUILDER_REPO = "ascend-build-test/builder"

@@ -7,8 +7,8 @@ import shlex
 
 from packaging.requirements import Requirement
 
-from ascend_build.matrix.lock import normalize, pinned_versions
 from ascend_build.matrix.layerlock import LayerLock
+from ascend_build.matrix.lock import normalize, pinned_versions
 
 # Run inside the image, in a plain `docker run`: each distribution's top-level modules
 # (top_level.txt, else its RECORD) imported one by one.

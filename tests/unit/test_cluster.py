@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.cluster import facts, k8s, ranktable as rt
+from ascend_build.cluster import facts, k8s
+from ascend_build.cluster import ranktable as rt
 from ascend_build.errors import UserError
 from tests.doubles.cluster_hosts import make_server
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ascend_build.images.render import render_all
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream import docs
-from ascend_build.images.render import render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "upstream-docs"

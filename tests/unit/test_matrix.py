@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import committed_matrix_text
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import expected_kernels, load_matrix
+from tests.conftest import committed_matrix_text
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = committed_matrix_text()

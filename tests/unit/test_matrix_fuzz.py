@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ascend_build.errors import MatrixError, UserError
-from ascend_build.matrix import load_matrix
 from ascend_build.images.render import render_all
+from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((ROOT / "matrix.yaml").read_text())

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from ascend_build.errors import UserError
 from ascend_build.engine.network import Network, check, describe, proxy_settings, redact, secret_files
+from ascend_build.errors import UserError
 
 
 def test_proxy_comes_from_the_option_else_the_shell():

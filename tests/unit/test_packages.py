@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import PackageError
-from ascend_build.matrix import CannFile, load_matrix
 from ascend_build.hashing import sha256_of
 from ascend_build.images.packages import PackageStore, pin
+from ascend_build.matrix import CannFile, load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64
@@ -127,6 +127,7 @@ def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
 def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     """Bare .run files (a release with no published sums in this copy of the matrix)."""
     import re
+
     from ascend_build.images.packages import fetch_release
     from tests.conftest import committed_matrix_text
     matrix_path = tmp_path / "matrix.yaml"
@@ -199,8 +200,8 @@ def test_processes_downloading_into_one_cache_leave_one_whole_file(tmp_path):
 def test_a_package_for_the_other_arch_under_the_right_name_is_refused(tmp_path):
     """A renamed download or a mislabelled mirror: the name says aarch64, the binaries
     inside are x86_64. Refused from the ELF headers in its payload, pinned or not."""
-    from tests.doubles.cann_double import make_run
     from ascend_build.images.packages import read_contents
+    from tests.doubles.cann_double import make_run
     right = make_run(tmp_path / "right", "toolkit", "8.0.RC3", "aarch64")
     wrong = make_run(tmp_path / "wrong", "toolkit", "8.0.RC3", "x86_64", name=right.name)
     assert read_contents(right).arches == {"aarch64"} and read_contents(wrong).arches == {"x86_64"}

@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ascend_build.matrix import load_matrix
 from ascend_build.images.render import render, render_all
+from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import MatrixError, UserError
-from ascend_build.matrix import load_matrix
 from ascend_build.images.render import render_all
 from ascend_build.images.sources import checkout, find_cached, parse_source, tree_hash
+from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = (ROOT / "matrix.yaml").read_text()
@@ -88,9 +88,10 @@ def test_tree_hash_tracks_sources_not_build_output(tmp_path):
 def test_checkout_of_a_git_url_at_a_ref(tmp_path):
     repo = tmp_path / "upstream"
     shutil.copytree(ROOT / "tests/doubles/torch_npu_src", repo)
-    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
-                                    env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    def git(*a: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                              env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
     git("init", "-q", "-b", "main")
     git("add", ".")
     git("commit", "-qm", "one")
@@ -118,8 +119,8 @@ def test_wheel_build_gets_the_network_secrets_as_read_only_files(tmp_path):
     """A source build behind a proxy: the proxy, index and CA reach the builder container
     as read-only files under /run/secrets (as in image builds), never in its command
     line or environment, and are gone after."""
-    from ascend_build.images.options import Site
     from ascend_build.engine import Engine
+    from ascend_build.images.options import Site
     from ascend_build.images.sources import WheelRequest, build_wheel
     record = tmp_path / "run-args"
     client = tmp_path / "docker"       # a client double: an image that exists, a run that makes a wheel

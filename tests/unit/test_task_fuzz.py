@@ -18,6 +18,7 @@ NONSENSE = ["nonsense", "", "x" * 300]        # a word, nothing, a path the syst
 def options_of_every_task() -> dict[str, list[tuple[str, bool]]]:
     """task name -> [(option, takes a value)], from invoke's own view of tasks.py."""
     from invoke import Collection
+
     import tasks
     found = {}
     for name, task in Collection.from_module(tasks).tasks.items():

@@ -133,6 +133,7 @@ def test_an_import_that_leaves_a_stack_unpaired_writes_nothing(matrix, tmp_path)
     """Upstream no longer pairs the release a stack uses (neither the deployer data nor
     Ascend's table, and no TorchNPU grid covers it): refused by the matrix checks."""
     import shutil
+
     from tests.doubles.deployer_fixture import PAIRS
     pairs = {r: c for r, c in PAIRS.items() if r != "2.1.0.post8"}
     docs = shutil.copytree(DOCS, tmp_path / "docs")
@@ -226,7 +227,7 @@ def test_python_range_takes_pypis_wheels_where_huaweis_list_stops(matrix):
     """2.10.0: Huawei lists cp310-cp312, PyPI also has cp313; without PyPI's fact 3.13 is refused."""
     text = matrix.read_text()
     head, tail = text.split("\n  2.10.0:\n    cann: [9.0.0]\n", 1)
-    line = next(l for l in tail.splitlines() if "pypi_pythons" in l)
+    line = next(row for row in tail.splitlines() if "pypi_pythons" in row)
     assert '"3.13"' in line
     matrix.write_text(head + "\n  2.10.0:\n    cann: [9.0.0]\n" + tail.replace(line + "\n", "", 1))
     with pytest.raises(MatrixError, match=r"torch_npu 2.10.0 has no aarch64 wheel for Python 3.13"):

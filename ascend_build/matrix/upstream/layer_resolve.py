@@ -11,8 +11,19 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ...errors import UserError
-from ..layerlock import (Held, LayerConflict, LayerLock, Line, direct_conflicts, held_changes, mentioned, path_for,
-                         read, render, requirements_digest)
+from ..layerlock import (
+    Held,
+    LayerConflict,
+    LayerLock,
+    Line,
+    direct_conflicts,
+    held_changes,
+    mentioned,
+    path_for,
+    read,
+    render,
+    requirements_digest,
+)
 from ..lock import normalize
 from ..model import Cell
 from .resolve import Index, Network, _entry, diff_packages, target_tags, uv_compile, uv_version, wheel_hashes

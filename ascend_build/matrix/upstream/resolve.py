@@ -27,7 +27,18 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from ...errors import UserError
-from ..lock import ALL_LAYERS, HEADER, folder, huawei_arch_of, huawei_sums, inputs_digest, normalize, pinned_versions, read, requirements
+from ..lock import (
+    ALL_LAYERS,
+    HEADER,
+    folder,
+    huawei_arch_of,
+    huawei_sums,
+    inputs_digest,
+    normalize,
+    pinned_versions,
+    read,
+    requirements,
+)
 from ..model import Matrix, Stack
 
 DEFAULT_INDEX = "https://pypi.org/simple"

@@ -456,6 +456,7 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
     copies of the documents upstream.docs names (else fetched over HTTPS)."""
     import yaml
+
     from ..model import load_text
     text = matrix_path.read_text()
     before, region, after = split(text, str(matrix_path))
@@ -531,8 +532,9 @@ def write(path: Path, result: Result) -> None:
 
 def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:
     """pip's own options for the site's index, CA and proxy (pip also reads its config)."""
-    from ...engine.network import Network, check
     from pathlib import Path as _Path
+
+    from ...engine.network import Network, check
     check(Network(_Path(ca_bundle) if ca_bundle else None, index_url, {"proxy": proxy} if proxy else {}, "host"))
     return ((["--index-url", index_url] if index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
             + (["--proxy", proxy] if proxy else []))

@@ -1,5 +1,6 @@
 # STAND-IN torch_npu (test double): one C extension that records its compiler.
 import os
+
 from setuptools import Extension, setup
 
 setup(

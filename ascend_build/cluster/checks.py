@@ -63,7 +63,7 @@ def _host(h: HostFacts) -> list[Check]:
 
 
 def _across(hosts: list[HostFacts]) -> list[Check]:
-    out = []
+    out: list[Check] = []
     if len(hosts) < 2:
         return out
     tls = {h.name: tuple(sorted({c.tls for c in h.cards if c.tls})) for h in hosts}

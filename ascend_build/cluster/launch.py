@@ -31,9 +31,9 @@ def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[
     if asked != "auto":
         if asked not in FRAMEWORKS:
             raise UserError(f"--framework {asked}: auto, {' or '.join(FRAMEWORKS)}")
-        return asked, "--framework"     # type: ignore[return-value]
+        return asked, "--framework"
     if labeled in FRAMEWORKS:
-        return labeled, "the image's labels"     # type: ignore[return-value]
+        return labeled, "the image's labels"
     if "mindspore" in image.lower():
         return "mindspore", "the image's name (not here to read its labels)"
     return "torch", "default (the image is not here to read its labels; --framework mindspore for MindSpore)"

@@ -24,7 +24,9 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
     if chip not in VERSIONS:
         raise UserError(f"chip {chip or 'unknown'}: rank tables are written for {', '.join(VERSIONS)} "
                         f"(pass --chip when npu-smi did not say)")
-    problems, servers, rank = [], [], 0
+    problems: list[str] = []
+    servers: list[dict] = []
+    rank = 0
     seen_ips: dict[str, str] = {}
     for host in hosts:
         if not host.address:
@@ -36,7 +38,7 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
         if missing:
             problems.append(f"{host.name}: no card {', '.join(map(str, missing))} (it has {sorted(cards)})")
             continue
-        entries = []
+        entries: list[dict[str, str]] = []
         for n in wanted:
             card = cards[n]
             if not card.address:
@@ -54,7 +56,7 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
             entries.append(entry)
             rank += 1
         servers.append({"server_id": host.address, "device": entries})
-    ids = [s["server_id"] for s in servers]
+    ids: list[str] = [s["server_id"] for s in servers]
     if len(set(ids)) != len(ids):
         problems.append(f"two hosts give one server address: {', '.join(ids)}")
     if problems:

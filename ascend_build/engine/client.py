@@ -261,7 +261,8 @@ def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = No
                                 stderr=subprocess.STDOUT if fh else None, text=True, bufsize=1, cwd=cwd)
         try:
             with interrupts.watching(proc) as watch:
-                for line in (proc.stdout if fh else ()):
+                for line in (proc.stdout if fh and proc.stdout else ()):
+                    assert fh is not None
                     fh.write(line)
                     sys.stdout.write(line)
                     tail.append(line)

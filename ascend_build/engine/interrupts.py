@@ -45,6 +45,9 @@ class Interrupted(KeyboardInterrupt):
 
 class _State:
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self.count = 0            # SIGINTs received since install()
         self.raised = False       # an Interrupted is on its way up
         self.child: subprocess.Popen | None = None
@@ -59,14 +62,14 @@ def install() -> None:
     """Take SIGINT in this process, whatever the parent left it as (ignored, default)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    _state.__init__()
+    _state.reset()
     signal.signal(signal.SIGINT, _on_sigint)
 
 
 def uninstall() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    _state.__init__()
+    _state.reset()
 
 
 def received() -> bool:

@@ -13,6 +13,7 @@ from typing import Literal
 from ..engine import interrupts
 from ..errors import UserError
 from ..matrix import Cell, Matrix
+from ..matrix.layerlock import LayerLock
 from . import build as runtime_build
 from . import userlayer
 from .options import NO_INPUTS, Inputs, Site
@@ -30,7 +31,7 @@ class Outcome:
     log: Path | None
 
 
-Layer = tuple[userlayer.LayerRequest, object]     # the request and its lock
+Layer = tuple[userlayer.LayerRequest, LayerLock]     # the request and its lock
 
 
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
@@ -60,9 +61,10 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = N
             ready = _prepare_each(matrix, cell, site, inputs, outcomes)
             runtime = _attempt(outcomes, cell.name, cell.platform, log,
                                partial(runtime_build.build, matrix, cell, site, inputs, engine_kind, client))
-            for req, lock in ready if runtime else []:
+            for req, lock in ready if runtime is not None else []:
                 _attempt(outcomes, f"{cell.name}-{req.name}", cell.platform, None,
-                         partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock, engine_kind, client))
+                         partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock,  # type: ignore[arg-type]
+                                 engine_kind, client))
         except KeyboardInterrupt:
             if outcomes:
                 print("\n" + summary(outcomes), file=sys.stderr)

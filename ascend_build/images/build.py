@@ -322,18 +322,26 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
         return Located(f, Path("<missing>") / f.file, "<unknown>", False)
 
 
+def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
+                  engine: eng.Engine | None) -> Path:
+    """A torch_npu or apex wheel compiled in the stack's builder (`src`: a tree, a URL@ref,
+    or "upstream"), from the wheel cache when it was compiled before."""
+    from .sources import WheelRequest, build_wheel
+    req = WheelRequest(kind, cell.stack.name, inputs.builder_flavor, cell.python, cell.platform,
+                       None if src == "upstream" else src)
+    return build_wheel(matrix, req, site, engine, inputs.builder_repository)
+
+
 def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
                          engine: eng.Engine | None) -> Inputs:
     """The inputs with torch_npu / apex filled from source builds, or apex from the
     wheel cache; says plainly when the image will have no apex."""
-    from .sources import WheelRequest, build_wheel, find_cached
-    found = {}
-    for kind, src in (("torch_npu", inputs.torch_npu_src), ("apex", inputs.apex_src)):
-        if src:
-            req = WheelRequest(kind, cell.stack.name, inputs.builder_flavor, cell.python, cell.platform,
-                               None if src == "upstream" else src)
-            found[f"{kind}_wheel"] = build_wheel(matrix, req, site, engine, inputs.builder_repository)
-    inputs = replace(inputs, **found)
+    from .sources import find_cached
+    if inputs.torch_npu_src:
+        inputs = replace(inputs, torch_npu_wheel=_source_wheel("torch_npu", inputs.torch_npu_src, matrix, cell, site,
+                                                               inputs, engine))
+    if inputs.apex_src:
+        inputs = replace(inputs, apex_wheel=_source_wheel("apex", inputs.apex_src, matrix, cell, site, inputs, engine))
     if cell.stack.framework != "torch":
         return inputs      # apex is torch's: a MindSpore image has no apex slot to fill
     if inputs.apex_wheel is None:

@@ -68,14 +68,15 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
     if subprocess.run(engine.command("tag", candidate, temporary), capture_output=True).returncode != 0:
         raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
     try:
+        iidfile = work / "finished-id"
         req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
-                               build_args={"CANDIDATE": temporary}, iidfile=work / "finished-id")
-        req.iidfile.unlink(missing_ok=True)
+                               build_args={"CANDIDATE": temporary}, iidfile=iidfile)
+        iidfile.unlink(missing_ok=True)
         cmd, env = engine.build_command(req)
         log = work / "finish.log"
         if eng.run(cmd, env, log) != 0:
             raise BuildFailed(f"adding the manifest and SBOM to {candidate} failed; nothing was tagged. Log: {log}")
-        return req.iidfile.read_text().strip()
+        return iidfile.read_text().strip()
     finally:
         subprocess.run(engine.command("rmi", temporary), capture_output=True)
         shutil.rmtree(ctx, ignore_errors=True)

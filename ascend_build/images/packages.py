@@ -87,6 +87,7 @@ class PackageStore:
 
     def _zip_dir(self, f: CannFile) -> Path:
         # One folder per published .zip (by its sum): the .run taken out of it, and its sum.
+        assert f.zip_sha256, f"{f.file}: no published .zip sum"     # the callers read the .zip only then
         return self.cache / "cann" / "from-zip" / f.zip_sha256[:24]
 
     def _unpacked(self, f: CannFile) -> Located | None:
@@ -248,8 +249,9 @@ def read_contents(path: Path, enough_elves: int = 16) -> Contents:
                         magic = data.read(20) if data else b""
                         if magic[:4] == b"\x7fELF":
                             elves += 1
-                            order = "little" if magic[5] == 1 else "big"
-                            arches.add(_ELF_MACHINES.get(int.from_bytes(magic[18:20], order), "other"))
+                            machine = (int.from_bytes(magic[18:20], "little") if magic[5] == 1
+                                       else int.from_bytes(magic[18:20], "big"))
+                            arches.add(_ELF_MACHINES.get(machine, "other"))
         except (tarfile.TarError, zlib.error, EOFError, OSError):
             return Contents(False, frozenset(arches), frozenset(chips))
     return Contents(True, frozenset(arches), frozenset(chips))

@@ -230,6 +230,8 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         print(f"{kind.name}: builder {tag} not present; building it first")
         build_builder(matrix, bcell, site, engine, builder_repository)
     builder_id = _image_id(engine, tag)
+    if builder_id is None:
+        raise BuildFailed(f"{kind.name}: builder {tag} is not in the engine's store after its build")
     key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}".encode()).hexdigest()[:16]
     out_dir = wheel_cache(site.cache_dir, req.kind) / key
     cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))

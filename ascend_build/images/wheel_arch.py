@@ -47,9 +47,9 @@ def may_be_binary(name: str) -> bool:
     return base.endswith(".so") or ".so." in base or "." not in base
 
 
-def _foreign(found: str | None, machine: str) -> bool:
-    """A host CPU's binary, for another CPU than the image's."""
-    return found is not None and found in MACHINES.values() and found != machine
+def _foreign(found: str | None, machine: str) -> str | None:
+    """The machine of a host CPU's binary for another CPU than the image's, else None."""
+    return found if found is not None and found in MACHINES.values() and found != machine else None
 
 
 def normalize(name: str) -> str:
@@ -74,8 +74,9 @@ def foreign_in_wheel(path: str, machine: str) -> tuple[list[str], list[tuple[str
         for name in filter(may_be_binary, names):
             with zf.open(name) as member:
                 found = elf_machine(member.read(_HEAD))
-            if _foreign(found, machine):
-                foreign.append((name, found))
+            other = _foreign(found, machine)
+            if other:
+                foreign.append((name, other))
     return tags, foreign
 
 
@@ -161,8 +162,9 @@ def installed(machine: str, site_packages: list[str]) -> dict[str, list[tuple[st
                         found = elf_machine(fh.read(_HEAD))
                 except OSError:
                     continue
-                if _foreign(found, machine):
-                    bad.setdefault(entry[:-len(".dist-info")], []).append((rel, found))
+                other = _foreign(found, machine)
+                if other:
+                    bad.setdefault(entry[:-len(".dist-info")], []).append((rel, other))
     return bad
 
 

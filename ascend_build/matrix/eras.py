@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 ROOT = "/usr/local/Ascend"
 
@@ -47,11 +48,11 @@ class Era:
 # packages from 8.5 on, no install guide names the file: the open-source operator libraries
 # they bundle (cann/ops-nn, ops-math, ...) install theirs as share/info/<library>/version.info
 # below the cann tree, which is what is looked for, with opp_kernel/ in case it stayed.
-OPS_VERSION = dict(ops_version=("opp_kernel/version.info", "share/info/ops*/version.info"), ops_version_known=False)
+OPS_VERSION: dict[str, Any] = dict(ops_version=("opp_kernel/version.info", "share/info/ops*/version.info"), ops_version_known=False)
 # NNAL (Ascend Transformer Boost, and SIP from 9.1): named in the official CANN images'
 # Dockerfiles (Ascend/cann-container-image, 9.0.1 and 9.1.0-beta.3) and the 8.5+ guides.
 NNAL = "Ascend-cann-nnal_{v}_linux-{arch}.run"
-_CLASSIC = dict(ops=False, tree="ascend-toolkit/{v}", toolkit_home="{root}/ascend-toolkit/latest",
+_CLASSIC: dict[str, Any] = dict(ops=False, tree="ascend-toolkit/{v}", toolkit_home="{root}/ascend-toolkit/latest",
                 set_env="{root}/ascend-toolkit/set_env.sh")
 ERAS = {
     "noarch": Era("noarch", "Ascend-cann-kernels-{chip}_{v}_linux.run", **_CLASSIC),

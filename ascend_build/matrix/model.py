@@ -720,7 +720,7 @@ def _build(path: Path, src: Located) -> Matrix:
 def _check_semantics(m: Matrix, c: s.Checker) -> None:
     """What the schema cannot see: names per era, references between sections, ranges."""
     _check_cann(m, c)
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], str] = {}
     for name, st in m.stacks.items():
         if st.framework == "mindspore":
             _check_mindspore_stack(m, c, ("mindspore_stacks", st.mindspore), st)

@@ -92,7 +92,7 @@ def _companions(matrix: Matrix, st) -> str:
 
 def matrix_table(matrix: Matrix) -> str:
     cells = matrix.image_cells()
-    files = {}
+    files: dict[str, str] = {}
     for c in cells:         # what Huawei publishes: the .zip where its sum is known
         for f in c.cann_files:
             unpinned = "" if f.zip_sha256 or f.sha256 else "   [no published sum: `invoke pin` on first use]"
@@ -111,7 +111,7 @@ def _unpaired(matrix: Matrix) -> str:
     from packaging.version import Version
     releases = matrix.source.data["torch_npu_releases"]
     unpaired = [r for r, v in releases.items() if not v["cann"]]
-    first = {}
+    first: dict[str, str] = {}
     for r, v in releases.items():
         if v["cann"]:
             base = Version(r).base_version

@@ -38,7 +38,7 @@ def string(pattern: str | None = None, hint: str = "") -> Check:
         elif not isinstance(value, str):
             c.fail(path, f"got {_show(value)}; expected a string{hint and ' (' + hint + ')'}")
         elif regex and not regex.fullmatch(value):
-            c.fail(path, f"got {value!r}; expected {hint or 'a match of ' + pattern}")
+            c.fail(path, f"got {value!r}; expected {hint or 'a match of ' + regex.pattern}")
     return check
 
 

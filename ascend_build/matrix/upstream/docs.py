@@ -202,8 +202,9 @@ def parse_tags(text: str, source: str) -> TorchNpuDocs:
     out = TorchNpuDocs()
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and RELEASE_TAG.fullmatch(parts[0]) and TORCH_NPU.fullmatch(parts[1]):
-            out.series[parts[1]] = (RELEASE_TAG.fullmatch(parts[0]).group(1), f"{source}: {parts[0]}")
+        tag = RELEASE_TAG.fullmatch(parts[0]) if len(parts) == 2 else None
+        if tag and TORCH_NPU.fullmatch(parts[1]):
+            out.series[parts[1]] = (tag.group(1), f"{source}: {parts[0]}")
     return out
 
 

@@ -82,7 +82,7 @@ class Index:
 
     def _read(self, url: str) -> list[tuple[str, str]]:
         ctx = ssl.create_default_context(cafile=str(self.net.ca_bundle) if self.net.ca_bundle else None)
-        handlers = [urllib.request.HTTPSHandler(context=ctx)]
+        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
         if self.net.proxy:
             handlers.append(urllib.request.ProxyHandler({"https": self.net.proxy, "http": self.net.proxy}))
         req = urllib.request.Request(url, headers={
@@ -193,7 +193,7 @@ def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Netw
 
 
 def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, *,
-               constraints: list[str] = (), prefer: dict[str, str] | None = None, extra_index: str | None = None,
+               constraints: tuple[str, ...] | list[str] = (), prefer: dict[str, str] | None = None, extra_index: str | None = None,
                find_links: Path | None = None) -> dict[str, tuple[str, list[str]]] | str:
     """Resolve requirement files (name -> lines) for CPython `python` on glibc `arch`:
     {name: (version, [parents])}, or uv's complaint when they do not resolve.

@@ -26,7 +26,7 @@ END = "# <<< end of the imported part <<<"
 @dataclass(frozen=True)
 class Conflict:
     path: str                      # e.g. torch_npu_releases.2.1.0.post11.cann
-    values: dict[str, str]         # source -> value
+    values: dict[str, str | None]  # source -> value
     taken: str | None              # the value upstream.choices picked, None: undecided
     why: str = ""
 
@@ -68,7 +68,7 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
     ordered = sorted(datasets, key=lambda d: Version(d.version), reverse=True)
     merged = Merged({}, {}, read=ordered)
 
-    def decide(path: str, values: dict[str, str], default: str) -> str:
+    def decide(path: str, values: dict[str, str | None], default: str | None) -> str | None:
         if len(set(values.values())) <= 1:
             return default
         choice = choices.get(path)
@@ -97,9 +97,9 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
         merged.cann[version] = chosen
 
     for release in sorted({r for d in ordered for r in d.torch_npu}, key=Version):
-        entries = [(d.version, d.torch_npu[release]) for d in ordered if release in d.torch_npu]
-        paired = [(dv, t) for dv, t in entries if t.cann]
-        with_wheels = [(dv, t) for dv, t in entries if t.wheels]
+        published = [(d.version, d.torch_npu[release]) for d in ordered if release in d.torch_npu]
+        paired = [(dv, t) for dv, t in published if t.cann]
+        with_wheels = [(dv, t) for dv, t in published if t.wheels]
         cann = None
         source = None
         if paired:
@@ -313,23 +313,23 @@ def render_region(merged: Merged, pins: dict[str, str]) -> str:
             "# torch_npu wheels Huawei lists per Python and arch, with sha256; pypi_pythons: the Pythons",
             "# PyPI has torch_npu wheels for, per arch (its simple page; the lock takes their sha256).",
             "torch_npu_releases:"]
-    for release, rel in merged.torch_npu.items():
+    for release, tn in merged.torch_npu.items():
         out.append(f"  {release}:")
-        out.append(f"    cann: [{rel.cann}]" if rel.cann else "    cann: []     # unpaired: no CANN pairing published")
-        if rel.pairing_source:
-            out.append(f"    source: \"{rel.pairing_source}\"")
-        if rel.torchnpu:
-            out.append(f"    torchnpu: {rel.torchnpu}     # the TorchNPU release it belongs to")
-        if rel.branch:
-            out.append(f"    branch: {rel.branch}")
-        if rel.on_pypi is False:
+        out.append(f"    cann: [{tn.cann}]" if tn.cann else "    cann: []     # unpaired: no CANN pairing published")
+        if tn.pairing_source:
+            out.append(f"    source: \"{tn.pairing_source}\"")
+        if tn.torchnpu:
+            out.append(f"    torchnpu: {tn.torchnpu}     # the TorchNPU release it belongs to")
+        if tn.branch:
+            out.append(f"    branch: {tn.branch}")
+        if tn.on_pypi is False:
             out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
-        if rel.pypi_pythons:
-            inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in rel.pypi_pythons.items())
+        if tn.pypi_pythons:
+            inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in tn.pypi_pythons.items())
             out.append(f"    pypi_pythons: {{{inner}}}")
-        if rel.wheels:
-            out.append(f"    wheels:        # {rel.wheels_source}")
-            for tag, sums in rel.wheels.items():
+        if tn.wheels:
+            out.append(f"    wheels:        # {tn.wheels_source}")
+            for tag, sums in tn.wheels.items():
                 inner = ", ".join(f"{k}: {v}" for k, v in sorted(sums.items(), key=lambda kv: kv[0] != "torch_npu"))
                 out.append(f"      {tag}: {{{inner}}}")
     if merged.mindspore:

@@ -1,5 +1,5 @@
 """Cross-arch builds at native speed, and rebuilds that download nothing twice: real
-builds on the local engine, printed and written to benchmarks/RESULTS.md. Figures, not
+builds on the local engine, printed and written to docs/results.md. Figures, not
 assertions: the targets are printed next to what was measured.
 
     python benchmarks/fast_path.py [STACK ...]   # after scripts/bootstrap.sh; default 2.1.0 2.10.0,

@@ -1,5 +1,5 @@
 """Build-efficiency benchmarks: real builds on the local engine, printed as a table and
-written to benchmarks/RESULTS.md. Figures, not assertions: the targets are printed next
+written to docs/results.md. Figures, not assertions: the targets are printed next
 to what was measured.
 
     python benchmarks/layers.py            # after scripts/bootstrap.sh; about 30-40 min on 2 cores

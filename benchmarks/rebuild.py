@@ -1,5 +1,5 @@
 """No-op rebuilds and identical bits: real builds on the local engine, printed and written
-to benchmarks/RESULTS.md. Figures, not assertions.
+to docs/results.md. Figures, not assertions.
 
     python benchmarks/rebuild.py      # after scripts/bootstrap.sh; about 20 min on 2 cores
 

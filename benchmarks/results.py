@@ -1,4 +1,4 @@
-"""benchmarks/RESULTS.md holds one section per benchmark script, each between its own
+"""docs/results.md (a page of the documentation site) holds one section per benchmark script, each between its own
 marker lines, so that one script's run does not erase another's figures."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results.md"
 TITLE = "# Build-efficiency figures\n"
 
 

@@ -1,6 +1,6 @@
 """Companions and user layers: their sizes, and the time to rebuild a user layer after a
 torch_npu bump. Real builds on the local engine, printed and written to
-benchmarks/RESULTS.md; figures, not assertions.
+docs/results.md; figures, not assertions.
 
     python benchmarks/user_layer.py      # after scripts/bootstrap.sh; about 10 min on 2 cores
 

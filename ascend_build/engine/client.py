@@ -12,11 +12,16 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from ..errors import EngineError
 from ..platforms import get as platform_of
 from ..platforms import host
 from . import emulation, interrupts
+
+EngineKind = Literal["docker", "podman"]
+# How `build` runs: docker's buildx plugin, the BuildKit in docker clients before 23.0, or podman's buildah.
+BuildMode = Literal["buildx", "classic-buildkit", "podman"]
 
 
 @dataclass
@@ -37,9 +42,9 @@ class BuildRequest:
 
 @dataclass(frozen=True)
 class Engine:
-    kind: str            # docker | podman
+    kind: EngineKind
     client: str          # the executable
-    mode: str            # buildx | classic-buildkit | podman
+    mode: BuildMode
     version: str
 
     @property
@@ -169,11 +174,19 @@ def _candidates(name: str) -> list[str]:
     return found
 
 
+def engine_kind(kind: str) -> EngineKind:
+    """An --engine value, checked."""
+    if kind == "docker":
+        return "docker"
+    if kind == "podman":
+        return "podman"
+    raise EngineError(f"unknown engine {kind!r}; choose docker or podman")
+
+
 def detect(kind: str = "docker", client: str | None = None, need_server: bool = True) -> Engine:
     """Pick a client that builds with BuildKit. `client` pins one executable; otherwise
     every matching executable on PATH is tried in order."""
-    if kind not in ("docker", "podman"):
-        raise EngineError(f"unknown engine {kind!r}; choose docker or podman")
+    kind = engine_kind(kind)
     if client:
         resolved = shutil.which(client)
         if not resolved:
@@ -210,11 +223,13 @@ def for_task(kind: str = "docker", client: str | None = None, dry: bool = False)
     running engine (and without any usable client: it then shows the buildx form)."""
     if not dry:
         return detect(kind, client)
+    kind = engine_kind(kind)
     try:
         return detect(kind, client, need_server=False)
     except EngineError as exc:
         print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
-        return Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
+        checked = engine_kind(kind)
+        return Engine(checked, client or checked, "buildx" if checked == "docker" else "podman", "?")
 
 
 def _probe(kind: str, client: str) -> tuple[Engine | None, str]:

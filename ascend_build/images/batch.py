@@ -81,7 +81,7 @@ def _attempt(outcomes: list[Outcome], name: str, platform: str, log: Path | None
         outcomes.append(Outcome(name, platform, "failed", str(exc).splitlines()[0][:160],
                                 log if log and log.exists() else None))
         return None
-    outcomes.append(Outcome(name, platform, "tagged", built.tags[0], built.log))
+    outcomes.append(Outcome(name, platform, "tagged", built.tags.readable, built.log))
     return built
 
 

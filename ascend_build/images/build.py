@@ -22,7 +22,7 @@ from ..matrix import Cell, Matrix, stack_flag
 from ..matrix import lock as locks
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
-from .kinds import RUNTIME, content_tag
+from .kinds import RUNTIME, Tags, content_tag
 from .options import NO_INPUTS, Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
@@ -43,7 +43,7 @@ class Plan:
     build_args: dict[str, str]
     host_args: dict[str, str]        # how this machine builds it: not part of the content tag
     content: str
-    tags: list[str]
+    tags: Tags
     labels: dict[str, str]
     work: Path
 
@@ -104,7 +104,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
             image_id = steps.build_test_tag(
                 engine, req, plan.what, plan.tags, plan.work / "build.log",
                 lambda image: test(image, matrix.path, engine),
-                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags[0], plan.work).image,
+                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags.readable, plan.work).image,
                 keep_failed=site.keep_failed)
         finally:
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind

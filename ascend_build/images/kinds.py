@@ -19,6 +19,19 @@ def label(key: str) -> str:
     return f"{LABEL_PREFIX}.{key}"
 
 
+class Tags(list):
+    """The tags of one image, in the order they are set: the readable tag (what is inside),
+    the content tag (what went in), then the alias where one is set."""
+
+    @property
+    def readable(self) -> str:
+        return str(self[0])
+
+    @property
+    def content(self) -> str:
+        return str(self[1])
+
+
 @dataclass(frozen=True)
 class ImageKind:
     name: str                    # the value of the io.ascend-build.kind label
@@ -30,10 +43,10 @@ class ImageKind:
     labels: Callable[..., dict[str, str]]   # the labels set at build time, from the cell
     extends: str | None = None   # the kind it is built FROM: its tests are inherited, run first
 
-    def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> list[str]:
+    def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> Tags:
         """readable (what is inside), content (what went in), and the alias where one is set."""
-        return [readable_tag(repository, name, target), readable_tag(repository, content, target)] + \
-            ([readable_tag(repository, alias, target)] if alias else [])
+        return Tags([readable_tag(repository, name, target), readable_tag(repository, content, target)]
+                    + ([readable_tag(repository, alias, target)] if alias else []))
 
 
 def readable_tag(repository: str, name: str, target: Platform) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Literal, Mapping, get_args
 
 from ..engine.network import Network
 from ..errors import UserError
@@ -16,8 +16,9 @@ from ..platforms import Platform, host
 from .packages import default_cache
 
 # Where pip installs the image's Python packages: on the build machine for the image's
-# machine (native: no qemu), or in the image (target).
-PIP_ON = ("auto", "native", "target")
+# machine (native: no qemu), or in the image (target); auto: native when cross-building.
+PipOn = Literal["auto", "native", "target"]
+PIP_ON: tuple[str, ...] = get_args(PipOn)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Site:
     network: str | None = None             # "host": RUN steps share the host's network
     cache_registry: str | None = None      # registry repository for layer cache
     no_cache: bool = False                 # rebuild every step, download every file again
-    pip_on: str = "auto"                   # native | target | auto: native when cross-building
+    pip_on: PipOn = "auto"
     debootstrap: bool = False              # make a missing Debian base here (debootstrap)
     retest: bool = False                   # a tested image with the same content tag: test it again
     keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)

@@ -81,13 +81,13 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
                                labels=BUILDER.labels(bcell, content, build_args["BASE_IMAGE"]),
                                iidfile=work / "image-id", network=site.network, no_cache=site.no_cache)
         if engine is None or site.dry:
-            print(f"# builder {bcell.name}: build unless {tags[0]} exists")
+            print(f"# builder {bcell.name}: build unless {tags.readable} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
-            return tags[0]
+            return tags.readable
         what = f"builder {bcell.name} ({bcell.platform})"
         test = lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite)  # noqa: E731
         if not site.no_cache and steps.reuse(engine, tags, content, what, site.retest, test):
-            return tags[0]
+            return tags.readable
         suite = matrix.debootstrap_suite(wanted)
         make = (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
         said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
@@ -95,7 +95,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
         if host_args["PIP_ON"] == "native":
             steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(here), said, make)
         steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
-        return tags[0]
+        return tags.readable
 
 
 def _image_id(engine: eng.Engine, ref: str) -> str | None:

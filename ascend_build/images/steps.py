@@ -18,7 +18,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
-from .kinds import KINDS, RUNTIME, label, suites
+from .kinds import KINDS, RUNTIME, Tags, label, suites
 from .render import ROOT, Rendered
 
 
@@ -28,7 +28,7 @@ class Built:
     content tag."""
     cell: Any
     image_id: str | None
-    tags: list[str]
+    tags: Tags
     log: Path | None
     content_tag: str
 
@@ -61,7 +61,7 @@ def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None
     return f"{registry}:{name}" if engine.mode == "classic-buildkit" else f"{registry}:buildcache-{name}"
 
 
-def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: list[str], kind) -> None:
+def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: Tags, kind) -> None:
     cmd, env = engine.build_command(req)
     print(eng.show(cmd, env))
     print(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
@@ -86,7 +86,7 @@ def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
         raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n{advice}")
 
 
-def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: list[str], log: Path,
+def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: Tags, log: Path,
                    test: Callable[[str], int], finish: Callable[[str], str] | None = None,
                    keep_failed: bool = False) -> str:
     """Build an untagged candidate, test it, and tag it only when the tests pass.
@@ -128,23 +128,23 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: l
     return image
 
 
-def reuse(engine: eng.Engine, tags: list[str], content: str, what: str, retest: bool,
+def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
           test: Callable[[str], int]) -> str | None:
-    """The image tagged with this content tag (tags[1]), if it is here: it passed its tests
+    """The image tagged with this content tag (tags.content), if it is here: it passed its tests
     when it was tagged, from exactly these inputs. Every tag of the image is set on it
     again; with `retest` its suite runs first, and a failure takes its tags away."""
-    found = image_id(engine, tags[1])
+    found = image_id(engine, tags.content)
     if found is None or label_of(engine, found, "content-tag") != content:
         return None
     if retest:
-        print(f"{tags[1]} is here; --retest: running its suite again", flush=True)
+        print(f"{tags.content} is here; --retest: running its suite again", flush=True)
         if test(found) != 0:
             with interrupts.deferred():
                 for tag in tags:
                     subprocess.run(engine.command("rmi", tag), capture_output=True)
-            raise TestsFailed(f"{tags[1]} ({what}) failed its suite again; its tags were removed")
+            raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
     tag_all(engine, found, tags)
-    print(f"{tags[1]} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
+    print(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
           f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags), flush=True)
     return found
 
@@ -162,7 +162,7 @@ def image_id(engine: eng.Engine, ref: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def tag_all(engine: eng.Engine, image: str, tags: list[str]) -> None:
+def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
     """All tags or none (an interrupt waits for the last); the images they named before
     are removed when no tag names them any more (a rebuild leaves nothing dangling)."""
     with interrupts.deferred():
@@ -170,7 +170,7 @@ def tag_all(engine: eng.Engine, image: str, tags: list[str]) -> None:
         for tag in tags:
             if _quiet(engine.command("tag", image, tag)) != 0:
                 raise EngineError(f"could not tag {image} as {tag}")
-        interrupts.record(f"tagged {tags[0]}")
+        interrupts.record(f"tagged {tags.readable}")
         remove_untagged(engine, sorted(before - {image_id(engine, image)}))
 
 

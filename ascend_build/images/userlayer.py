@@ -107,7 +107,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
             _stage(ctx, lock, req.wheelhouse)
             image_id = steps.build_test_tag(
                 engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
-                lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags[0], work).image,
+                lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags.readable, work).image,
                 keep_failed=site.keep_failed)
         finally:
             with interrupts.deferred():

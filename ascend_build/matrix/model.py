@@ -85,7 +85,11 @@ class CannFile:
 
     @property
     def chip(self) -> str | None:
-        return self.key[3] if self.kind == "kernels" else None
+        """The kernels' chip, from where they sit: ("cann", version, "kernels", chip, arch)."""
+        if self.kind != "kernels":
+            return None
+        _cann, _version, _kind, chip, _arch = self.key
+        return str(chip)
 
 
 @dataclass(frozen=True)

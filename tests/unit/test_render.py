@@ -130,7 +130,7 @@ def test_every_downloading_step_takes_the_network_secrets():
 
 def test_package_manager_steps_leave_no_lists_or_caches():
     """apt's lists and *.bin caches in one layer would be rewritten or deleted by the next
-    apt step: dead bytes the benchmark found (benchmarks/RESULTS.md). Downloaded packages
+    apt step: dead bytes the benchmark found (docs/results.md). Downloaded packages
     go to a cache mount (runtime images) or are cleaned (builders)."""
     steps = 0
     for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):

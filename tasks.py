@@ -13,12 +13,13 @@ from invoke import Exit, task
 from ascend_build import engine as eng
 from ascend_build.cli import localize
 from ascend_build.engine import interrupts
-from ascend_build.engine.network import ca_setting, proxy_settings
+from ascend_build.engine.network import Network, ca_setting, proxy_settings
 from ascend_build.errors import BuildFailed, UserError
 from ascend_build.images import batch, steps
 from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
 from ascend_build.images.options import Inputs, Site, parse_base_images
+from ascend_build.images.userlayer import LayerRequest
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.report import ci_matrix as ci_cells
 from ascend_build.matrix.report import matrix_table
@@ -60,7 +61,9 @@ MATRIX_HELP = {"matrix": "the matrix file (default: matrix.yaml)"}
 @user_errors
 def matrix(c, matrix="matrix.yaml"):
     """Validate the matrix and print the images it resolves to."""
-    print(matrix_table(load_matrix(matrix)))
+    from ascend_build.locking import lock as locks
+    m = load_matrix(matrix)
+    print(matrix_table(m, locks.pins_of(m)))
 
 
 @task(auto_shortflags=False, help=MATRIX_HELP)
@@ -213,7 +216,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
             raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
         return
     cell = m.cell(torch, os, python, chip, platform)
-    layers = batch.prepare(m, cell, site, inputs, _layer_requests(requirements, layer_name, layer_wheelhouse))
+    layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(requirements, layer_name, layer_wheelhouse))
     batch.build_cell(m, cell, site, inputs, layers, engine, docker)
 
 
@@ -222,15 +225,6 @@ def _framework_stack(m, torch, mindspore):
     if torch and mindspore:
         raise UserError("--torch and --mindspore each name the image's framework: give one")
     return m.mindspore_stack(mindspore) if mindspore else torch
-
-
-def _layer_requests(requirements, layer_name, layer_wheelhouse) -> list:
-    from ascend_build.images.userlayer import LayerRequest
-    if not requirements:
-        if layer_name or layer_wheelhouse:
-            raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements FILE")
-        return []
-    return [LayerRequest.of(requirements, layer_name, layer_wheelhouse)]
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
@@ -702,7 +696,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
               f"{', '.join(d.version for d in result.merged.read)} (add it to upstream.deployer, `invoke update`)")
     if check or dry:
         print(f"{path}: the imported part " + ("would change (above)" if result.changed else "is current"))
-        from ascend_build.matrix import lock as locks
+        from ascend_build.locking import lock as locks
         stale, _ = locks.check_all(load_matrix(matrix), path.resolve().parent)
         for line in stale:
             print(f"lock: {line}")
@@ -738,7 +732,7 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
     """Lock every Python package of the runtime images (exact versions, sha256) per stack,
     Python and arch under locks/, for pip's hash-checking mode. Without --refresh only
     missing and stale locks are made."""
-    from ascend_build.matrix import lock as locks
+    from ascend_build.locking import lock as locks
     m = load_matrix(matrix)
     root = m.path.parent
     if check:
@@ -756,8 +750,8 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
 
 
 def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False):
-    from ascend_build.matrix import lock as locks
-    from ascend_build.matrix.upstream import resolve
+    from ascend_build.locking import lock as locks
+    from ascend_build.locking import resolve
     from ascend_build.matrix.upstream.update import pip_options
     pip_options(pip_index_url, ca_bundle, proxy)         # refuse a malformed index, proxy or CA first
     m = load_matrix(matrix)
@@ -768,7 +762,7 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
         if others:
             print(f"not locked here (not in images:, no lock yet; `--torch NAME` locks one): {', '.join(others)}")
     ca, _ = ca_setting(ca_bundle)
-    net = resolve.Network(pip_index_url or resolve.DEFAULT_INDEX, ca, proxy)
+    net = Network(ca, pip_index_url, {"https_proxy": proxy} if proxy else {})
     changes = resolve.lock(m, root, cells, net, write=not dry, upgrade=refresh)
     for change in changes:
         print(f"{change.where.relative_to(root)}: " + ("new" if change.new else "changed"))

@@ -38,8 +38,8 @@ from ascend_build.images.build import build  # noqa: E402
 from ascend_build.images.options import Inputs, Site  # noqa: E402
 from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.images.steps import run_image_tests  # noqa: E402
+from ascend_build.locking.lock import normalize, pinned_versions  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
-from ascend_build.matrix.lock import normalize, pinned_versions  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402
 from benchmarks.results import report  # noqa: E402
 from benchmarks.steps import PIP_GROUPS, profile  # noqa: E402
@@ -116,7 +116,7 @@ class Bench:
         return marks["tests"] - start, end - marks["tests"], kept
 
     def lock_pins(self, stack: str) -> dict[str, str]:
-        from ascend_build.matrix.lock import read
+        from ascend_build.locking.lock import read
         return pinned_versions(read(self.matrix.path.parent, stack, "3.11", "aarch64").files)
 
 

@@ -14,14 +14,37 @@ from typing import Mapping
 
 from ..errors import UserError
 
+DEFAULT_INDEX = "https://pypi.org/simple"
+
 
 @dataclass(frozen=True)
 class Network:
+    """The one record of a site's network, for the builds' RUN steps (as secrets) and for
+    what runs on this host (the lock's resolver and index reads)."""
     ca_bundle: Path | None = None
     pip_index_url: str | None = None
     proxy: Mapping[str, str] = field(default_factory=dict)   # http_proxy / https_proxy / no_proxy -> value
     mode: str | None = None                                 # "host": RUN steps share the host's network
     ca_source: str = ""                                     # where the CA bundle setting came from
+
+    @property
+    def index_url(self) -> str:
+        return self.pip_index_url or DEFAULT_INDEX
+
+    @property
+    def proxy_url(self) -> str | None:
+        """The proxy for this host's own requests (the index is https)."""
+        return self.proxy.get("https_proxy") or self.proxy.get("http_proxy") or None
+
+    def host_env(self) -> dict[str, str]:
+        """The environment of a tool run on this host (uv): this process's, with the CA
+        bundle and the proxy."""
+        env = dict(os.environ)
+        if self.ca_bundle:
+            env["SSL_CERT_FILE"] = str(self.ca_bundle)
+        if self.proxy_url:
+            env["HTTPS_PROXY"] = env["HTTP_PROXY"] = self.proxy_url
+        return env
 
 
 def proxy_settings(proxy: str | None, no_proxy: str | None = None,

@@ -12,8 +12,8 @@ from typing import Literal
 
 from ..engine import interrupts
 from ..errors import UserError
+from ..locking.layerlock import LayerLock
 from ..matrix import Cell, Matrix
-from ..matrix.layerlock import LayerLock
 from . import build as runtime_build
 from . import userlayer
 from .options import NO_INPUTS, Inputs, Site

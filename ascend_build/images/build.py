@@ -18,8 +18,8 @@ from ..engine.network import check as check_network
 from ..engine.network import describe as describe_network
 from ..errors import PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
+from ..locking import lock as locks
 from ..matrix import Cell, Matrix, stack_flag
-from ..matrix import lock as locks
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
 from .kinds import RUNTIME, Tags, content_tag

@@ -1,5 +1,5 @@
 """`invoke build ... --requirements FILE`: a team's own packages as a layer on top of a
-tested runtime image. The layer is locked against the runtime (matrix/layerlock.py)
+tested runtime image. The layer is locked against the runtime (locking/layerlock.py)
 before any docker command; it is built FROM the runtime's content tag, tested with the
 runtime suite again plus its own (tests/layer_image: each requirement imports, its
 packages are the lock's), and only then tagged `<runtime name>-<layer>-<arch>` and with
@@ -14,8 +14,9 @@ from pathlib import Path
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import UserError
-from ..matrix import Cell, Matrix, layerlock
-from ..matrix import lock as locks
+from ..locking import layerlock
+from ..locking import lock as locks
+from ..matrix import Cell, Matrix
 from . import finish, steps
 from .kinds import LAYER, content_tag, readable_tag
 from .options import Inputs, Site
@@ -43,26 +44,35 @@ class LayerRequest:
                             "part of the image tag); pass --layer-name NAME")
         return cls(path, name, Path(wheelhouse) if wheelhouse else None)
 
+    @classmethod
+    def from_options(cls, requirements: str | None, name: str | None = None, wheelhouse: str | None = None
+                     ) -> list[LayerRequest]:
+        """`invoke build --requirements FILE [--layer-name] [--layer-wheelhouse]`: the one
+        layer asked for, or none; the layer options without a file are refused."""
+        if not requirements:
+            if name or wheelhouse:
+                raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements "
+                                "FILE")
+            return []
+        return [cls.of(requirements, name, wheelhouse)]
+
 
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRequest
             ) -> tuple[layerlock.LayerLock, list[layerlock.Line]]:
     """Parse, check and lock the layer: every refusal happens here, before the runtime or
     the layer is built."""
-    from ..matrix.upstream.resolve import DEFAULT_INDEX, Network
     lines = layerlock.parse(req.requirements)
     hold = layerlock.held(cell, locks.for_cell(matrix, cell, matrix.path.parent))
-    proxy = site.proxy.get("https_proxy") or site.proxy.get("http_proxy")
     # --offline is about CANN packages; the layer resolves against the site's pip index,
     # as the runtime's pip steps install from it (a current lock needs no network at all).
-    net = Network(site.pip_index_url or DEFAULT_INDEX, site.ca_bundle, proxy)
-    lock, said = _lock(req, lines, cell, hold, net, req.wheelhouse, site.dry)
+    lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)
     for line in said:
         print(line)
     return lock, lines
 
 
 def _lock(req, lines, cell, hold, net, wheelhouse, dry):
-    from ..matrix.upstream.layer_resolve import lock_layer
+    from ..locking.layer_resolve import lock_layer
     if dry:
         # A dry run resolves nothing and writes nothing: it says what the real run does.
         path = layerlock.path_for(req.requirements, cell)

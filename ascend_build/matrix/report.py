@@ -1,7 +1,11 @@
 """Human-readable views of the matrix: the table `invoke matrix` prints."""
 from __future__ import annotations
 
-from .model import Cell, Matrix
+from typing import Callable, Mapping
+
+from packaging.utils import canonicalize_name
+
+from .model import Cell, Matrix, Stack
 
 
 def cell_row(cell: Cell) -> dict[str, str]:
@@ -32,8 +36,14 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(out)
 
 
-def stack_rows(matrix: Matrix) -> list[dict[str, str]]:
-    """Every line the matrix knows (torch and MindSpore), buildable or not in `images:`."""
+# The pinned versions a stack's lock resolved (name -> version), or {} without a lock: given
+# by the caller (locking reads the locks; the matrix's views do not reach up to it).
+PinsOf = Callable[[Stack], Mapping[str, str]]
+
+
+def stack_rows(matrix: Matrix, pins_of: PinsOf | None = None) -> list[dict[str, str]]:
+    """Every line the matrix knows (torch and MindSpore), buildable or not in `images:`;
+    the companions at their locked versions when `pins_of` reads the locks."""
     rows = []
     for st in matrix.stacks.values():
         cann = matrix.cann[st.cann]
@@ -44,13 +54,13 @@ def stack_rows(matrix: Matrix) -> list[dict[str, str]]:
                      "driver (runs on)": f"{cann.driver or 'none named'}"
                                          + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else ""),
                      "Python": _pythons(matrix, st),
-                     "chips": ", ".join(cann.kernels), "companions": _companions(matrix, st),
+                     "chips": ", ".join(cann.kernels), "companions": _companions(st, pins_of),
                      "toolchain": _toolchain(matrix, st)})
     return rows
 
 
-def stacks_table(matrix: Matrix) -> str:
-    return table(stack_rows(matrix))
+def stacks_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
+    return table(stack_rows(matrix, pins_of))
 
 
 def _pythons(matrix: Matrix, st) -> str:
@@ -76,28 +86,25 @@ def _toolchain(matrix: Matrix, st) -> str:
     return f"gcc {st.gcc}, builder {st.builder}" + (f" (also: {', '.join(others)})" if others else "")
 
 
-def _companions(matrix: Matrix, st) -> str:
-    """Each companion at the version its lock resolved (for the default Python, aarch64)."""
+def _companions(st: Stack, pins_of: PinsOf | None) -> str:
+    """Each companion at the version its lock resolved, where the caller read the locks."""
     if not st.companions:
         return "-"
-    from ..errors import UserError
-    from .lock import normalize, pinned_versions, read
-    try:
-        lock = read(matrix.path.parent, st.name, st.python_default, "aarch64")
-    except UserError:
-        lock = None
-    pins = pinned_versions(lock.files) if lock else {}
-    return ", ".join(f"{c} {pins[normalize(c)]}" if normalize(c) in pins else f"{c} (no lock)" for c in st.companions)
+    if pins_of is None:
+        return ", ".join(st.companions)
+    pins = pins_of(st)
+    return ", ".join(f"{c} {pins[canonicalize_name(c)]}" if canonicalize_name(c) in pins else f"{c} (no lock)"
+                     for c in st.companions)
 
 
-def matrix_table(matrix: Matrix) -> str:
+def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
     cells = matrix.image_cells()
     files: dict[str, str] = {}
     for c in cells:         # what Huawei publishes: the .zip where its sum is known
         for f in c.cann_files:
             unpinned = "" if f.zip_sha256 or f.sha256 else "   [no published sum: `invoke pin` on first use]"
             files.setdefault(f.zip if f.zip_sha256 else f.file, (f.zip_url if f.zip_sha256 else f.url) + unpinned)
-    text = stacks_table(matrix) + "\n\n" + table([cell_row(c) for c in cells])
+    text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(c) for c in cells])
     text += _unpaired(matrix)
     text += mindspore_table(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"

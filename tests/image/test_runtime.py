@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
 from ascend_build.images.kinds import LABEL_PREFIX
-from ascend_build.matrix.lock import Lock, normalize, pinned_versions
+from ascend_build.locking.lock import Lock, normalize, pinned_versions
 
 
 @pytest.fixture(scope="module")

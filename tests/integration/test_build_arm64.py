@@ -68,7 +68,7 @@ def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engi
     from cyclonedx.validation.json import JsonStrictValidator
 
     from ascend_build.hashing import sha256_of
-    from ascend_build.matrix.lock import read
+    from ascend_build.locking.lock import read
     cell = load_matrix(pinned_matrix).cell(**STACK)
     path = ROOT / built.stdout.split("sbom: ")[1].split()[0]
     text = path.read_text()

@@ -7,8 +7,8 @@ import shlex
 
 from packaging.requirements import Requirement
 
-from ascend_build.matrix.layerlock import LayerLock
-from ascend_build.matrix.lock import normalize, pinned_versions
+from ascend_build.locking.layerlock import LayerLock
+from ascend_build.locking.lock import normalize, pinned_versions
 
 # Run inside the image, in a plain `docker run`: each distribution's top-level modules
 # (top_level.txt, else its RECORD) imported one by one.
@@ -78,7 +78,7 @@ def test_labels_name_the_layer(labels, layer_name, layer_lock):
 
 def test_the_sbom_lists_the_layer_packages_with_their_locked_sums(host, layer_lock):
     from ascend_build.images.sbom import SBOM_PATH
-    from ascend_build.matrix.lock import Lock
+    from ascend_build.locking.lock import Lock
     doc = json.loads(host.file(SBOM_PATH).content_string)
     libraries = {c["bom-ref"]: c for c in doc["components"] if c["type"] == "library"}
     for pin in Lock(None, "", {"layer": layer_lock}).packages:

@@ -11,9 +11,9 @@ import pytest
 
 from ascend_build.errors import UserError
 from ascend_build.images.kinds import KINDS, LAYER, suites
-from ascend_build.matrix import layerlock, load_text
-from ascend_build.matrix import lock as locks
-from ascend_build.matrix.upstream import layer_resolve, resolve
+from ascend_build.locking import layer_resolve, layerlock, resolve
+from ascend_build.locking import lock as locks
+from ascend_build.matrix import load_text
 from tests.conftest import committed_matrix_text, link_locks
 
 
@@ -62,7 +62,7 @@ def uv(monkeypatch):
     return double
 
 
-NET = resolve.Network("https://index.invalid/simple")
+NET = resolve.Network(pip_index_url="https://index.invalid/simple")
 
 
 def test_requirement_lines_are_parsed_and_options_refused(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import UserError
+from ascend_build.locking import lock as locks
+from ascend_build.locking import resolve
 from ascend_build.matrix import load_text
-from ascend_build.matrix import lock as locks
-from ascend_build.matrix.upstream import resolve
 from tests.conftest import ROOT, committed_matrix_text, link_locks
 
 # uv's `--annotation-style line` output for a small stack: three .in files, one per layer.

@@ -287,7 +287,7 @@ def test_a_stack_on_a_release_pypi_does_not_serve_is_refused(matrix):
 
 
 def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix, tmp_path):
-    from ascend_build.matrix import lock as locks
+    from ascend_build.locking import lock as locks
     result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
     matrix.write_text(result.text)
     m = load_matrix(matrix)

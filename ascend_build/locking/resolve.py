@@ -1,5 +1,5 @@
 """`invoke lock`: resolve a stack's Python packages for the target platform and write its
-lock (see matrix/lock.py for what a lock is).
+lock (see lock.py for what a lock is).
 
 The resolver is uv (`uv pip compile`), chosen over pip's `--dry-run --report` and
 pip-tools because it resolves for another platform and Python *with that target's
@@ -12,7 +12,6 @@ of it; torch and torch_npu's hashes must agree with Huawei's published sums."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import ssl
 import subprocess
@@ -26,8 +25,10 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from ...errors import UserError
-from ..lock import (
+from ..engine.network import Network
+from ..errors import UserError
+from ..matrix.model import Matrix, Stack
+from .lock import (
     ALL_LAYERS,
     HEADER,
     folder,
@@ -39,28 +40,11 @@ from ..lock import (
     read,
     requirements,
 )
-from ..model import Matrix, Stack
 
-DEFAULT_INDEX = "https://pypi.org/simple"
 # The oldest manylinux the lock resolves for. Every OS in the matrix has glibc >= 2.31;
 # torch's newest aarch64 wheels need manylinux_2_28.
 RESOLVE_GLIBC = "2_28"
 _VIA = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s*(.*))?$")
-
-
-@dataclass(frozen=True)
-class Network:
-    index_url: str = DEFAULT_INDEX
-    ca_bundle: Path | None = None
-    proxy: str | None = None
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        if self.ca_bundle:
-            env["SSL_CERT_FILE"] = str(self.ca_bundle)
-        if self.proxy:
-            env["HTTPS_PROXY"] = env["HTTP_PROXY"] = self.proxy
-        return env
 
 
 @dataclass
@@ -83,8 +67,8 @@ class Index:
     def _read(self, url: str) -> list[tuple[str, str]]:
         ctx = ssl.create_default_context(cafile=str(self.net.ca_bundle) if self.net.ca_bundle else None)
         handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
-        if self.net.proxy:
-            handlers.append(urllib.request.ProxyHandler({"https": self.net.proxy, "http": self.net.proxy}))
+        if self.net.proxy_url:
+            handlers.append(urllib.request.ProxyHandler({"https": self.net.proxy_url, "http": self.net.proxy_url}))
         req = urllib.request.Request(url, headers={
             "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
         try:
@@ -218,7 +202,7 @@ def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, 
             cmd += ["--extra-index-url", extra_index, "--index-strategy", "unsafe-best-match"]
         if find_links:
             cmd += ["--find-links", str(find_links)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env=net.env())
+        done = subprocess.run(cmd, capture_output=True, text=True, env=net.host_env())
         if done.returncode != 0:
             return _redact(done.stderr.strip()[-3000:])
         return parse_compiled(output.read_text())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .model import FRAMEWORK_LAYERS, Cell, Matrix, Stack, stack_flag
+from ..matrix.model import FRAMEWORK_LAYERS, Cell, Matrix, Stack, stack_flag
 
 LAYERS = FRAMEWORK_LAYERS["torch"]
 # Every layer name a runtime image's lock may have, whatever its framework.
@@ -254,3 +254,15 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
                         lock is not None and lock.digest != inputs_digest(matrix, stack, python, arch)):
                     cells.append((name, python, arch))
     return cells
+
+
+def pins_of(matrix: Matrix):
+    """For the matrix's views: a stack's pinned versions in its lock for the default Python
+    on aarch64 (the arch 910B hosts have), {} where it has no lock or a broken one."""
+    def pins(st: Stack) -> dict[str, str]:
+        try:
+            lock = read(matrix.path.parent, st.name, st.python_default, "aarch64", st.layers)
+        except UserError:
+            return {}
+        return pinned_versions(lock.files) if lock else {}
+    return pins

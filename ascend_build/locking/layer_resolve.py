@@ -1,4 +1,4 @@
-"""Resolving a user layer (see matrix/layerlock.py): uv with every runtime package held by
+"""Resolving a user layer (see layerlock.py): uv with every runtime package held by
 a constraint, for the image's Python and arch; hashes from the index (or the site's
 wheelhouse for wheels of its own). When the requirements do not resolve with the stack
 held, find which requirement moves which held package, by resolving again without
@@ -10,8 +10,9 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ...errors import UserError
-from ..layerlock import (
+from ..errors import UserError
+from ..matrix.model import Cell
+from .layerlock import (
     Held,
     LayerConflict,
     LayerLock,
@@ -24,8 +25,7 @@ from ..layerlock import (
     render,
     requirements_digest,
 )
-from ..lock import normalize
-from ..model import Cell
+from .lock import normalize
 from .resolve import Index, Network, _entry, diff_packages, target_tags, uv_compile, uv_version, wheel_hashes
 
 # Resolutions tried to find the held package a requirement moves: those the resolver's

@@ -11,8 +11,9 @@ import jinja2
 from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "templates"
+ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs/ are written there
+# The templates are package data (ascend_build/templates: in a checkout, a link to templates/).
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 # Every RUN that downloads mounts the site's network secrets (network.py) and takes them
 # up here; a secret the build was not given is simply absent. Never ARG or ENV: those

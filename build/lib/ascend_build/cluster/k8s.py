@@ -1,0 +1,185 @@
+"""Kubernetes jobs for the engines 910B sites run, never a scheduler of our own:
+
+- an `AscendJob` (mindxdl.gitee.com/v1) for Huawei's Ascend operator on Volcano: gang
+  scheduled, the device plugin's `huawei.com/Ascend910` resource, the rank table the
+  operator writes to the ConfigMap `rings-config-<job>`, and a launch script that reads
+  what the operator injects. For torch: one Master and N-1 Workers (minAvailable = N),
+  torchrun from MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_WORLD_SIZE. For MindSpore:
+  a Scheduler pod without NPUs and N Workers (minAvailable = N+1), the scheduler and msrun
+  from MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, MS_LOCAL_WORKER, MS_NODE_RANK;
+- an indexed batch/v1 Job with a headless Service for sites without the operator: the node
+  rank is the completion index, the master the index-0 pod's DNS name.
+
+Both take the image by its content tag, so the cluster runs exactly what was tested."""
+from __future__ import annotations
+
+import re
+
+from ..errors import UserError
+from .launch import FRAMEWORKS, HCCL_TIMEOUT, MSRUN_LOG_DIR
+
+RESOURCE = "huawei.com/Ascend910"
+OPERATOR_PORT = 2222           # the operator's default (containerPort named ascendjob-port)
+RANK_TABLE_DIR = "/user/serverid/devindex/config"
+OPERATOR_FRAMEWORK = {"torch": "pytorch", "mindspore": "mindspore"}    # the AscendJob's framework label
+ROLE_LABEL = "ascend-build/role"      # worker or scheduler: workers keep one server each
+
+# Runs in the container: torchrun for this pod's node. From the operator: WORLD_SIZE (all
+# processes), LOCAL_WORLD_SIZE (this pod's), RANK (this pod's node rank); from an indexed
+# Job or plain docker: NNODES, NODE_RANK, NPROC_PER_NODE. HCCL's connect timeout at least
+# 300 s unless the job sets it.
+LAUNCH = r"""set -eu
+nproc="${LOCAL_WORLD_SIZE:-${NPROC_PER_NODE:-1}}"
+if [ -n "${LOCAL_WORLD_SIZE:-}" ]; then nnodes=$(( WORLD_SIZE / LOCAL_WORLD_SIZE )); node="${RANK}";
+else nnodes="${NNODES:-1}"; node="${NODE_RANK:-${JOB_COMPLETION_INDEX:-0}}"; fi
+export HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-%(timeout)d}"
+if [ -f "%(table)s/hccl.json" ]; then export RANK_TABLE_FILE="%(table)s/hccl.json"; fi
+echo "ascend-build launch: node ${node} of ${nnodes}, ${nproc} processes, master ${MASTER_ADDR}:${MASTER_PORT}"
+exec torchrun --nnodes="${nnodes}" --node_rank="${node}" --nproc_per_node="${nproc}" \
+    --master_addr="${MASTER_ADDR}" --master_port="${MASTER_PORT}" "$@"
+"""
+
+
+# MindSpore's: from the operator (MS_* above; the Scheduler pod, marked by ASCEND_BUILD_ROLE,
+# runs the script as MindSpore's scheduler, MS_ROLE=MS_SCHED, which starts no worker), or as
+# torch's from an indexed Job (node 0's msrun starts the scheduler: MASTER_ADDR is its own).
+LAUNCH_MINDSPORE = r"""set -eu
+export HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-%(timeout)d}"
+table=""
+if [ -f "%(table)s/hccl.json" ]; then export RANK_TABLE_FILE="%(table)s/hccl.json"; table="--rank_table_file=${RANK_TABLE_FILE}"; fi
+if [ -n "${MS_SCHED_HOST:-}" ]; then
+    workers="${MS_WORKER_NUM}"; nproc="${MS_LOCAL_WORKER:-0}"; node="${MS_NODE_RANK:--1}"
+    master="${MS_SCHED_HOST}"; port="${MS_SCHED_PORT}"
+else
+    nproc="${NPROC_PER_NODE:-1}"; node="${NODE_RANK:-${JOB_COMPLETION_INDEX:-0}}"
+    workers=$(( ${NNODES:-1} * nproc )); master="${MASTER_ADDR}"; port="${MASTER_PORT}"
+fi
+if [ "${ASCEND_BUILD_ROLE:-worker}" = scheduler ]; then
+    echo "ascend-build launch: MindSpore scheduler for ${workers} workers on ${master}:${port}"
+    export MS_ROLE=MS_SCHED MS_SCHED_HOST="${master}" MS_SCHED_PORT="${port}" MS_WORKER_NUM="${workers}"
+    exec python "$@"
+fi
+echo "ascend-build launch: node ${node}, ${nproc} of ${workers} workers, scheduler ${master}:${port}"
+exec msrun --worker_num="${workers}" --local_worker_num="${nproc}" --master_addr="${master}" \
+    --master_port="${port}" --node_rank="${node}" --log_dir=%(logs)s --join=True \
+    --cluster_time_out="${HCCL_CONNECT_TIMEOUT}" ${table} "$@"
+"""
+
+
+def launch_script(timeout: int = HCCL_TIMEOUT, framework: str = "torch") -> str:
+    text = LAUNCH_MINDSPORE if framework == "mindspore" else LAUNCH
+    return text % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR}
+
+
+def _name(name: str) -> str:
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?", name):
+        raise UserError(f"--name {name!r}: a Kubernetes name is lowercase letters, digits and '-' (at most 52)")
+    return name
+
+
+def _container(image: str, devices: int, command: list[str], timeout: int, extra_env: list[dict],
+               framework: str = "torch") -> dict:
+    return {
+        "name": "ascend",                   # the operator looks for this name
+        "image": image, "imagePullPolicy": "IfNotPresent",
+        "command": ["/bin/bash", "-c", launch_script(timeout, framework), "ascend-launch"], "args": list(command),
+        "env": extra_env + [{"name": "XDL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
+        "resources": {"limits": {RESOURCE: devices}, "requests": {RESOURCE: devices}},
+        "volumeMounts": [{"name": "ascend-driver", "mountPath": "/usr/local/Ascend/driver", "readOnly": True},
+                         {"name": "hccn-conf", "mountPath": "/etc/hccn.conf", "readOnly": True},
+                         {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+
+
+def _volumes() -> list[dict]:
+    return [{"name": "ascend-driver", "hostPath": {"path": "/usr/local/Ascend/driver"}},
+            {"name": "hccn-conf", "hostPath": {"path": "/etc/hccn.conf", "type": "File"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+
+
+def _check(image: str, nodes: int, devices: int, command: list[str], framework: str = "torch") -> None:
+    if framework not in FRAMEWORKS:
+        raise UserError(f"--framework {framework}: {' or '.join(FRAMEWORKS)}")
+    if nodes < 1 or devices < 1:
+        raise UserError("--nodes and --devices are at least 1")
+    if not command:
+        raise UserError("nothing to run: put the training script after --, e.g. -- train.py")
+    if "@sha256:" not in image and ":sha-" not in image:
+        raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
+                        f"so the cluster runs exactly the image that was tested")
+
+
+def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = "910b",
+               queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: str = "torch") -> dict:
+    _check(image, nodes, devices, command, framework)
+    name = _name(name)
+    ring = f"ascend-{chip.lower()}"
+    worker = _container(image, devices, command, timeout, [
+        {"name": "ASCEND_VISIBLE_DEVICES",
+         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESOURCE}']"}}}], framework)
+    worker["ports"] = [{"containerPort": OPERATOR_PORT, "name": "ascendjob-port"}]
+    worker["volumeMounts"].append({"name": "ranktable", "mountPath": RANK_TABLE_DIR})
+
+    def replica(container: dict, count: int, role: str) -> dict:
+        spec = {"nodeSelector": {"host-arch": "huawei-arm"}, "containers": [container],
+                "volumes": _volumes() + [{"name": "ranktable", "configMap": {"name": f"rings-config-{name}"}}]}
+        if role == "worker":    # one worker per server; MindSpore's scheduler may share one
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchExpressions": [
+                    {"key": "job-name", "operator": "In", "values": [name]},
+                    {"key": ROLE_LABEL, "operator": "In", "values": ["worker"]}]},
+                "topologyKey": "kubernetes.io/hostname"}]}}
+        return {"replicas": count, "restartPolicy": "Never", "template": {
+            "metadata": {"labels": {"ring-controller.atlas": ring, ROLE_LABEL: role}}, "spec": spec}}
+
+    if framework == "mindspore":
+        # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
+        scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
+                               framework)
+        del scheduler["resources"]
+        scheduler["ports"] = worker["ports"]
+        replicas = {"Scheduler": replica(scheduler, 1, "scheduler"), "Worker": replica(worker, nodes, "worker")}
+        pods = nodes + 1
+    else:
+        replicas = {"Master": replica(worker, 1, "worker")}
+        if nodes > 1:
+            replicas["Worker"] = replica(worker, nodes - 1, "worker")
+        pods = nodes
+    job = {"apiVersion": "mindxdl.gitee.com/v1", "kind": "AscendJob",
+           "metadata": {"name": name, "labels": {"framework": OPERATOR_FRAMEWORK[framework],
+                                                 "ring-controller.atlas": ring}},
+           "spec": {"schedulerName": "volcano",
+                    "runPolicy": {"schedulingPolicy": {"minAvailable": pods, "queue": queue}},
+                    "successPolicy": "AllWorkers", "replicaSpecs": replicas}}
+    # The operator writes the rank table into this ConfigMap once the pods are placed.
+    table = {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": f"rings-config-{name}", "labels": {"ring-controller.atlas": ring}},
+             "data": {"hccl.json": '{"status":"initializing"}'}}
+    return {"items": [table, job]}
+
+
+def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
+                timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: str = "torch") -> dict:
+    """For sites without the operator: an indexed Job (one pod per node, the completion
+    index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
+    rendezvous there, or MindSpore's scheduler, which node 0's msrun starts)."""
+    _check(image, nodes, devices, command, framework)
+    name = _name(name)
+    env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
+           {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]
+    container = _container(image, devices, command, timeout, env, framework)
+    container["ports"] = [{"containerPort": port, "name": "rendezvous"}]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+           "spec": {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "backoffLimit": 0,
+                    "template": {"metadata": {"labels": {"job-name": name}},
+                                 "spec": {"subdomain": name, "restartPolicy": "Never",
+                                          "containers": [container], "volumes": _volumes()}}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"clusterIP": "None", "selector": {"job-name": name},
+                        "ports": [{"name": "rendezvous", "port": port}]}}
+    return {"items": [service, job]}
+
+
+def dump(manifests: dict) -> str:
+    import yaml
+    return "---\n".join(yaml.safe_dump(item, sort_keys=False) for item in manifests["items"])

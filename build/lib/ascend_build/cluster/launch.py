@@ -1,0 +1,141 @@
+"""A training run on many cards and many hosts with plain docker: one container per host,
+each started with the flags multi-node jobs need (host network, host IPC, memlock and
+open-file limits, the whole driver directory and /etc/hccn.conf, HCCL's connect timeout)
+and the framework's launcher: torchrun for torch_npu's `hccl` backend, msrun for MindSpore
+(node 0's msrun starts MindSpore's scheduler beside its workers). The per-node commands are
+printed, or run over ssh where the user asks; nothing here schedules anything."""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import UserError
+
+Framework = Literal["torch", "mindspore"]
+FRAMEWORKS: tuple[Framework, ...] = ("torch", "mindspore")
+
+MASTER_PORT = 29500
+# torch_npu warns below 300 s; large jobs start ranks minutes apart (EI0006 after 120 s).
+HCCL_TIMEOUT = 1800
+HCCL_TIMEOUT_FLOOR = 300
+RANK_TABLE_IN_CONTAINER = "/etc/ascend-build/hccl.json"
+MSRUN_LOG_DIR = "msrun_log"      # msrun writes scheduler.log and worker_N.log here (the working dir)
+
+
+def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[Framework, str]:
+    """(framework, why): as asked, else the image's own label, else its name (a MindSpore
+    image's name says mindspore<release>), else torch."""
+    if asked != "auto":
+        if asked not in FRAMEWORKS:
+            raise UserError(f"--framework {asked}: auto, {' or '.join(FRAMEWORKS)}")
+        return asked, "--framework"
+    if labeled in FRAMEWORKS:
+        return labeled, "the image's labels"
+    if "mindspore" in image.lower():
+        return "mindspore", "the image's name (not here to read its labels)"
+    return "torch", "default (the image is not here to read its labels; --framework mindspore for MindSpore)"
+
+
+def read_hostfile(path: Path) -> list[str]:
+    """One host per line (`host` or `host slots=8`), # comments; the first is the master."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise UserError(f"--hostfile {path}: {exc.strerror}") from None
+    hosts = []
+    for n, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        host = text.split()[0]
+        if not re.fullmatch(r"[A-Za-z0-9_.:@-]+", host):
+            raise UserError(f"{path}:{n}: {host!r} is not a host name or address")
+        hosts.append(host)
+    if not hosts:
+        raise UserError(f"--hostfile {path}: no hosts in it")
+    if len(set(hosts)) != len(hosts):
+        raise UserError(f"--hostfile {path}: a host is listed twice")
+    return hosts
+
+
+@dataclass(frozen=True)
+class Launch:
+    command: tuple[str, ...]         # the training script and its arguments (torchrun runs it)
+    hosts: tuple[str, ...] = ("localhost",)
+    nproc: int = 8                   # processes (cards) per host
+    master_port: int = MASTER_PORT
+    hccl_timeout: int = HCCL_TIMEOUT
+    rank_table: Path | None = None   # hccl.json (invoke ranktable), mounted read-only
+    framework: Framework = "torch"
+
+    @property
+    def master(self) -> str:
+        return self.hosts[0].split("@")[-1]
+
+    def check(self) -> list[str]:
+        """Refusals (raised) and warnings (returned)."""
+        if not self.command:
+            raise UserError("nothing to run: put the training script after --, e.g. -- train.py --epochs 1")
+        if self.nproc < 1:
+            raise UserError(f"--nproc-per-node {self.nproc}: at least 1")
+        warnings = []
+        if self.hccl_timeout < HCCL_TIMEOUT_FLOOR:
+            warnings.append(f"--hccl-timeout {self.hccl_timeout}: below {HCCL_TIMEOUT_FLOOR} s torch_npu warns, and "
+                            f"ranks that start late fail with EI0006 (Getting socket times out)")
+        if self.framework == "mindspore" and not 1024 <= self.master_port <= 65535:
+            raise UserError(f"--master-port {self.master_port}: msrun takes a port from 1024 to 65535")
+        return warnings
+
+    def env(self, node_rank: int) -> dict[str, str]:
+        """What each container gets: torchrun's rendezvous and HCCL's settings."""
+        env = {"MASTER_ADDR": self.master, "MASTER_PORT": str(self.master_port), "NNODES": str(len(self.hosts)),
+               "NODE_RANK": str(node_rank), "NPROC_PER_NODE": str(self.nproc),
+               "WORLD_SIZE": str(len(self.hosts) * self.nproc), "HCCL_CONNECT_TIMEOUT": str(self.hccl_timeout)}
+        if self.rank_table:
+            env["RANK_TABLE_FILE"] = RANK_TABLE_IN_CONTAINER
+        return env
+
+    def launcher(self, node_rank: int) -> list[str]:
+        """The framework's launcher for one node, with the training command after it."""
+        return self.msrun(node_rank) if self.framework == "mindspore" else self.torchrun(node_rank)
+
+    def torchrun(self, node_rank: int) -> list[str]:
+        return ["torchrun", f"--nnodes={len(self.hosts)}", f"--node_rank={node_rank}",
+                f"--nproc_per_node={self.nproc}", f"--master_addr={self.master}",
+                f"--master_port={self.master_port}", *self.command]
+
+    def msrun(self, node_rank: int) -> list[str]:
+        """MindSpore's launcher: its scheduler on the master (msrun sees its own address),
+        the workers' ranks by node, and it waits for them (--join) so the container's exit
+        code is the job's; msrun's cluster time-out is HCCL's."""
+        table = [f"--rank_table_file={RANK_TABLE_IN_CONTAINER}"] if self.rank_table else []
+        return ["msrun", f"--worker_num={len(self.hosts) * self.nproc}", f"--local_worker_num={self.nproc}",
+                f"--master_addr={self.master}", f"--master_port={self.master_port}", f"--node_rank={node_rank}",
+                f"--log_dir={MSRUN_LOG_DIR}", "--join=True", f"--cluster_time_out={self.hccl_timeout}",
+                *table, *self.command]
+
+    def mounts(self) -> tuple[tuple[str, str], ...]:
+        return ((str(self.rank_table), RANK_TABLE_IN_CONTAINER),) if self.rank_table else ()
+
+
+def over_ssh(host: str, argv: list[str]) -> list[str]:
+    """The command run on `host` by ssh (BatchMode: no password prompt hangs a launch)."""
+    return ["ssh", "-o", "BatchMode=yes", host, shlex.join(argv)]
+
+
+def node_commands(client: str, launch: Launch, image: str, devices: str, root: Path,
+                  runtimes: frozenset[str], runtime: str = "auto", shm_size: str = "16g") -> list[list[str]]:
+    """One `docker run` per host, in node-rank order. The hosts are not read from here:
+    each command is composed for the usual 910B layout (or this host's, when it has
+    cards), with host networking, which HCCL needs across servers."""
+    from ..host.run import RunOptions, compose
+    commands = []
+    for rank in range(len(launch.hosts)):
+        opts = RunOptions(image=image, command=tuple(launch.launcher(rank)), devices=devices, interactive=False,
+                          shm_size=shm_size, network_host=True, runtime=runtime, multi_card=True,
+                          env=tuple(launch.env(rank).items()), mounts=launch.mounts())
+        commands.append(compose(client, opts, root, runtimes, preview=True))
+    return commands

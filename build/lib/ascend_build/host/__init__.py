@@ -1,0 +1,1 @@
+"""The 910B host: running an image there with its NPUs."""

@@ -1,0 +1,439 @@
+"""`invoke doctor`: what a 910B host has, whether an image can run there, and what a
+pasted error means. Most failures Ascend users report happen on the host (a driver older
+than the image's CANN needs, no devices, no group membership, the Ascend Docker Runtime
+missing, A2 against A3 packages); each check says the cause and the fix in one line.
+Everything is read below `root`, so a stand-in host tree can be checked."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..platforms import PLATFORMS
+from .layout import is_310b_name, layout_of
+from .run import NPU_SMI, host_cards
+
+DRIVER_INFO = "usr/local/Ascend/driver/version.info"
+FIRMWARE_INFO = "usr/local/Ascend/firmware/version.info"
+GROUP = "HwHiAiUser"            # owns the davinci devices on a driver install
+DAEMON_JSON = "etc/docker/daemon.json"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    state: str           # ok | warn | fail | info
+    found: str
+    cause: str = ""
+    fix: str = ""
+
+    @property
+    def blocking(self) -> bool:
+        return self.state == "fail"
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What an image's labels say it needs (None: an image built before the label)."""
+    ref: str
+    cann: str | None
+    chip: str | None
+    driver: str | None
+    platform: str | None
+    runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
+    user: str | None = None           # root, or UID:GID the image's containers run as
+    framework: str | None = None      # torch or mindspore, by which framework label it carries
+
+
+def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
+    """Is `driver` one the release notes list: exactly, or in a listed series (25.2)?"""
+    series = ".".join(driver.split(".")[:2])
+    return any(a.upper() == driver.upper() or a == series for a in allowed)
+
+
+def driver_key(version: str) -> tuple[int, ...]:
+    """Order NPU driver versions: 24.1.RC2 < 24.1.RC3 < 24.1.0 < 25.0.RC1 (an RC comes
+    before the release of the same minor); later fields (24.1.rc2.1) break ties."""
+    parts = version.strip().split(".")
+    key = []
+    for i, part in enumerate(parts):
+        rc = re.fullmatch(r"[Rr][Cc](\d+)", part)
+        if i == 2:
+            key += [0, int(rc[1])] if rc else [1, int(re.sub(r"\D.*", "", part) or 0)]
+        elif re.fullmatch(r"\d+", part):
+            key.append(int(part))
+        else:
+            key.append(int(rc[1]) if rc else 0)
+    return tuple(key)
+
+
+def _kv(text: str) -> dict[str, str]:
+    return {k.strip().lower(): v.strip() for k, _, v in (line.partition("=") for line in text.splitlines()) if _}
+
+
+def host_driver(root: Path) -> str | None:
+    path = root / DRIVER_INFO
+    return _kv(path.read_text()).get("version") if path.is_file() else None
+
+
+def host_chip(root: Path) -> str | None:
+    """The chip from `npu-smi info` (910B2 -> 910b, 910_93 / A3 -> A3, 310B4 -> 310b: a board)."""
+    smi = next((root / p.lstrip("/") for p in NPU_SMI if (root / p.lstrip("/")).is_file()), None)
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([str(smi), "info"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if re.search(r"910_?93\d*|\bA3\b", out):       # Atlas A3 (910_93xx)
+        return "A3"
+    if is_310b_name(out):
+        return "310b"
+    if re.search(r"\b910B\d?\b", out):
+        return "910b"
+    if re.search(r"\b(Ascend)?910[A-Z]?\b", out):
+        return "910"
+    return None
+
+
+def _group(root: Path) -> tuple[bool, list[str]]:
+    path = root / "etc/group"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        fields = line.split(":")
+        if fields[0] == GROUP:
+            return True, [m for m in (fields[3] if len(fields) > 3 else "").split(",") if m]
+    return False, []
+
+
+def _group_gid(root: Path) -> int | None:
+    path = root / "etc/group"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        fields = line.split(":")
+        if fields[0] == GROUP and len(fields) > 2 and fields[2].isdigit():
+            return int(fields[2])
+    return None
+
+
+def _runtimes(root: Path) -> set[str]:
+    path = root / DAEMON_JSON
+    try:
+        return set((json.loads(path.read_text()) or {}).get("runtimes", {})) if path.is_file() else set()
+    except ValueError:
+        return set()
+
+
+def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runtimes: frozenset[str] | None = None,
+            choices: list[tuple[str, str, str]] | None = None, host_arch: str | None = None) -> list[Check]:
+    """Every check, in the order a user would fix them. `choices`: (stack, CANN, driver
+    it needs) for every line of the matrix, to say which image would run instead."""
+    checks: list[Check] = []
+    driver = host_driver(root)
+    known = [(st, c, d) for st, c, d in choices or [] if d]
+    oldest = min(known, key=lambda x: driver_key(x[2])) if known else None
+    if driver and oldest and driver_key(driver) < driver_key(oldest[2]):
+        checks.append(Check("NPU driver", "fail", driver,
+                            f"older than every line this project builds needs (the oldest, {oldest[0]} on CANN "
+                            f"{oldest[1]}, needs {oldest[2]})",
+                            f"upgrade the driver to {oldest[2]} or newer (Huawei's HDK for this card)"))
+    elif driver:
+        checks.append(Check("NPU driver", "ok", driver))
+    else:
+        checks.append(Check("NPU driver", "fail", f"no /{DRIVER_INFO}",
+                            "the NPU driver (HDK) is not installed, or not where containers mount it from",
+                            "install the Ascend driver and firmware for this card (Huawei's HDK), then reboot"))
+    firmware = root / FIRMWARE_INFO
+    checks.append(Check("firmware", "ok", _kv(firmware.read_text()).get("version", "?")) if firmware.is_file()
+                  else Check("firmware", "warn", f"no /{FIRMWARE_INFO}", "firmware version unknown",
+                             "install the firmware package that matches the driver"))
+    cards = host_cards(root)
+    chip = host_chip(root)
+    layout = layout_of(root, chip)
+    missing = [d for d in layout.control if not (root / d.lstrip("/")).exists()]
+    if not cards or missing:
+        checks.append(Check("devices", "fail", f"davinci cards: {len(cards)}; missing: {', '.join(missing) or '-'}",
+                            "no NPU device nodes: the driver is not loaded (or this is not an NPU host)",
+                            "load the driver (`npu-smi info` must list the cards), or run on the NPU host"))
+    else:
+        extra = [d for d in layout.extra_devices if (root / d.lstrip("/")).exists()]
+        checks.append(Check("devices", "ok", f"{layout}: {len(cards)} card{'s' if len(cards) > 1 else ''} "
+                            f"(davinci{cards[0]}..{cards[-1]}) + {', '.join(layout.control + tuple(extra))}"))
+    smi = [p for p in NPU_SMI if (root / p.lstrip("/")).is_file()]
+    checks.append(Check("npu-smi", "ok", smi[0]) if smi else
+                  Check("npu-smi", "warn", "not in /usr/local/bin or /usr/local/sbin",
+                        "npu-smi is not installed; `npu-smi info` in the container will not work",
+                        "install the driver's tools (npu-smi comes with the HDK)"))
+    exists, members = _group(root)
+    if not exists:
+        checks.append(Check(f"group {GROUP}", "warn", "absent", "the driver's device group does not exist",
+                            f"the driver installer creates {GROUP}; reinstall it with --install-username"))
+    elif user == "root" or user in members:
+        checks.append(Check(f"group {GROUP}", "ok", f"{user} may open the devices"))
+    else:
+        checks.append(Check(f"group {GROUP}", "fail", f"{user} is not a member",
+                            f"/dev/davinci* belong to {GROUP}: opening them gives 'permission denied'",
+                            f"usermod -aG {GROUP} {user} (then log in again)"))
+    runtimes = set(engine_runtimes or ()) | _runtimes(root)
+    checks.append(Check("Ascend Docker Runtime", "info", "present: `invoke run` uses --runtime ascend"
+                        if "ascend" in runtimes else "absent: `invoke run` passes the devices and driver mounts itself"))
+    if root.resolve() == Path("/"):
+        checks += _limits()
+    checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
+    if image is not None:
+        checks += _image_checks(image, driver, chip, choices or [], host_arch)
+        checks += _user_check(image, _group_gid(root))
+    return checks
+
+
+def _limits() -> list[Check]:
+    """This machine's open-file limit and shared memory (a stand-in root has neither)."""
+    import os
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    checks = [Check("open files (ulimit -n)", "ok" if soft >= 65536 or soft == resource.RLIM_INFINITY else "warn",
+                    str(soft), "" if soft >= 65536 else "multi-card training with many data loader workers runs out "
+                    "of file descriptors", "" if soft >= 65536 else "raise it (ulimit -n 65536; docker run "
+                    "--ulimit nofile=65536:65536)")]
+    try:
+        st = os.statvfs("/dev/shm")
+        size = st.f_frsize * st.f_blocks
+        checks.append(Check("/dev/shm", "info", f"{size >> 20} MiB on the host; containers get --shm-size "
+                            f"(invoke run: 16g)"))
+    except OSError:
+        pass
+    return checks
+
+
+def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str]],
+                  host_arch: str | None) -> list[Check]:
+    checks = []
+    runnable = [f"{s} on CANN {c}" for s, c, d in choices if d and driver and driver_key(d) <= driver_key(driver)]
+    instead = f", or use the {runnable[-1]} image" if runnable else ""
+    if image.runs_on and driver:
+        if runs_on(driver, image.runs_on):
+            checks.append(Check("image driver need", "ok", f"CANN {image.cann} runs on {driver} (its release notes: "
+                                f"{', '.join(image.runs_on)})"))
+        else:
+            checks.append(Check("image driver need", "fail", f"host {driver} not in {', '.join(image.runs_on)}",
+                                f"CANN {image.cann}'s release notes list the drivers it runs on, and {driver} is not "
+                                f"one of them", f"install one of {', '.join(image.runs_on)} (a series like 25.2 is "
+                                f"any 25.2.x){instead}"))
+        return checks + _chip_and_arch(image, chip, host_arch)
+    if image.driver in (None, "unknown"):
+        if image.driver == "unknown":
+            checks.append(Check("image driver need", "warn", f"CANN {image.cann}: no source names its driver",
+                                "neither Huawei's data nor the release notes read say which driver it needs",
+                                "check CANN's release notes for the driver before running it"))
+            return checks + _chip_and_arch(image, chip, host_arch)
+        checks.append(Check("image driver need", "warn", f"{image.ref} has no driver label",
+                            "built before images carried it: cannot tell which driver it needs",
+                            "rebuild it with `invoke build`, or check CANN's driver pairing by hand"))
+    elif driver and driver_key(driver) < driver_key(image.driver):
+        checks.append(Check("image driver need", "fail", f"host {driver} < {image.driver}",
+                            f"host driver {driver} is older than {image.driver}, which CANN {image.cann} needs",
+                            f"upgrade the driver to {image.driver} or newer{instead}"))
+    elif driver:
+        checks.append(Check("image driver need", "ok", f"CANN {image.cann} needs {image.driver}; host has {driver}"))
+    return checks + _chip_and_arch(image, chip, host_arch)
+
+
+def _user_check(image: ImageFacts, host_gid: int | None) -> list[Check]:
+    """An image that runs as a user opens the cards through its group: it must be the
+    host's HwHiAiUser gid (the driver's group, owner of /dev/davinci*)."""
+    if not image.user or image.user == "root":
+        return []
+    gid = int(image.user.split(":")[1])
+    if host_gid is None:
+        return [Check("image user", "warn", f"runs as {image.user}", f"the host has no {GROUP} group to compare with",
+                      f"install the driver with its {GROUP} user, or run a root image")]
+    if gid != host_gid:
+        return [Check("image user", "fail", f"image gid {gid}, host {GROUP} gid {host_gid}",
+                      f"the image runs as {image.user}, but /dev/davinci* belong to gid {host_gid} here: permission "
+                      f"denied on the cards", f"build for this host: invoke build --run-as UID:{host_gid}")]
+    return [Check("image user", "ok", f"runs as {image.user}, in the host's {GROUP} group")]
+
+
+def _chip_and_arch(image: ImageFacts, chip: str | None, host_arch: str | None) -> list[Check]:
+    checks = []
+    if image.chip and chip and image.chip.lower() != chip.lower():
+        checks.append(Check("image chip", "fail", f"image {image.chip}, host {chip}",
+                            f"the image carries {image.chip} kernels; this host's cards are {chip} "
+                            f"(A2 and A3 need different packages)",
+                            f"build for this host: invoke build --chip {chip}"))
+    elif image.chip is None:
+        checks.append(Check("image chip", "warn", "no chip label", "cannot tell which chip the image was built for"))
+    arch = PLATFORMS[image.platform].arch if image.platform in PLATFORMS else None
+    if arch and host_arch and arch != host_arch:
+        checks.append(Check("image arch", "fail", f"image {arch}, host {host_arch}",
+                            f"the image is for {arch}; on this {host_arch} host it runs under emulation at best",
+                            f"build or pull the {host_arch} image (--platform)"))
+    return checks
+
+
+def table(checks: list[Check]) -> str:
+    from ..matrix.report import table as render
+    rows = [{"check": c.name, "state": c.state.upper() if c.state == "fail" else c.state, "found": c.found,
+             "cause -> fix": f"{c.cause} -> {c.fix}" if c.cause else ""} for c in checks]
+    return render(rows)
+
+
+def as_json(checks: list[Check], facts: dict | None = None) -> str:
+    """The checks; with a host's NPU network facts, {"checks": [...], "facts": {...}}: the
+    file `invoke ranktable` and `invoke doctor --cluster` read."""
+    listed = [{**asdict(c), "blocking": c.blocking} for c in checks]
+    return json.dumps(listed if facts is None else {"checks": listed, "facts": facts}, indent=1)
+
+
+def read_image(engine, ref: str) -> ImageFacts | None:
+    """The image's labels (None when the engine does not have the image)."""
+    from ..images.kinds import label
+    try:
+        out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    labels = json.loads(out.stdout or "null") or {}
+    return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
+                      labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
+                      labels.get(label("user")),
+                      "mindspore" if label("mindspore") in labels else "torch" if label("torch") in labels else None)
+
+
+def lines(matrix) -> list[tuple[str, str, str]]:
+    """(stack, CANN, driver it needs) for every line: torch's, oldest first, then MindSpore's."""
+    from packaging.version import Version
+    stacks = sorted(matrix.stacks.values(), key=lambda st: (st.framework != "torch", Version(st.release), st.name))
+    return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
+
+
+def for_host(matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
+    """`invoke build --for-host ROOT`: the line and chip for the host below `root`."""
+    from ..errors import UserError
+    driver = host_driver(root)
+    if not driver:
+        raise UserError(f"--for-host {root}: no /{DRIVER_INFO} there, so no driver version to match")
+    chip = chip or host_chip(root)
+    torch, skipped = pick_stack(matrix, driver, chip, torch)
+    print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
+          + "".join(f"\n  skipped {line}" for line in skipped))
+    return torch, chip
+
+
+def cann_runs(cann, driver: str) -> str | None:
+    """None when a host on `driver` runs this CANN release, else why not: by the drivers its
+    release notes list (runs_on) where known, else by the driver it is paired with."""
+    if cann.runs_on:
+        return None if runs_on(driver, cann.runs_on) else \
+            f"CANN {cann.version} runs on {', '.join(cann.runs_on)}, the host has {driver}"
+    if not cann.driver:
+        return f"no source names the driver CANN {cann.version} needs"
+    if driver_key(cann.driver) > driver_key(driver):
+        return f"CANN {cann.version} needs driver {cann.driver}, the host has {driver}"
+    return None
+
+
+def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
+    """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
+    and why each newer one was skipped. Without `torch`, only the lines' own stacks (not
+    variants like 2.12.0-26.1.0) are candidates."""
+    skipped = []
+    for name, cann, _ in reversed(lines(matrix)):
+        stack = matrix.stacks[name]
+        if torch and stack.torch != torch and name != torch:
+            continue
+        if not torch and name != stack.torch:
+            continue
+        why = cann_runs(matrix.cann[cann], driver)
+        if chip and chip not in matrix.cann[cann].kernels:
+            skipped.append(f"{name}: CANN {cann} has no packages for chip {chip}")
+        elif why:
+            skipped.append(f"{name}: {why}")
+        else:
+            return name, skipped
+    from ..errors import UserError
+    raise UserError(f"no line{' of torch ' + torch if torch else ''} runs on driver {driver}"
+                    + (f" with chip {chip}" if chip else "") + ":\n  " + "\n  ".join(skipped)
+                    + "\nUpgrade the driver, or add a stack on an older CANN to matrix.yaml.")
+
+
+# ---------------------------------------------------------------------------- --explain
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    pattern: str
+    cause: str
+    fix: str
+
+
+KNOWN = [
+    Known("driver library missing", r"libascend_hal\.so: cannot open shared object file",
+          "the NPU driver's libraries are not in the container: no driver mount, or `import torch_npu` "
+          "during `docker build` (no driver there)",
+          "run with `invoke run` (it mounts /usr/local/Ascend/driver); in a build step set "
+          "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and do not import torch_npu"),
+    Known("CANN libraries not on the path", r"lib(hccl|ascendcl|ge_runner|graph|acl_op_compiler)\.so: cannot open",
+          "CANN's environment lives only in set_env.sh or .bashrc, so a plain `docker run` lacks it; or CANN "
+          "is missing or a different release than torch_npu's",
+          "use an image with the environment as ENV (every image this project builds), or `source "
+          "/usr/local/Ascend/ascend-toolkit/set_env.sh`; check CANN and torch_npu pair in `invoke matrix`"),
+    Known("CANN Python path missing", r"No module named '(tbe|te|acl)'",
+          "CANN's Python packages are not on PYTHONPATH (environment not set)",
+          "source the CANN set_env.sh, or use an image that sets it as ENV"),
+    Known("device permission", r"(Permission denied|permission denied).*davinci|davinci.*(Permission denied|permission denied)",
+          f"the user is not in {GROUP}, which owns /dev/davinci*",
+          f"usermod -aG {GROUP} USER, or run the container as a member"),
+    Known("Ascend Docker Runtime missing", r"unknown or invalid runtime name: ascend",
+          "--runtime ascend was asked for but the Ascend Docker Runtime is not installed or not in daemon.json",
+          "install Ascend Docker Runtime, or run without it: `invoke run --runtime runc` passes the devices itself"),
+    Known("protobuf too new", r"Descriptors cannot (not )?be created directly",
+          "protobuf 4+ with code generated for 3.x (torch 2.1 with CANN's Python packages)",
+          "pin protobuf==3.20.3 (the 2.1.0 stacks here do)"),
+    Known("numpy 2 against a numpy 1 build",
+          r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2|_ARRAY_API not found|numpy\.core\.multiarray failed to import",
+          "numpy 2 is installed; CANN up to 8.2 and older torch builds need numpy 1",
+          "pin numpy<2 (the stacks on CANN up to 8.2 here do)"),
+    Known("driver memory query failed", r"drvMemGetInfo",
+          "the runtime could not query device memory: a driver older than the CANN release needs, or a card "
+          "that is not usable (not mounted, in a bad state)",
+          "run `invoke doctor --image IMAGE` to compare the driver with the image's need; `npu-smi info` for the card"),
+    Known("device occupied", r"The device is occupied|device is busy|Resource busy",
+          "another process holds the card",
+          "`npu-smi info` lists the processes per card; pick free cards with --devices or ASCEND_RT_VISIBLE_DEVICES"),
+    # Multi-node: what HCCL and the driver print when the hosts or the launch are wrong.
+    Known("HCCL connect timeout (EI0006)", r"EI0006|Getting socket times out",
+          "a rank started late or cannot be reached, or HCCL_CONNECT_TIMEOUT is too low (torch_npu warns below 300)",
+          "start every node (`invoke run --hostfile`), check `invoke doctor --cluster`; HCCL_CONNECT_TIMEOUT=1800 "
+          "(invoke run and invoke job set it)"),
+    Known("HCCL communicator setup failed", r"HcclCommPrepare|HcclCommInitRootInfo.*fail",
+          "the cards' addresses in /etc/hccn.conf disagree with the cards (hccn_tool -i N -ip -g), or a link is down",
+          "`invoke doctor --cluster` over every host's `doctor --json`; fix address_N in /etc/hccn.conf"),
+    Known("device IP not found", r"(?i)get device ip from hccn\.conf|device ip.*hccn_tool|hccn\.conf.*not (exist|found)",
+          "/etc/hccn.conf is not in the container, or the driver is mounted in pieces (hccn_tool is in driver/tools)",
+          "mount /etc/hccn.conf and the whole /usr/local/Ascend/driver read-only (`invoke run` does)"),
+    Known("topology file missing (EI0014)", r"EI0014",
+          "HCCL cannot read the server's topology: the driver's topo folder is not in the container",
+          "mount the whole /usr/local/Ascend/driver read-only, not lib64 alone (`invoke run` does)"),
+    Known("rank table wrong for this container", r"device_ip' is not set correctly|server_count.*(wrong|invalid|mismatch)",
+          "the container is not on the host network, so the addresses it sees are not the servers', or the rank "
+          "table is stale",
+          "run with --network host (`invoke run --hostfile` does) and a fresh table (`invoke ranktable`)"),
+    Known("card used by another container", r"(?i)dcmi.*-80(05|20)\b|(ret|error code)\s*[=:]\s*-80(05|20)\b",
+          "the card is held by another container or process (dcmi error -8005 / -8020)",
+          "`npu-smi info` lists the processes per card; stop that container or choose free cards with --devices"),
+    Known("daemon limits below the run's", r"error setting rlimit type [78]|setting rlimit.*operation not permitted",
+          "the container engine's own open-file or locked-memory limit is lower than the --ulimit asked for "
+          "(type 7: nofile, 8: memlock)",
+          "raise the daemon's limits (systemd drop-in for docker.service: LimitNOFILE=1048576, "
+          "LimitMEMLOCK=infinity; then systemctl daemon-reload and restart docker)"),
+    Known("driver too old for CANN", r"Driver Version: \S+ is invalid or not supported",
+          "the host driver is older than (or unknown to) the CANN release in the image",
+          "upgrade the driver to the one CANN needs (`invoke doctor --image IMAGE` names it)"),
+]
+
+
+def explain(text: str) -> list[Known]:
+    return [k for k in KNOWN if re.search(k.pattern, text)]

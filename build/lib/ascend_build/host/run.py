@@ -1,0 +1,123 @@
+"""`docker run` for an NPU host, composed from what the host has: its davinci cards, the
+devices and files of its kind (a 910B-class server or a 310B board: host/layout.py),
+npu-smi wherever it lives, or the Ascend Docker Runtime. Everything is read below `root`
+so it can be checked against a stand-in host tree."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from .layout import DRIVER_DIR, DRIVER_LIB, SERVER, for_chip, layout_of
+
+# What every 910B-class server has (kept for the cluster code and doctor's messages).
+CONTROL_DEVICES = SERVER.control
+NPU_SMI = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")   # hosts differ
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    image: str
+    command: tuple[str, ...] = ()
+    devices: str = "all"          # "all", "0,1", "0-3"
+    interactive: bool = True
+    shm_size: str = "16g"         # PyTorch data loaders need more than docker's 64 MB
+    ipc_host: bool = True
+    network_host: bool = False
+    runtime: str = "auto"         # auto | ascend | runc
+    # Many cards: HCCL pins memory and opens many files; limits a training run needs.
+    multi_card: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[tuple[str, str], ...] = ()      # (host path, container path), read-only
+
+
+def host_cards(root: Path) -> list[int]:
+    found = []
+    for dev in (root / "dev").glob("davinci*"):
+        m = re.fullmatch(r"davinci(\d+)", dev.name)
+        if m:
+            found.append(int(m.group(1)))
+    return sorted(found)
+
+
+def parse_devices(spec: str, available: list[int]) -> list[int]:
+    if spec == "all":
+        return available
+    wanted: list[int] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\s*-\s*(\d+))?\s*", part)
+        if not m:
+            raise UserError(f"--devices {spec!r}: expected all, a list like 0,1 or a range like 0-3")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        wanted += range(lo, hi + 1)
+    missing = sorted(set(wanted) - set(available))
+    if missing:
+        raise UserError(f"--devices {spec}: no /dev/davinci{missing[0]} on this host; it has cards "
+                        f"{', '.join(map(str, available))}")
+    return sorted(set(wanted))
+
+
+# What a 910B server has, for a preview composed on a machine without NPUs (a build machine).
+SERVER_CARDS = list(range(8))
+
+
+def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset(),
+            preview: bool = False, chip: str | None = None) -> list[str]:
+    """The docker run argv for this host. Refuses a host with no NPU rather than
+    starting a container that cannot see one; a `preview` (a dry run) on such a machine
+    composes the command for a host of the image's `chip` (a 910B server, or a 310B board)
+    with the usual layout instead."""
+    cards = host_cards(root)
+    assumed = preview and not cards
+    layout = for_chip(chip) if assumed else layout_of(root)
+    if assumed:
+        cards = SERVER_CARDS[:layout.max_cards]
+    elif not cards:
+        raise UserError(f"no NPU on this host: no {root / 'dev'}/davinciN device. Is the Ascend driver installed "
+                        f"(`npu-smi info` lists the cards)? The image runs without NPUs only as a plain "
+                        f"`docker run {opts.image}`; `--dry` previews the command a 910B host would run.")
+    chosen = parse_devices(opts.devices, cards)
+    cmd = [client, "run", "--rm"] + (["-it"] if opts.interactive else [])
+    use_runtime = opts.runtime == "ascend" or (opts.runtime == "auto" and "ascend" in runtimes)
+    if opts.runtime == "ascend" and "ascend" not in runtimes:
+        raise UserError("--runtime ascend: the engine has no `ascend` runtime; install the Ascend Docker Runtime "
+                        "or use --runtime runc for plain device flags")
+    if use_runtime:
+        # The Ascend Docker Runtime adds the devices and driver mounts itself.
+        cmd += ["--runtime", "ascend", "-e", f"ASCEND_VISIBLE_DEVICES={','.join(map(str, chosen))}"]
+        for key, value in layout.runtime_env:
+            cmd += ["-e", f"{key}={value}"]
+    else:
+        here = (lambda path: True) if assumed else (lambda path: (root / path.lstrip("/")).exists())
+        missing = [d for d in layout.control if not here(d)]
+        if missing:
+            raise UserError(f"the host ({layout}) has davinci cards but not {', '.join(missing)}: the driver is not "
+                            f"fully installed")
+        if not assumed and not (root / DRIVER_LIB.lstrip("/")).is_dir():
+            raise UserError(f"{DRIVER_LIB} is missing on the host: torch_npu needs the driver's libraries")
+        for n in chosen:
+            cmd += ["--device", f"/dev/davinci{n}"]
+        for dev in layout.control + tuple(d for d in layout.extra_devices if here(d)):
+            cmd += ["--device", dev]
+        # The server's driver directory is required (checked above); the rest where present.
+        mounts = [m for m in layout.mounts if m == DRIVER_DIR or here(m)]
+        smi = next((p for p in NPU_SMI if here(p)), None)
+        if smi:
+            mounts.append(smi)
+        for path in mounts:
+            cmd += ["-v", f"{path if assumed else root / path.lstrip('/')}:{path}:ro"]
+    cmd += [f"--shm-size={opts.shm_size}"]
+    if opts.ipc_host:
+        cmd += ["--ipc=host"]
+    if opts.network_host:
+        cmd += ["--network=host"]
+    if opts.multi_card:
+        cmd += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
+    for host_path, path in opts.mounts:
+        cmd += ["-v", f"{host_path}:{path}:ro"]
+    for key, value in opts.env:
+        cmd += ["-e", f"{key}={value}"]
+    cmd.append(opts.image)
+    cmd += list(opts.command)
+    return cmd

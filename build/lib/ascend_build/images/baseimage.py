@@ -1,0 +1,150 @@
+"""Base images for sites that cannot pull from a registry: a Debian root file system
+made by debootstrap from a Debian mirror, turned into an image for one platform.
+`docker import` would record the host's architecture, so the image is built
+FROM scratch with the platform given explicitly.
+
+A cross build needs the base for two arches: the image's, and the build machine's for
+the stages where pip runs natively (the fast path). So the bases are made per platform,
+named by one tag pattern with `{arch}` in it, which `--base-image FROM=PATTERN` maps."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+from .. import engine as eng
+from ..engine import emulation
+from ..errors import UserError
+from ..platforms import PLATFORMS, host
+from ..platforms import get as get_platform
+
+# What debootstrap leaves that a base image should not carry (the official Debian images
+# ship without it): package lists and caches, which every image step would otherwise
+# delete or rewrite in a layer of its own, as dead bytes on top of the base.
+JUNK = ("var/lib/apt/lists/*", "var/cache/apt/*.bin", "var/cache/apt/archives/*.deb", "var/log/bootstrap.log")
+SCRIPTS = Path("/usr/share/debootstrap/scripts")
+# A docker image reference: lowercase repository path, an optional tag ({arch} allowed).
+_REFERENCE = re.compile(r"[a-z0-9]+([._/:-][a-z0-9]+)*(:[A-Za-z0-9_.{}-]{1,128})?")
+
+
+def local_pattern(suite: str) -> str:
+    """Where `invoke build --debootstrap` keeps the bases it makes."""
+    return f"ascend-build/debian:{suite}-{{arch}}"
+
+
+def default_platforms(target: str = "linux/arm64") -> list[str]:
+    """The image's platform and, when it is another, the build machine's (the fast path)."""
+    here = host()
+    return [target] + ([here.docker] if here and here.docker != target else [])
+
+
+def check_request(suite: str, platforms: list[str], tag: str | None, mirror: str) -> None:
+    """Everything about a base-image request that can be wrong, before debootstrap runs."""
+    if not tag:
+        raise UserError("--tag is required: the image to make, e.g. --tag mirror.local/debian:bookworm-{arch}")
+    if not _REFERENCE.fullmatch(tag):
+        raise UserError(f"--tag {tag!r} is not an image reference like mirror.local/debian:bookworm-{{arch}}")
+    for p in platforms:
+        get_platform(p)
+    if len(set(platforms)) > 1 and "{arch}" not in tag:
+        raise UserError(f"--tag {tag} names one image for {len(set(platforms))} platforms; put {{arch}} in it "
+                        f"(e.g. {tag}-{{arch}}), or pass one --platform")
+    if not re.fullmatch(r"[a-z]+", suite or ""):
+        raise UserError(f"--suite {suite!r}: expected a Debian suite name like bookworm, bullseye or trixie")
+    if SCRIPTS.is_dir() and not (SCRIPTS / suite).exists():
+        known = sorted(p.name for p in SCRIPTS.iterdir() if p.name in ("bullseye", "bookworm", "trixie", "sid"))
+        raise UserError(f"--suite {suite}: debootstrap has no script for it; it knows {', '.join(known)} (and more)")
+    parts = urllib.parse.urlsplit(mirror or "")
+    if parts.scheme not in ("http", "https", "file") or not (parts.netloc or parts.scheme == "file"):
+        raise UserError(f"--mirror {mirror!r} is not a URL like http://deb.debian.org/debian")
+
+
+def make_bases(engine: eng.Engine, suite: str, platforms: list[str], tag: str,
+               mirror: str = "http://deb.debian.org/debian", dry: bool = False) -> list[str]:
+    """One base image per platform, each tagged with `{arch}` filled in; returns the tags."""
+    check_request(suite, platforms, tag, mirror)
+    made = []
+    for p in dict.fromkeys(platforms):
+        ref = tag.replace("{arch}", PLATFORMS[p].suffix)
+        debian_base(engine, suite, p, ref, mirror, dry)
+        made.append(ref)
+    return made
+
+
+def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
+                mirror: str = "http://deb.debian.org/debian", dry: bool = False) -> None:
+    target = get_platform(platform)
+    if not shutil.which("debootstrap") and not dry:
+        raise UserError("debootstrap is not installed (Debian: apt-get install debootstrap)")
+    with tempfile.TemporaryDirectory(prefix="ascend-base-") as tmp:
+        root, ctx = Path(tmp) / "root", Path(tmp) / "ctx"
+        boot = ["debootstrap", "--variant=minbase", f"--arch={target.suffix}", suite, str(root), mirror]
+        ctx.mkdir()
+        (ctx / "Dockerfile").write_text(
+            f"# Debian {suite} root file system from debootstrap ({mirror})\n"
+            "FROM scratch\nADD rootfs.tar /\nCMD [\"bash\"]\n")
+        req = eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform=platform, tags=[tag])
+        cmd, env = engine.build_command(req)
+        # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
+        # stream its progress on a terminal (plain logs stay short).
+        print(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
+              + (" under qemu, a few minutes" if target.emulated() else ", about a minute"), flush=True)
+        if dry:
+            print(eng.show(boot))
+            print(f"# remove from it: {', '.join(JUNK)}")
+            print(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
+            print(eng.show(cmd, env))
+            return
+        started = time.monotonic()
+        # Its second stage runs the target's binaries under qemu: the same faster CPU
+        # setting as for builds (engine/emulation.py).
+        env = {**os.environ, **emulation.build_args(target)}
+        if subprocess.run(boot, env=env, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
+            raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
+                            f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
+        print(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image",
+              flush=True)
+        _tidy(root)
+        subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+        if eng.run(cmd, env) != 0:
+            raise UserError(f"building the base image {tag} failed")
+
+
+def _tidy(root: Path) -> None:
+    # Files only: apt expects its folders (lists/partial) to be there.
+    for pattern in JUNK:
+        for path in root.glob(pattern):
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+
+
+def advice(matrix, image: str, stack=None, platform: str | None = None, task: str = "build",
+           flavor_option: str = "--os") -> str:
+    """What to do when `image` can be neither found nor pulled: for a Debian release,
+    make it here; for any other, a mirror, or the Debian cell (or flavor) of this line."""
+    name = image.split("/")[-1]
+    mirror = (f"a registry mirror: --base-image {image}=MIRROR/{name} ({{arch}} in it where the mirror keeps one "
+              f"tag per arch)")
+    suite = matrix.debootstrap_suite(image)
+    if suite:
+        return (f"Make it here from the Debian mirror: add --debootstrap (it makes this arch's base and, for a cross "
+                f"build, the build machine's; a few minutes under qemu). Or once, for every build: `invoke base-image "
+                f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
+                f"{suite}-{{arch}}. Or {mirror}.")
+    where = f" --platform {platform}" if platform and platform != matrix.defaults["platform"] else ""
+    if task == "builder" and stack is not None:
+        offline = [n for n, b in matrix.builders.items() if matrix.debootstrap_suite(b.image) and b.offers(stack.gcc)]
+        other = (f" Without a registry, an offline builder flavor with gcc {stack.gcc}: `invoke builder --torch "
+                 f"{stack.name} --flavor {offline[0]}{where} --debootstrap`." if offline else "")
+        return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"
+    debian = matrix.offline_os(stack) if stack is not None else None
+    other = (f" Without a registry, the Debian cell of this line builds: `invoke build --torch {stack.name} --os "
+             f"{debian.name}{where} --debootstrap` (Python {stack.python_for(debian)})." if debian else "")
+    return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"

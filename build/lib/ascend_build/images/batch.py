@@ -1,0 +1,106 @@
+"""Images built together: one cell's runtime image and then the user layers on it, and
+every cell of the matrix's `images:` list (`invoke build --all`), where one failing
+does not stop the others. The runtime build (build.py) knows nothing of layers; a layer
+(userlayer.py) stands on a runtime that was built and tested."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from ..engine import interrupts
+from ..errors import UserError
+from ..locking.layerlock import LayerLock
+from ..matrix import Cell, Matrix
+from . import build as runtime_build
+from . import userlayer
+from .options import NO_INPUTS, Inputs, Site
+from .steps import Built
+
+Status = Literal["tagged", "failed"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    image: str
+    platform: str
+    status: Status
+    detail: str
+    log: Path | None
+
+
+Layer = tuple[userlayer.LayerRequest, LayerLock]     # the request and its lock
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
+            requests: list[userlayer.LayerRequest]) -> list[Layer]:
+    """Each layer locked, or refused, before anything is built."""
+    return [(req, userlayer.prepare(matrix, matrix.aliased(cell), site, inputs, req)[0]) for req in requests]
+
+
+def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: list[Layer],
+               engine_kind: str = "docker", client: str | None = None) -> list[Built]:
+    """The runtime image, then each layer on it; the first failure stops (and says why)."""
+    runtime = runtime_build.build(matrix, cell, site, inputs, engine_kind, client)
+    return [runtime] + [userlayer.build(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client)
+                        for req, lock in layers]
+
+
+def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = NO_INPUTS,
+               engine_kind: str = "docker", client: str | None = None) -> list[Outcome]:
+    """Every cell and its layers (`images:` ... `layers:`); one failing does not stop the
+    others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
+    outcomes: list[Outcome] = []
+    for index, cell in enumerate(cells):
+        log = runtime_build.work_dir(replace(site, run_as=site.run_as or matrix.defaults.get("run_as")), cell,
+                                     engine_kind) / "build.log"
+        log.unlink(missing_ok=True)
+        try:
+            ready = _prepare_each(matrix, cell, site, inputs, outcomes)
+            runtime = _attempt(outcomes, cell.name, cell.platform, log,
+                               partial(runtime_build.build, matrix, cell, site, inputs, engine_kind, client))
+            for req, lock in ready if runtime is not None else []:
+                _attempt(outcomes, f"{cell.name}-{req.name}", cell.platform, None,
+                         partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock,  # type: ignore[arg-type]
+                                 engine_kind, client))
+        except KeyboardInterrupt:
+            if outcomes:
+                print("\n" + summary(outcomes), file=sys.stderr)
+            rest = [f"{c.name} ({c.platform})" for c in cells[index:]]
+            raise interrupts.Interrupted("not built: " + ", ".join(rest)) from None
+    return outcomes
+
+
+def _attempt(outcomes: list[Outcome], name: str, platform: str, log: Path | None, run) -> Built | None:
+    try:
+        built = run()
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        outcomes.append(Outcome(name, platform, "failed", str(exc).splitlines()[0][:160],
+                                log if log and log.exists() else None))
+        return None
+    outcomes.append(Outcome(name, platform, "tagged", built.tags.readable, built.log))
+    return built
+
+
+def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list[Layer]:
+    """The cell's layers, each locked or refused; a refused one is a failed row, and the
+    runtime image is built all the same."""
+    ready = []
+    for layer in cell.layers:
+        name = f"{cell.name}-{layer.name or Path(layer.requirements).stem}"
+        try:
+            req = userlayer.LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
+            ready += prepare(matrix, cell, site, inputs, [req])
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            outcomes.append(Outcome(name, cell.platform, "failed", str(exc).splitlines()[0][:160], None))
+    return ready
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    from ..matrix.report import table
+    return table([{"image": o.image, "platform": o.platform, "status": o.status,
+                   "log": str(o.log) if o.log else "-", "detail": o.detail} for o in outcomes])

@@ -1,0 +1,355 @@
+"""`invoke build` of a runtime image: everything that can be refused is refused before
+the first docker command (matrix, packages, wheels, network settings); then the build
+context is staged and the generic steps (steps.py) build an untagged candidate, test it
+and only then tag it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .. import engine as eng
+from ..engine import interrupts
+from ..engine.network import check as check_network
+from ..engine.network import describe as describe_network
+from ..errors import PackageError, PackageMissing, UserError
+from ..hashing import sha256_of
+from ..locking import lock as locks
+from ..matrix import Cell, Matrix, stack_flag
+from ..platforms import host as host_platform
+from . import baseimage, finish, steps
+from .kinds import RUNTIME, Tags, content_tag
+from .options import NO_INPUTS, Inputs, Site
+from .packages import Located, PackageStore, warn_unpinned
+from .render import Rendered, runtime_dockerfile
+from .steps import Built
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One runtime image, every input decided: what `docker build` gets and what it tags."""
+    cell: Cell
+    rendered: Rendered
+    toolkit: Located
+    kernels: Located
+    nnal: Located | None             # NNAL (ATB), where the cell installs it
+    inputs: Inputs
+    requirements: dict[str, str]     # lock/<layer>.txt in the context
+    locked: Path | None              # the lock they come from, None: not locked
+    build_args: dict[str, str]
+    host_args: dict[str, str]        # how this machine builds it: not part of the content tag
+    content: str
+    tags: Tags
+    labels: dict[str, str]
+    work: Path
+
+    @property
+    def what(self) -> str:
+        return f"{self.cell.name} ({self.cell.platform})"
+
+
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
+          client: str | None = None, run_tests=None) -> Built:
+    """Build, test and tag one runtime image. An image with the same content tag is here
+    already only if it passed its tests when it was tagged (the content tag hashes every
+    input): it is taken as it is, in seconds, unless --no-cache or --retest."""
+    cell = matrix.aliased(cell)
+    # Who the image runs as: this build's --run-as, else the matrix's default.
+    site = replace(site, run_as=site.run_as or matrix.defaults.get("run_as"))
+    rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
+    dockerfile = steps.current_dockerfile(rendered)
+    _refuse_early(cell, site, inputs)
+    site = _with_debootstrap(matrix, cell, site)
+    lock = _lock(matrix, cell, site)
+    toolkit, kernels, nnal = _locate_packages(cell, site)
+    engine = eng.for_task(engine_kind, client, site.dry)
+    print(engine.describe())
+    print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
+          f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
+    inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
+    plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal), _requirements(matrix, cell, lock, inputs),
+                 lock, engine.kind)
+    ctx = plan.work / "context"
+    test = run_tests or steps.run_image_tests
+    if not site.dry and not site.no_cache:
+        reused = steps.reuse(engine, plan.tags, plan.content, plan.what, site.retest,
+                             lambda image: test(image, matrix.path, engine))
+        if reused:
+            return Built(cell, reused, plan.tags, None, plan.content)
+    for line in describe_network(site.net):
+        print(line)
+    native = plan.host_args["PIP_ON"] == "native"
+    print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {cell.arch}, no qemu"
+                                          if native else f"in the image ({cell.platform})"))
+    if not site.dry:
+        _check_bases(engine, matrix, cell, plan, site)
+    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
+        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
+                               build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
+                               iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
+                               cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
+        if site.dry:
+            print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/"
+                  + (f", {nnal.path} -> {ctx}/cann/nnal/" if nnal else ""))
+            print(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
+                  + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
+            steps.show_dry(engine, req, plan.tags, RUNTIME)
+            return Built(cell, None, plan.tags, None, plan.content)
+        try:
+            _stage(plan, ctx)
+            image_id = steps.build_test_tag(
+                engine, req, plan.what, plan.tags, plan.work / "build.log",
+                lambda image: test(image, matrix.path, engine),
+                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags.readable, plan.work).image,
+                keep_failed=site.keep_failed)
+        finally:
+            with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
+                shutil.rmtree(ctx, ignore_errors=True)
+    return Built(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
+    """--debootstrap: the cell's Debian base comes from this machine's debootstrap, under
+    a local name with {arch} (both arches a cross build needs), unless the site maps it."""
+    if not site.debootstrap or cell.os.image in site.base_images:
+        return site
+    if not cell.os.suite:
+        other = matrix.offline_os(cell.stack)
+        raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
+                        + (f"The Debian cell of this line builds without a registry: "
+                           f"`invoke build --torch {cell.stack.name} --os {other.name} --debootstrap`" if other else ""))
+    return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
+
+
+def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, site: Site) -> None:
+    """Both base images (the image's and, on the fast path, the build machine's) are here
+    or can be had, before the build: pulled, or made by debootstrap with --debootstrap."""
+    make = None
+    if site.debootstrap and cell.os.suite:
+        suite = cell.os.suite
+        make = lambda ref, platform: baseimage.debian_base(engine, suite, platform, ref)   # noqa: E731
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
+    steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
+    if plan.host_args["PIP_ON"] == "native":
+        steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()), advice, make)
+
+
+def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
+    """Input problems, before any package is read or docker command run."""
+    if cell.stack.framework != "torch":
+        given = [flag for flag, value in (("--torch-npu-wheel", inputs.torch_npu_wheel), ("--torch-npu-src",
+                 inputs.torch_npu_src), ("--apex-wheel", inputs.apex_wheel), ("--apex-src", inputs.apex_src)) if value]
+        if given:
+            raise UserError(f"{', '.join(given)}: stack {cell.stack.name} is {cell.stack.title}, which has no "
+                            f"torch_npu or apex; these flags are for torch stacks (--torch)")
+    _check_torch_npu_source(cell, inputs)
+    if site.require_pins and cell.python_source and not cell.python_source.sha256:
+        raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."
+                           f"\"{cell.python}\".sha256) and --require-pins is set")
+    check_network(site.net)
+    for f in (inputs.torch_npu_wheel, inputs.apex_wheel):
+        if f and not Path(f).is_file():
+            raise UserError(f"{f}: no such file")
+    if inputs.wheelhouse and not inputs.wheelhouse.is_dir():
+        raise UserError(f"--wheelhouse {inputs.wheelhouse}: no such folder")
+
+
+def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
+    lock = locks.for_cell(matrix, cell, matrix.path.parent)      # a stale lock is refused here
+    if lock is not None:
+        print(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
+              f"({len(lock.packages)} packages, sha256-checked)")
+        return lock
+    hint = (f"`invoke lock {stack_flag(cell.stack.name)} --python {cell.python} --platform {cell.platform}` "
+            "makes one")
+    if site.require_pins:
+        raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
+                           f"--require-pins is set; {hint}")
+    print(f"WARNING: stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
+          f"its Python packages at build time, so two builds may differ; {hint}", file=sys.stderr)
+    return None
+
+
+def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: Inputs) -> dict[str, str]:
+    files = dict(lock.files) if lock else locks.unlocked(matrix, cell)
+    wheel = inputs.torch_npu_wheel
+    if wheel:
+        files = locks.with_wheel(files, wheel, sha256_of(wheel) if wheel.is_file() else "", "/tmp/torch_npu")
+    return files
+
+
+def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located, Located | None]:
+    # A dry run touches no network: it says what a real run would download instead.
+    store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry)
+    located, errors = [], []
+    for f in cell.cann_files:
+        try:
+            located.append(_locate(store, f, site))
+        except PackageError as exc:
+            errors.append(str(exc))
+    if errors:   # report every missing or bad package at once, not one per run
+        raise PackageError("\n\n".join(errors))
+    warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned and pkg.path.is_file()]
+                  + [n for n in cell.unpinned() if n.startswith("CPython")])
+    return located[0], located[1], (located[2] if len(located) > 2 else None)
+
+
+def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
+          cann: tuple[Located, Located, Located | None], requirements: dict[str, str], lock: locks.Lock | None,
+          engine_kind: str = "docker") -> Plan:
+    toolkit, kernels, nnal = cann
+    packages = [p for p in cann if p is not None]
+    build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
+                  "PYTHON_FROM": "source" if cell.python_source else "distro",
+                  "ASCEND_CHIP": cell.chip}
+    if nnal:
+        build_args["NNAL_CXX_ABI"] = str(cell.abi)
+    user = site.user(None)
+    if user:
+        build_args.update(RUN_AS_UID=str(user[0]), RUN_AS_GID=str(user[1]))
+    if cell.python_source:
+        build_args.update(PYTHON_VERSION=cell.python_source.version, PYTHON_SHA256=cell.python_source.sha256 or "",
+                          PYTHON_URLS=" ".join(cell.python_source.urls))
+    if inputs.apex_wheel:
+        build_args["APEX_WHEEL"] = inputs.apex_wheel.name
+    hashes = {pkg.path.name: pkg.sha256 for pkg in packages}
+    for wheel in inputs.wheels():
+        hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
+    for layer, text in requirements.items():       # the lock is part of what the image is
+        hashes[f"lock/{layer}.txt"] = hashlib.sha256(text.encode()).hexdigest()
+    content = content_tag(rendered.text, build_args, hashes)
+    name = image_name(cell, user)
+    tags = RUNTIME.tags(inputs.repository, name, content, cell.target, cell.alias and image_name(cell.alias, user))
+    labels = RUNTIME.labels(cell, content, build_args["BASE_IMAGE"],
+                            inputs.apex_wheel.name if inputs.apex_wheel else "absent",
+                            " ".join(pkg.path.name for pkg in packages),
+                            f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
+                            _cann_sums(cell, *packages), f"{user[0]}:{user[1]}" if user else "root")
+    return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
+                site.pip_args(cell.target, cell.os.image), content, tags, labels,
+                site.work_dir(f"{name}-{cell.target.suffix}", engine_kind))
+
+
+def _cann_sums(cell: Cell, *located: Located) -> str:
+    """The CANN installers as the build verified them, for the SBOM (a label, so that
+    `invoke sbom` can say it for any image this project built)."""
+    return json.dumps([{
+        "file": pkg.path.name, "version": cell.cann.version, "sha256": pkg.sha256,
+        "verified": ("the .run taken out of Huawei's .zip, whose sha256 matched matrix.yaml" if pkg.file.zip_sha256
+                     else "sha256 pinned in matrix.yaml" if pkg.pinned else "not pinned: sha256 as found"),
+        "zip_sha256": pkg.file.zip_sha256 or None,
+        "url": pkg.file.zip_url if pkg.file.zip_sha256 else pkg.file.url} for pkg in located],
+        separators=(",", ":"))
+
+
+def work_dir(site: Site, cell: Cell, engine_kind: str = "docker") -> Path:
+    """Where one runtime image's build log, manifest, SBOM and staged context live."""
+    return site.work_dir(f"{image_name(cell, site.user(None))}-{cell.target.suffix}", engine_kind)
+
+
+def image_name(cell_or_alias, user: tuple[int, int] | None) -> str:
+    """An image that runs as a user (not root) says so in its name: its tags and the root
+    image's do not collide."""
+    name = cell_or_alias if isinstance(cell_or_alias, str) else cell_or_alias.name
+    return name + (f"-uid{user[0]}" if user else "")
+
+
+def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
+    if cell.stack.torch_npu_on_pypi or inputs.torch_npu_wheel:
+        return
+    prefix = f"torch_npu-{cell.stack.torch_npu}-"
+    if any(w.name.startswith(prefix) for w in inputs.wheels()):
+        return
+    raise PackageError(f"torch_npu {cell.stack.torch_npu} has no wheel on PyPI (stacks.{cell.stack.name}."
+                       f"torch_npu_on_pypi is false); put {prefix}cp{cell.python.replace('.', '')}-*.whl in a "
+                       f"folder and pass --wheelhouse DIR, or pass --torch-npu-wheel FILE")
+
+
+def _stage(plan: Plan, ctx: Path) -> None:
+    """The build context: installers in cann/{toolkit,kernels,nnal}, the wheelhouse in wheels/,
+    a given torch_npu wheel in torch_npu/, an apex wheel in apex/, the requirement files
+    (the lock) as pip reads them in requirements/.
+    Hard links when possible: staging a multi-GB installer should not copy it."""
+    if ctx.exists():
+        shutil.rmtree(ctx)
+    staged = [("cann/toolkit", plan.toolkit), ("cann/kernels", plan.kernels)] + ([("cann/nnal", plan.nnal)] if plan.nnal else [])
+    for sub, src in ((sub, pkg.path) for sub, pkg in staged):
+        (ctx / sub).mkdir(parents=True)
+        _link_or_copy(src, ctx / sub / src.name)
+    # One folder per consumer: each RUN mounts only what it installs, so a new torch_npu
+    # or apex wheel does not change the cache key of the torch step.
+    inputs = plan.inputs
+    house = [w for w in inputs.wheels() if w not in (inputs.torch_npu_wheel, inputs.apex_wheel)]
+    for folder, wheels in (("wheels", house), ("torch_npu", [inputs.torch_npu_wheel]), ("apex", [inputs.apex_wheel])):
+        (ctx / folder).mkdir()
+        for wheel in filter(None, wheels):
+            _link_or_copy(wheel, ctx / folder / wheel.name)
+    # requirements/: what pip reads, without the comments that name the stack (a layer
+    # shared by stacks, see pip_text); the files as locked go into the image afterwards
+    # (images/finish.py).
+    (ctx / "requirements").mkdir()
+    for layer, text in plan.requirements.items():
+        (ctx / "requirements" / f"{layer}.txt").write_text(locks.pip_text(text))
+    # pip for the image's machine, run by the build machine's stages (PIP_ON=native), and
+    # the check of the wheels' binaries that every pip step runs.
+    for script in ("pip_for_target.py", "wheel_arch.py"):
+        shutil.copy2(Path(__file__).with_name(script), ctx / script)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _locate(store: PackageStore, f, site: Site) -> Located:
+    try:
+        return store.locate(f, site.require_pins)
+    except PackageError as exc:
+        if not site.dry:
+            raise
+        # A dry run still shows the commands: what the real run would fetch, or where it stops.
+        if site.offline or not isinstance(exc, PackageMissing):
+            print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
+        else:
+            print(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
+                  f"{', '.join(map(str, site.packages))} or the cache by then)")
+        return Located(f, Path("<missing>") / f.file, "<unknown>", False)
+
+
+def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
+                  engine: eng.Engine | None) -> Path:
+    """A torch_npu or apex wheel compiled in the stack's builder (`src`: a tree, a URL@ref,
+    or "upstream"), from the wheel cache when it was compiled before."""
+    from .sources import WheelRequest, build_wheel
+    req = WheelRequest(kind, cell.stack.name, inputs.builder_flavor, cell.python, cell.platform,
+                       None if src == "upstream" else src)
+    return build_wheel(matrix, req, site, engine, inputs.builder_repository)
+
+
+def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
+                         engine: eng.Engine | None) -> Inputs:
+    """The inputs with torch_npu / apex filled from source builds, or apex from the
+    wheel cache; says plainly when the image will have no apex."""
+    from .sources import find_cached
+    if inputs.torch_npu_src:
+        inputs = replace(inputs, torch_npu_wheel=_source_wheel("torch_npu", inputs.torch_npu_src, matrix, cell, site,
+                                                               inputs, engine))
+    if inputs.apex_src:
+        inputs = replace(inputs, apex_wheel=_source_wheel("apex", inputs.apex_src, matrix, cell, site, inputs, engine))
+    if cell.stack.framework != "torch":
+        return inputs      # apex is torch's: a MindSpore image has no apex slot to fill
+    if inputs.apex_wheel is None:
+        cached = find_cached(site.cache_dir, "apex", cell.stack.torch, cell.python, cell.arch)
+        if cached:
+            print(f"apex: using the built wheel {cached}")
+            return replace(inputs, apex_wheel=cached)
+        print(f"apex: no Ascend apex wheel built for torch {cell.stack.torch} / python {cell.python} / "
+              f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
+              f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
+    return inputs

@@ -1,0 +1,148 @@
+"""What the project itself writes into a runtime image (or a user layer) after its build:
+the package manifest, the requirement files as installed and the CycloneDX SBOM. They are
+read from the built candidate (images/probe.py) and added in one layer by a second, tiny
+build (images/finish/Dockerfile) from a tar made here with fixed metadata: root-owned,
+modes 0755/0644, every entry stamped with the build's SOURCE_DATE_EPOCH. The same
+candidate and inputs give this layer byte for byte, with the layer cache on or off, and
+with the cache on the same image ID: a rebuild does not change what was tested."""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .. import engine as eng
+from ..errors import BuildFailed
+from ..matrix import Cell
+from . import probe as probes
+from . import sbom
+from .render import FINISH_TAR, ROOT, finish_dockerfile
+
+
+def epoch() -> int:
+    """The build's time, as reproducible builds define it: $SOURCE_DATE_EPOCH when set,
+    else the time of this checkout's last commit, else 0."""
+    given = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if given.isdigit():
+        return int(given)
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True,
+                             timeout=30)
+        return int(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip().isdigit() else 0
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+
+
+def files_tar(files: dict[str, bytes], when: int) -> bytes:
+    """A tar of `files` (absolute image paths) and every folder above them, in one order,
+    with one owner, fixed modes and one time: the same files give the same bytes."""
+    folders = sorted({str(parent) for path in files for parent in PurePosixPath(path.lstrip("/")).parents
+                      if str(parent) != "."})
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, when
+            tar.addfile(info)
+        for path in sorted(files):
+            data = files[path]
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), 0o644, when
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, bytes], work: Path) -> str:
+    """The candidate with `files` added in one reproducible layer; returns the new image's
+    id. The candidate is built FROM under a temporary tag (BuildKit resolves local images
+    by name), which is removed again."""
+    ctx = work / "finish-context"
+    shutil.rmtree(ctx, ignore_errors=True)
+    ctx.mkdir(parents=True)
+    (ctx / FINISH_TAR).write_bytes(files_tar(files, epoch()))
+    temporary = f"ascend-build/candidate:{candidate.split(':')[-1][:16]}"
+    if subprocess.run(engine.command("tag", candidate, temporary), capture_output=True).returncode != 0:
+        raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
+    try:
+        iidfile = work / "finished-id"
+        req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
+                               build_args={"CANDIDATE": temporary}, iidfile=iidfile)
+        iidfile.unlink(missing_ok=True)
+        cmd, env = engine.build_command(req)
+        log = work / "finish.log"
+        if eng.run(cmd, env, log) != 0:
+            raise BuildFailed(f"adding the manifest and SBOM to {candidate} failed; nothing was tagged. Log: {log}")
+        return iidfile.read_text().strip()
+    finally:
+        subprocess.run(engine.command("rmi", temporary), capture_output=True)
+        shutil.rmtree(ctx, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Written:
+    image: str                 # the finished image
+    manifest: Path             # beside the build log
+    sbom: Path
+
+
+def _globs(cell: Cell) -> tuple[str, ...]:
+    return (f"{cell.arch}-linux/ascend_toolkit_install.info", *cell.cann.era.ops_version)
+
+
+def manifest_text(cell: Cell, found: dict) -> str:
+    """The package manifest: CANN's install records and `pip freeze --all`. A record this
+    project cannot find is said to be missing, with where it looked, not left empty."""
+    home = found.get("toolkit_home", "")
+    files = found.get("files", {})
+    info = f"{home}/{cell.arch}-linux/ascend_toolkit_install.info"
+    lines = [f"# CANN toolkit ({info})", files.get(info, "# (not found)").rstrip()]
+    ops = {p: t for p, t in files.items() if p != info}
+    word = "operator package" if cell.cann.era.ops else "kernels"
+    if ops:
+        for path, text in sorted(ops.items()):
+            lines += [f"# CANN {word} ({path})", text.rstrip()]
+    else:
+        known = "" if cell.cann.era.ops_version_known else (
+            f"; where CANN {cell.cann.version}'s {word} records its version was not seen by this project")
+        lines.append(f"# CANN {word}: no version file at {', '.join(f'{home}/{g}' for g in cell.cann.era.ops_version)}"
+                     + known)
+    lines += ["# pip freeze", found.get("freeze", "").rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def runtime(engine: eng.Engine, candidate: str, cell: Cell, requirements: dict[str, str], ref: str,
+            work: Path) -> Written:
+    """Manifest, the lock as installed (requirements/<layer>.txt) and SBOM into a runtime candidate."""
+    found = probes.probe(engine, candidate, cell.platform, _globs(cell))
+    found["requirements"] = dict(requirements)          # the candidate does not carry them yet
+    labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
+    manifest, document = manifest_text(cell, found), sbom.make(labels, ref, found, epoch())
+    files = {f"{probes.REQUIREMENTS}/{layer}.txt": text.encode() for layer, text in requirements.items()}
+    files |= {probes.MANIFEST: manifest.encode(), probes.SBOM_PATH: document.encode()}
+    return _written(engine, candidate, cell.platform, files, work, manifest, document)
+
+
+def layer(engine: eng.Engine, candidate: str, cell: Cell, name: str, lock_text: str, ref: str,
+          work: Path) -> Written:
+    """The user layer's lock, its part of the manifest and the SBOM made again with its packages."""
+    found = probes.probe(engine, candidate, cell.platform)
+    own = f"layer-{name}"
+    found["requirements"] = {**found["requirements"], own: lock_text}
+    labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
+    manifest = (found.get("manifest") or "").rstrip() + f"\n# user layer {name}: pip freeze\n" + found["freeze"]
+    document = sbom.make(labels, ref, found, epoch())
+    files = {f"{probes.REQUIREMENTS}/{own}.txt": lock_text.encode(), probes.MANIFEST: manifest.encode(),
+             probes.SBOM_PATH: document.encode()}
+    return _written(engine, candidate, cell.platform, files, work, manifest, document)
+
+
+def _written(engine, candidate, platform, files, work: Path, manifest: str, document: str) -> Written:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "manifest.txt").write_text(manifest)
+    (work / "sbom.cdx.json").write_text(document)
+    print(f"package manifest: {work / 'manifest.txt'}\nsbom: {work / 'sbom.cdx.json'}", flush=True)
+    return Written(add(engine, candidate, platform, files, work), work / "manifest.txt", work / "sbom.cdx.json")

@@ -1,0 +1,140 @@
+"""What a build is told, split the way cibuildwheel splits it: the selection is a matrix
+cell (resolved before anything runs); `Site` is how this site builds (packages, caches,
+network, mirrors, the engine's cache), frozen; `Inputs` are the wheels that go into a
+runtime image besides the cell's. What a build finds or makes is returned, never
+written back into these."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Mapping, get_args
+
+from ..engine.network import Network
+from ..errors import UserError
+from ..platforms import Platform, host
+from .packages import default_cache
+
+# Where pip installs the image's Python packages: on the build machine for the image's
+# machine (native: no qemu), or in the image (target); auto: native when cross-building.
+PipOn = Literal["auto", "native", "target"]
+PIP_ON: tuple[str, ...] = get_args(PipOn)
+
+
+@dataclass(frozen=True)
+class Site:
+    packages: tuple[Path, ...] = (Path("packages"),)
+    cache: Path | None = None
+    offline: bool = False
+    require_pins: bool = False
+    base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
+    pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
+    ca_bundle: Path | None = None          # secret only
+    ca_source: str = ""                    # where it came from (an option, the host's trust settings)
+    proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
+    network: str | None = None             # "host": RUN steps share the host's network
+    cache_registry: str | None = None      # registry repository for layer cache
+    no_cache: bool = False                 # rebuild every step, download every file again
+    pip_on: PipOn = "auto"
+    debootstrap: bool = False              # make a missing Debian base here (debootstrap)
+    retest: bool = False                   # a tested image with the same content tag: test it again
+    keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)
+    run_as: str | None = None              # root | UID:GID; None: the matrix's defaults.run_as
+    dry: bool = False
+    work: Path = Path(".build")
+
+    @property
+    def net(self) -> Network:
+        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network, self.ca_source)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.cache or default_cache()
+
+    def work_dir(self, name: str, engine_kind: str = "docker") -> Path:
+        """Where one image's build log, manifest, SBOM and staged context live (one folder
+        per engine: docker and podman builds of an image do not share files)."""
+        return self.work / (name + ("" if engine_kind == "docker" else f"-{engine_kind}"))
+
+    def user(self, matrix_default: str | None) -> tuple[int, int] | None:
+        """(uid, gid) containers of the image run as; None: root."""
+        value = self.run_as or matrix_default or "root"
+        if value == "root":
+            return None
+        m = re.fullmatch(r"([0-9]{1,9}):([0-9]{1,9})", value)
+        if not m or int(m.group(1)) == 0:
+            raise UserError(f"--run-as {value!r}: root, or UID:GID of the hosts' HwHiAiUser, e.g. 1000:1000")
+        return int(m.group(1)), int(m.group(2))
+
+    def pip_native(self, target: Platform) -> bool:
+        """Do the Python package steps run on the build machine (the fast path)?"""
+        if self.pip_on not in PIP_ON:
+            raise UserError(f"--pip-on {self.pip_on!r}: choose one of {', '.join(PIP_ON)}")
+        if self.pip_on == "auto":
+            return target.emulated() and host() is not None
+        return self.pip_on == "native"
+
+    def pip_args(self, target: Platform, image: str, builder_image: str | None = None) -> dict[str, str]:
+        """The build arguments that say how this machine builds an image, not what is in it:
+        where pip runs (the fast path: on the build machine, FROM `builder_image`, the same
+        release of the base as `image` for the build machine's arch; by default the same
+        name). Not part of the content tag."""
+        args = {"PIP_ON": "target"}
+        if not self.pip_native(target):
+            return args
+        builder = host()
+        if builder is None:
+            import platform
+            raise UserError(f"--pip-on native: this machine ({platform.machine()}) is not one of the build platforms")
+        named = builder_image or image
+        base = self.build_machine_base(named, builder)
+        if base is None:
+            if self.pip_on == "auto":
+                print(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
+                      f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
+                      f"path")
+                return args
+            base = self.base(named, builder)        # --pip-on native: the user's word for it
+        return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": target.arch}
+
+    def build_machine_base(self, image: str, builder: Platform) -> str | None:
+        """The base of the build machine's stages: the same release for its arch. None
+        when this site replaces the image by one image of one arch (no {arch} in it)."""
+        replacement = self.base_images.get(image)
+        if replacement is not None and "{arch}" not in replacement:
+            return None
+        return self.base(image, builder)
+
+    def base(self, image: str, target: Platform) -> str:
+        """The base image to build FROM: the matrix's, or this site's replacement."""
+        return self.base_images.get(image, image).replace("{arch}", target.suffix)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    repository: str = "ascend-runtime"
+    wheelhouse: Path | None = None
+    torch_npu_wheel: Path | None = None    # a source-built wheel (the builder's seam)
+    apex_wheel: Path | None = None
+    torch_npu_src: str | None = None       # PATH, URL@REF, or "upstream" (the matrix default)
+    apex_src: str | None = None
+    builder_flavor: str | None = None      # default: the stack's builder
+    builder_repository: str = "ascend-builder"
+
+    def wheels(self) -> list[Path]:
+        """Every wheel file this build stages (the wheelhouse, then the slots)."""
+        found = sorted(self.wheelhouse.glob("*.whl")) if self.wheelhouse and self.wheelhouse.is_dir() else []
+        return found + [w for w in (self.torch_npu_wheel, self.apex_wheel) if w]
+
+
+NO_INPUTS = Inputs()      # no given wheels: the released ones
+
+
+def parse_base_images(items: list[str]) -> dict[str, str]:
+    mapping = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--base-image takes FROM=TO (e.g. ubuntu:22.04=mirror.local/ubuntu:22.04), got {item!r}")
+        src, dst = item.split("=", 1)
+        mapping[src.strip()] = dst.strip()
+    return mapping

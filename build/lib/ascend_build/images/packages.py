@@ -1,0 +1,340 @@
+"""CANN packages: find them in a package directory or the cache, else download them
+from the matrix URL; check sha256; write pins back into matrix.yaml."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..errors import PackageError, PackageMissing
+from ..hashing import CHUNK, sha256_of
+from ..matrix import CannFile, Matrix
+from ..platforms import of_arch
+
+
+def default_cache() -> Path:
+    base = os.environ.get("ASCEND_BUILD_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ascend-build")
+    return Path(base)
+
+
+@dataclass(frozen=True)
+class Located:
+    file: CannFile
+    path: Path
+    sha256: str
+    pinned: bool
+
+
+Fetch = Callable[[str, Path], None]
+
+
+def _urllib_fetch(url: str, dest: Path) -> None:
+    with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
+        shutil.copyfileobj(response, out, CHUNK)
+
+
+class PackageStore:
+    """Looks packages up in `dirs` (user-supplied, read-only), then in `cache`
+    (downloads land there, atomically)."""
+
+    def __init__(self, dirs: Iterable[Path], cache: Path, download: bool = True, fetch: Fetch = _urllib_fetch):
+        # Absolute from the start: the installer's own --check runs in another folder, and
+        # a relative ./packages would name nothing there.
+        self.dirs = [Path(d).absolute() for d in dirs]
+        self.cache = Path(cache).absolute()
+        self.download = download
+        self.fetch = fetch
+        self._checked: set[Path] = set()
+
+    def locate(self, f: CannFile, require_pin: bool = False) -> Located:
+        """The .run installer: as a bare .run (checked against its pin), or taken out of
+        the .zip Huawei publishes (checked against Huawei's sum), or downloaded."""
+        if require_pin and not f.sha256 and not f.zip_sha256:
+            raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({'.'.join(f.key)}) and --require-pins "
+                               f"is set; put it in a folder and pin it with `invoke pin --packages DIR`")
+        for folder in self.dirs + [self.cache / "cann"]:
+            candidate = folder / f.file
+            if candidate.is_file():
+                if require_pin and not f.sha256:
+                    raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({'.'.join(f.key)}), "
+                                       f"and --require-pins is set; use Huawei's {f.zip} (its sum is in the matrix), "
+                                       f"or pin this file with `invoke pin --packages {candidate.parent}`")
+                return self._verified(f, candidate)
+        if f.zip_sha256:
+            unpacked = self._unpacked(f)
+            if unpacked:
+                return unpacked
+            for folder in self.dirs + [self.cache / "cann"]:
+                if (folder / f.zip).is_file():
+                    return self._from_zip(f, folder / f.zip)
+        if not self.download:
+            raise self._missing(f, "downloads are off (--offline)")
+        if f.zip_sha256:
+            return self._from_zip(f, self._download(f, zipped=True))
+        return self._download(f)
+
+    def _zip_dir(self, f: CannFile) -> Path:
+        # One folder per published .zip (by its sum): the .run taken out of it, and its sum.
+        assert f.zip_sha256, f"{f.file}: no published .zip sum"     # the callers read the .zip only then
+        return self.cache / "cann" / "from-zip" / f.zip_sha256[:24]
+
+    def _unpacked(self, f: CannFile) -> Located | None:
+        """The .run from an earlier verified .zip, if its bytes are still the ones taken out."""
+        folder = self._zip_dir(f)
+        run, recorded = folder / f.file, folder / (f.file + ".sha256")
+        if not (run.is_file() and recorded.is_file()):
+            return None
+        if sha256_of(run) != recorded.read_text().strip():
+            return None                 # changed since: take it out of the .zip again
+        return self._verified(f, run, from_zip=True)
+
+    def _from_zip(self, f: CannFile, zipped: Path) -> Located:
+        """Check the .zip against Huawei's published sum, then take the .run out of it
+        (on the host, beside the cache: the build bind-mounts the .run as before, so no
+        byte of either lands in a layer, and the payload checks read it first)."""
+        actual = sha256_of(zipped)
+        if actual != f.zip_sha256:
+            raise PackageError(f"{zipped}: sha256 mismatch for {f.zip}\n  expected {f.zip_sha256} (Huawei's published "
+                               f"sum, matrix.yaml {'.'.join(f.key)}.zip_sha256)\n  actual   {actual}\n"
+                               f"The file is corrupt or not the release the matrix names; fetch it again from {f.zip_url}")
+        try:
+            with zipfile.ZipFile(zipped) as archive:
+                members = [m for m in archive.namelist() if m.endswith(".run")]
+                member = next((m for m in members if Path(m).name == f.file), None)
+                if member is None:
+                    raise PackageError(f"{zipped} holds no {f.file} (it holds: {', '.join(archive.namelist()) or 'nothing'})")
+                folder = self._zip_dir(f)
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp_name = tempfile.mkstemp(prefix=f".{f.file}.", suffix=".part", dir=folder)
+                with os.fdopen(fd, "wb") as out, archive.open(member) as src:
+                    shutil.copyfileobj(src, out, CHUNK)
+        except zipfile.BadZipFile as exc:
+            raise PackageError(f"{zipped}: not a readable zip ({exc})") from None
+        tmp = Path(tmp_name)
+        try:
+            tmp.chmod(0o755)
+            digest = sha256_of(tmp)
+            os.replace(tmp, folder / f.file)
+            (folder / (f.file + ".sha256")).write_text(digest + "\n")
+        finally:
+            tmp.unlink(missing_ok=True)
+        print(f"{f.zip}: sha256 matches Huawei's published sum; took {f.file} out of it")
+        return self._verified(f, folder / f.file, from_zip=True)
+
+    def _verified(self, f: CannFile, path: Path, from_zip: bool = False) -> Located:
+        if path.stat().st_size == 0:
+            raise PackageError(f"{path} is empty: a truncated download? Delete it and fetch {f.url} again")
+        actual = sha256_of(path)
+        if f.sha256 and actual != f.sha256:
+            raise PackageError(f"{path}: sha256 mismatch for {f.file}\n  expected {f.sha256} (matrix.yaml "
+                               f"{'.'.join(f.key)})\n  actual   {actual}\nThe file is corrupt or not the "
+                               f"release the matrix pins; replace it, or re-pin deliberately with `invoke pin`.")
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"#!":
+                raise PackageError(f"{path} does not start with a shell header: not a CANN .run installer")
+        if not f.sha256 and not from_zip:
+            self._self_check(f, path)
+        check_contents(f, path)
+        return Located(f, path, actual, bool(f.sha256) or from_zip)
+
+    def _self_check(self, f: CannFile, path: Path) -> None:
+        """No pin to compare with: let the installer verify its own payload (`--check`,
+        arch-independent), so a truncated or corrupt file is refused before any build."""
+        if path in self._checked:
+            return
+        try:
+            out = subprocess.run(["bash", str(path), "--check"], capture_output=True, text=True, timeout=1800,
+                                 cwd=tempfile.gettempdir())
+        except subprocess.TimeoutExpired:
+            raise PackageError(f"{path}: `--check` did not finish in 30 minutes") from None
+        if out.returncode != 0:
+            tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+            raise PackageError(f"{path} fails its own integrity check (`--check`): truncated or corrupt?\n  "
+                               + "\n  ".join(tail) + f"\nFetch it again from {f.url}.")
+        self._checked.add(path)
+
+    def _download(self, f: CannFile, zipped: bool = False):
+        """The .run from its URL (a Located), or with `zipped` the published .zip (its path)."""
+        name, url, expected = (f.zip, f.zip_url, f.zip_sha256) if zipped else (f.file, f.url, f.sha256)
+        target = self.cache / "cann" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Download next to the target and rename: a concurrent or killed download
+        # never leaves a partial file under the real name.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=target.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            try:
+                self.fetch(url, tmp)
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                raise self._missing(f, f"download from {url} failed: {getattr(exc, 'reason', exc)}") from None
+            actual = sha256_of(tmp)
+            if expected and actual != expected:
+                raise PackageError(f"downloaded {url}: sha256 mismatch\n  expected {expected}\n  actual   {actual}\n"
+                                   f"Nothing was kept. A proxy may have altered it, or the release was re-published.")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return target if zipped else Located(f, target, actual, bool(f.sha256))
+
+    def _near_misses(self, f: CannFile) -> list[str]:
+        """Files of the same kind and release that are there: the wrong chip or arch."""
+        version = f.key[1]
+        stem = "Ascend-cann-toolkit_" if f.kind == "toolkit" else "Ascend-cann-kernels-"
+        found = []
+        for folder in self.dirs + [self.cache / "cann"]:
+            if folder.is_dir():
+                found += [p.name for p in folder.glob(f"{stem}*{version}*.run") if p.name != f.file]
+        return sorted(set(found))
+
+    def _missing(self, f: CannFile, why: str) -> PackageMissing:
+        places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
+        near = self._near_misses(f)
+        hint = "".join(f"\n  present but not this one (another chip or arch?): {n}" for n in near)
+        if f.zip_sha256:        # what Huawei publishes, with the sum the matrix holds
+            get = (f"Get {f.zip} from {f.zip_url} (Huawei publishes the .zip; matrix.yaml holds its sha256, so "
+                   f"it is checked as it is) and put it in one of those folders (or pass --packages DIR). A bare "
+                   f"{f.file} works too; pin it with `invoke pin --packages DIR`.")
+        else:
+            get = (f"Get {f.file} from {f.url} (or the Ascend download site), put it in one of those folders "
+                   f"(or pass --packages DIR), then pin it: `invoke pin --packages DIR`.")
+        return PackageMissing(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
+
+
+# ELF e_machine values of the two arches CANN ships for.
+_ELF_MACHINES = {183: "aarch64", 62: "x86_64"}
+_KERNEL_DIR = re.compile(r"/kernel/ascend([0-9a-z]+)/")
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What a .run file's payload says about itself, read without installing it."""
+    readable: bool
+    arches: frozenset[str]      # of the host binaries (ELF files) in it
+    chips: frozenset[str]       # from kernel folders (.../kernel/ascend<chip>/...)
+
+
+def read_contents(path: Path, enough_elves: int = 16) -> Contents:
+    """Stream the gzip tar payload that follows the makeself header and read the ELF
+    headers of the first binaries and the kernel folder names. A file of the right name
+    may still carry the other arch (a mislabelled mirror, a renamed download): this
+    catches it before a build, where the installer would fail minutes in."""
+    with open(path, "rb") as fh:
+        head = fh.read(8 << 20)
+        start = head.find(b"\x1f\x8b\x08")      # the header is text: the first gzip magic starts the payload
+        if start < 0:
+            return Contents(False, frozenset(), frozenset())
+        fh.seek(start)
+        arches, chips, elves = set(), set(), 0
+        try:
+            with tarfile.open(fileobj=fh, mode="r|gz") as tar:
+                for member in tar:
+                    found = _KERNEL_DIR.search("/" + member.name + "/")
+                    if found:
+                        chips.add(found.group(1))
+                    if elves < enough_elves and member.isfile() and member.size >= 20:
+                        data = tar.extractfile(member)
+                        magic = data.read(20) if data else b""
+                        if magic[:4] == b"\x7fELF":
+                            elves += 1
+                            machine = (int.from_bytes(magic[18:20], "little") if magic[5] == 1
+                                       else int.from_bytes(magic[18:20], "big"))
+                            arches.add(_ELF_MACHINES.get(machine, "other"))
+        except (tarfile.TarError, zlib.error, EOFError, OSError):
+            return Contents(False, frozenset(arches), frozenset(chips))
+    return Contents(True, frozenset(arches), frozenset(chips))
+
+
+def check_contents(f: CannFile, path: Path) -> Contents:
+    """Refuse a package whose payload is for another arch or chip than its name says."""
+    facts = read_contents(path)
+    if not facts.readable:
+        print(f"note: {path.name}: payload is not a gzip tar after the header; its arch and chip were not "
+              f"read from its contents (the installer checks them when it runs)", file=sys.stderr)
+    # Kernels files up to 8.0.RC2 name no arch: one file serves both, so only named arches are held to.
+    wrong_arch = facts.arches - {f.arch} if f.arch in f.file else set()
+    if wrong_arch:
+        raise PackageError(f"{path}: named for {f.arch} but its binaries are for {', '.join(sorted(wrong_arch))} "
+                           f"(ELF headers in the payload). It would fail to install in a linux/"
+                           f"{of_arch(f.arch).suffix} image; get the {f.arch} file from "
+                           f"{f.url}")
+    if f.chip and facts.chips and f.chip not in facts.chips:
+        raise PackageError(f"{path}: named for chip {f.chip} but it carries kernels for "
+                           f"{', '.join(sorted(facts.chips))} (kernel/ascend<chip>/ in the payload); "
+                           f"get the {f.chip} kernels from {f.url}")
+    return facts
+
+
+def warn_unpinned(names: list[str], out=sys.stderr) -> None:
+    for name in names:
+        print(f"WARNING: {name} is not pinned by sha256 in matrix.yaml: its bytes are not verified. "
+              f"Run `invoke pin` (or build with --require-pins to refuse this).", file=out)
+
+
+# ---------------------------------------------------------------------------- pinning
+
+def known_files(matrix: Matrix) -> dict[str, list[CannFile]]:
+    by_name: dict[str, list[CannFile]] = {}
+    for rel in matrix.cann.values():
+        for f in (list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]
+                  + list(rel.nnal.values())):
+            by_name.setdefault(f.file, []).append(f)
+    return by_name
+
+
+def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool = True,
+                  store: PackageStore | None = None) -> list[Path]:
+    """Every file of one CANN release, from the package dirs, the cache or its URL.
+    Pinned files are verified on the way; unpinned ones are taken as found (trust on
+    first use, which is what pinning records)."""
+    if version not in matrix.cann:
+        raise PackageError(f"unknown CANN release {version!r}; matrix.yaml has: {', '.join(matrix.cann)}")
+    rel = matrix.cann[version]
+    store = store or PackageStore(dirs, default_cache(), download=download)
+    wanted = {f.file: f for f in list(rel.toolkit.values()) + [f for per in rel.kernels.values() for f in per.values()]}
+    return [store.locate(f).path for f in wanted.values()]
+
+
+def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
+    """Hash local files and write their sha256 into matrix.yaml in place, keeping the
+    rest of the file (comments, order) byte for byte. Returns (file name, sha256)."""
+    by_name = known_files(matrix)
+    lines = matrix.path.read_text().splitlines(keepends=True)
+    done = []
+    for path in files:
+        if path.name not in by_name:
+            raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
+                               f"{next(iter(by_name))}")
+        check_contents(by_name[path.name][0], path)     # pin only what its name says it is
+        digest = sha256_of(path)
+        for f in by_name[path.name]:
+            line_no = matrix.source.line(f.key + ("file",))
+            if line_no is None:
+                raise PackageError(f"cannot find {'.'.join(f.key)} in {matrix.path}")
+            lines[line_no - 1] = _set_sha(lines[line_no - 1], f.file, digest)
+        done.append((path.name, digest))
+    tmp = matrix.path.with_suffix(".yaml.tmp")
+    tmp.write_text("".join(lines))
+    tmp.replace(matrix.path)
+    return done
+
+
+def _set_sha(line: str, file: str, digest: str) -> str:
+    # Entries are written inline: {file: NAME, sha256: null|HEX}
+    new, count = re.subn(r"(?<![\w])(sha256:\s*)(null|~|[0-9a-f]{64})", rf"\g<1>{digest}", line)
+    if count != 1 or file not in line:
+        raise PackageError(f"expected an inline entry '{{file: {file}, sha256: ...}}' on this line of the "
+                           f"matrix: {line.strip()!r}")
+    return new

@@ -1,0 +1,314 @@
+"""Rendering: matrix.yaml + templates/ -> images/. Pure: no network, same bytes every
+time, so `render --check` can fail CI when images/ is stale."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
+from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
+
+ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs/ are written there
+# The templates are package data (ascend_build/templates: in a checkout, a link to templates/).
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+# Every RUN that downloads mounts the site's network secrets (network.py) and takes them
+# up here; a secret the build was not given is simply absent. Never ARG or ENV: those
+# are kept in the image history and config.
+NET_MOUNTS = "--mount=type=secret,id=ca-bundle --mount=type=secret,id=pip-conf --mount=type=secret,id=proxy-env"
+NET_SETUP = ("if [ -s /run/secrets/proxy-env ]; then . /run/secrets/proxy-env; fi; \\\n"
+             "    if [ -s /run/secrets/ca-bundle ]; then \\\n"
+             "        export PIP_CERT=/run/secrets/ca-bundle CURL_CA_BUNDLE=/run/secrets/ca-bundle; fi; \\\n"
+             "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi;")
+
+
+def net_run(body: str, mounts: str = "") -> str:
+    """A RUN instruction that may download: the network secrets mounted and set up first."""
+    return f"RUN {NET_MOUNTS}{' ' + mounts if mounts else ''} \\\n    {NET_SETUP} \\\n    {body}"
+
+
+def cache_mount(name: str, target: str) -> str:
+    """A download cache kept by the engine between builds, locked while a step uses it."""
+    return f"--mount=type=cache,id=ascend-build-{name},target={target},sharing=locked"
+
+
+# The wheels every image's pip steps downloaded: one folder for every image, arch and
+# Python (wheel file names say which they are for; every wheel taken from it is checked
+# against the lock's sha256 all the same).
+WHEEL_CACHE = cache_mount("wheels", "/var/cache/ascend-build/wheels")
+# The check of the wheels' binaries against the image's machine (wheel_arch.py), which
+# `invoke build` stages beside the requirement files.
+ARCH_CHECK = "--mount=type=bind,source=wheel_arch.py,target=/tmp/wheel_arch.py"
+
+
+# Package-manager commands per OS family: the only place apt and dnf differ. Downloads go
+# to a cache mount (one per OS release, shared by every image and arch built on it), so a
+# rebuild downloads no package twice; the mount is never part of a layer. Each step
+# leaves no package lists behind (apt's *.bin caches are 70+ MiB that the next apt step
+# would rewrite: dead bytes in the layer below). The official Debian and Ubuntu images
+# delete every download after install (docker-clean): that is turned off for the mount.
+_OS_PACKAGES = {
+    "apt": "rm -f /etc/apt/apt.conf.d/docker-clean \\\n"
+           " && apt-get update \\\n"
+           " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+           "      -o APT::Keep-Downloaded-Packages=true \\\n"
+           "      {packages} \\\n"
+           " && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
+    "dnf": "dnf install -y --setopt=keepcache=1 \\\n"
+           "      {packages}",
+}
+_PACKAGE_CACHE = {"apt": "/var/cache/apt/archives", "dnf": "/var/cache/dnf"}
+_PACKAGES = {
+    "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
+           "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
+    "dnf": "bash ca-certificates curl xz tar gzip gcc gcc-c++ make cmake unzip pciutils net-tools which "
+           "procps-ng zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel readline-devel",
+}
+_PYTHON_PACKAGES = {"apt": "python3 python3-dev python3-venv python3-pip",
+                    "dnf": "python3 python3-devel python3-pip"}
+
+
+def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
+    lines, line = [], ""
+    for word in words.split():
+        if line and len(indent) + len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return f" \\\n{indent}".join(lines)
+
+
+def _package_cache(os: OSBase, native: bool) -> str:
+    # The build machine's stages get a cache of their own: they run beside the image's
+    # stages, and one locked cache would make them wait for each other.
+    return cache_mount(f"{os.family}-{os.name}" + ("-build-machine" if native else ""), _PACKAGE_CACHE[os.family])
+
+
+def _packages_run(os: OSBase, words: str, native: bool) -> str:
+    run = net_run(_OS_PACKAGES[os.family].format(packages=_wrap(words)), _package_cache(os, native))
+    # dnf's cache is the mount: `dnf clean all` would only empty it for the next build.
+    return ("# hadolint ignore=DL3040\n" if os.family == "dnf" else "") + run
+
+
+def os_packages(os: OSBase, native: bool = False) -> str:
+    return _packages_run(os, _PACKAGES[os.family], native)
+
+
+def python_distro(os: OSBase, native: bool = False) -> str:
+    """The distro's python3 (refused when it is not the version the matrix says). In the
+    image, in the same step as the OS packages: one package-list update and one dpkg run
+    less under qemu. On the build machine only Python itself is needed."""
+    words = _PYTHON_PACKAGES[os.family] if native else f"{_PACKAGES[os.family]} {_PYTHON_PACKAGES[os.family]}"
+    install = _packages_run(os, words, native)
+    return (f"{install} \\\n"
+            f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\"")
+
+
+# Builder toolchains per family. manylinux images carry devtoolset/gcc-toolset on PATH
+# already; where the stack needs another toolset than the image's, the flavor names the
+# toolset root and that gcc-toolset is installed and put first on PATH. git, patch and
+# ccache come from the distro (ccache from EPEL on manylinux), cmake from PyPI there
+# (manylinux2014 ships no cmake >= 3.18 of its own).
+_TOOLCHAIN = {
+    "apt": ("apt-get update \\\n"
+            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+            "      {packages} \\\n"
+            " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"),
+    "manylinux": ("set -eu; \\\n"
+                  "    yum install -y git patch epel-release && yum install -y ccache{packages} && yum clean all; \\\n"
+                  "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"
+                  "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
+                  "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
+}
+# What torch_npu's and apex's builds import besides torch. Ascend apex needs
+# setuptools <= 65.7; the 61+ floor replaces the old one a distro venv starts with, and
+# wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools. Python
+# 3.12 removed what setuptools < 66 imports (pkgutil.ImpImporter): there, a current one.
+BUILD_REQUIREMENTS = ["pyyaml", "wheel<0.44", "setuptools>=61,<=65.7; python_version < '3.12'",
+                      "setuptools>=66; python_version >= '3.12'"]
+
+
+def build_requirements(stack: Stack) -> list[str]:
+    """numpy as the stack pins it: <2 up to 2.5.1; none for the new lines, whose Pythons
+    (3.13) have no numpy 1.x wheel at all."""
+    return BUILD_REQUIREMENTS + ["numpy" + stack.pins.get("numpy", "")]
+
+
+def runtime_os_of(matrix: Matrix, b: Builder, pythons: list[str]) -> OSBase | None:
+    """The matrix OS whose runtime images start FROM the same image as this builder, with
+    the builder's Python as its own python3 (Debian 11 and 13 today), or None."""
+    if b.family != "apt":
+        return None
+    return next((o for o in matrix.os.values() if o.image == b.image and o.family == "apt" and pythons == [o.python]),
+                None)
+
+
+def builder_toolchain(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBase | None = None) -> str:
+    if b.family == "apt":
+        words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
+                 + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
+        if runtime_os is None:
+            return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
+        # The runtime images' first step on this OS, to the byte, then what only a builder
+        # needs: both images share that layer, so whichever is built second takes it from
+        # the cache instead of installing the compilers and Python again (under qemu, the
+        # longest step of either). apt skips what the first step installed already.
+        shared = f"{_PACKAGES['apt']} {_PYTHON_PACKAGES['apt']}".split()
+        extra = " ".join(w for w in words.split() if w not in shared)
+        return (f"# The first step of the {runtime_os.name} runtime images, to the byte (one layer for both)\n"
+                f"{python_distro(runtime_os)}\n"
+                f"# hadolint ignore=DL3059\n{_packages_run(runtime_os, extra, False)}")
+    toolset = Path(b.toolset_root(gcc)).name if b.toolset else ""
+    return net_run(_TOOLCHAIN["manylinux"].format(packages=f" {toolset}-gcc {toolset}-gcc-c++" if toolset else ""))
+
+
+def native_pythons(b: Builder, pythons: list[str]) -> str:
+    """The build machine's stage of a builder needs only the Pythons (and their venv):
+    Debian's packages; a manylinux image has them under /opt/python already."""
+    if b.family != "apt":
+        return "# the manylinux image carries every CPython under /opt/python"
+    return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons))))
+
+
+def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
+    pythons = [p for p in b.pythons if p in stack.pythons()]
+    versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
+    ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"
+    # ccache's directory first: its gcc finds the real one further on PATH (the toolset's).
+    path = ccache_dir + (f":{b.toolset_root(stack.gcc)}/root/usr/bin" if b.toolset else "")
+    text = _env().get_template(BUILDER.template).render(
+        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
+        default_base=b.image.replace("{arch}", "aarch64"),
+        toolchain=builder_toolchain(b, stack.gcc, pythons, runtime_os_of(matrix, b, pythons)),
+        native_pythons=native_pythons(b, pythons),
+        cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
+        path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
+        build_requirements=" ".join(_quoted(build_requirements(stack))), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)
+    return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    path: Path          # relative to the repo root
+    text: str
+
+
+@functools.lru_cache(maxsize=None)
+def _env() -> jinja2.Environment:
+    # One environment: it parses each template once (rendering every Dockerfile of the
+    # matrix is then a fraction of a second).
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
+    cann = matrix.cann[stack.cann]
+    nnal = matrix.nnal(stack, cann, "aarch64") or matrix.nnal(stack, cann, "x86_64")
+    default = stack.python_for(os)
+    source = matrix.pythons.get(default)
+    text = _env().get_template(RUNTIME.template).render(
+        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann, torch=stack.framework == "torch",
+        default_python_from="distro" if os.python == default else "source",
+        source_python={"version": source.version if source else "",
+                       "sha256": (source.sha256 or "") if source else "",
+                       "urls": " ".join(source.urls) if source else ""},
+        os_packages=os_packages(os), python_distro=python_distro(os), wheel_cache=WHEEL_CACHE,
+        arch_check=ARCH_CHECK,
+        native_os_packages=os_packages(os, True), native_python_distro=python_distro(os, True),
+        toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
+        kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
+        toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),
+        kernels_word="operator package" if cann.era.ops else "kernels",
+        era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
+        default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
+        chip_family="NPU", net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
+        nnal=nnal is not None, nnal_file=cann.era.nnal_file.format(v=cann.version, arch="${ASCEND_ARCH}"),
+        nnal_abi=int(stack.cxx11_abi.get("aarch64", True)),
+    )
+    return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
+
+
+def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
+    """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
+    build argument and a staged file."""
+    text = _env().get_template(LAYER.template).render(net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
+                                                      wheel_cache=WHEEL_CACHE, arch_check=ARCH_CHECK)
+    return Rendered(Path("images/layer/Dockerfile"), text)
+
+
+FINISH_TAR = "ascend-build-files.tar"
+
+
+def finish_dockerfile() -> Rendered:
+    """The second, tiny build that adds the project's own files to a built image."""
+    return Rendered(Path("images/finish/Dockerfile"), _env().get_template("finish.Dockerfile.j2").render(
+        tar_name=FINISH_TAR))
+
+
+def _quoted(requirements) -> list[str]:
+    return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
+
+
+def _all_runtime(matrix: Matrix) -> list[Rendered]:
+    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
+            if matrix.allows(stack, os)]
+
+
+def _all_builders(matrix: Matrix) -> list[Rendered]:
+    return [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
+            for b in matrix.builders.values() if b.offers(stack.gcc) and any(p in stack.pythons() for p in b.pythons)]
+
+
+# Every Dockerfile of a kind (kinds.py), for `invoke render`.
+_EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders, LAYER.name: lambda m: [layer_dockerfile(m)]}
+
+
+def render_all(matrix: Matrix) -> list[Rendered]:
+    return [r for kind in (RUNTIME, BUILDER, LAYER) for r in _EVERY[kind.name](matrix)] + [finish_dockerfile()]
+
+
+@dataclass(frozen=True)
+class RenderReport:
+    written: list[Path]
+    stale: list[Path]       # differ from what rendering gives
+    extra: list[Path]       # in images/ but rendered from nothing
+
+
+def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
+    """Write (or with `check`, compare) every generated file: the Dockerfiles and the
+    support page."""
+    from .support import PAGE, support_page
+    outputs = render_all(matrix) + [Rendered(PAGE, support_page(matrix))]
+    wanted = {r.path for r in outputs}
+    stale, written = [], []
+    for r in outputs:
+        target = root / r.path
+        current = target.read_text() if target.exists() else None
+        if current == r.text:
+            continue
+        stale.append(r.path)
+        if not check:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(r.text)
+            tmp.replace(target)
+            written.append(r.path)
+    images = root / "images"
+    extra = sorted(p.relative_to(root) for p in images.rglob("Dockerfile") if p.relative_to(root) not in wanted) \
+        if images.exists() else []
+    if not check:
+        for p in extra:
+            (root / p).unlink()
+            _prune_empty((root / p).parent, images)
+    return RenderReport(written, stale, extra)
+
+
+def _prune_empty(folder: Path, stop: Path) -> None:
+    while folder != stop and folder.exists() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

@@ -1,0 +1,211 @@
+"""The steps every image kind goes through, whatever it is: the committed Dockerfile
+checked against the matrix, an untagged candidate built, its kind's test suite run on
+it, and the tags set only after the tests passed. Runtime builds (build.py) and builder
+and wheel builds (sources.py) both stand on this module; it knows neither."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .. import engine as eng
+from ..engine import interrupts
+from ..engine.network import Network, secret_files, tls_hint
+from ..errors import BuildFailed, EngineError, TestsFailed, UserError
+from .kinds import KINDS, RUNTIME, Tags, label, suites
+from .render import ROOT, Rendered
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build left: the image tested and tagged (None: a dry run), its tags, log and
+    content tag."""
+    cell: Any
+    image_id: str | None
+    tags: Tags
+    log: Path | None
+    content_tag: str
+
+
+def current_dockerfile(rendered: Rendered) -> Path:
+    """The committed Dockerfile, refused when it is not what the matrix renders to."""
+    path = ROOT / rendered.path
+    if not path.exists() or path.read_text() != rendered.text:
+        raise UserError(f"{rendered.path} is missing or stale against the matrix; run `invoke render` first")
+    return path
+
+
+@contextmanager
+def secrets(net: Network, fresh: bool = False) -> Iterator[dict[str, Path]]:
+    """The site's secret files for one build, removed after it (also on a second Ctrl-C);
+    `fresh` (--no-cache): download every wheel again (network.secret_files)."""
+    folder = Path(tempfile.mkdtemp(prefix="ascend-build-secrets-"))
+    try:
+        yield secret_files(net, folder, fresh)
+    finally:
+        with interrupts.deferred():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None:
+    """Where layer cache lives: with buildx a separate cache tag; with a classic client
+    the pushed image itself (inline cache), so the same tag `invoke push` writes."""
+    if not registry:
+        return None
+    return f"{registry}:{name}" if engine.mode == "classic-buildkit" else f"{registry}:buildcache-{name}"
+
+
+def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: Tags, kind) -> None:
+    cmd, env = engine.build_command(req)
+    print(eng.show(cmd, env))
+    print(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
+    for tag in tags:
+        print(eng.show(engine.command("tag", "<built id>", tag)))
+
+
+def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
+               make: Callable[[str, str], None] | None = None) -> None:
+    """The base image is here, or the engine can pull it (or `make` makes it), before
+    anything is built: an air-gapped site otherwise learns it from a DNS error deep in
+    the build. `advice` says what to do when none of that works."""
+    if subprocess.run(engine.command("image", "inspect", base), capture_output=True).returncode == 0:
+        return
+    if make is not None:
+        make(base, platform)
+        return
+    print(f"base image {base} is not here; pulling it", flush=True)
+    out = subprocess.run(engine.command("pull", "--platform", platform, base), capture_output=True, text=True)
+    if out.returncode != 0:
+        said = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no answer"]
+        raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n{advice}")
+
+
+def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: Tags, log: Path,
+                   test: Callable[[str], int], finish: Callable[[str], str] | None = None,
+                   keep_failed: bool = False) -> str:
+    """Build an untagged candidate, test it, and tag it only when the tests pass.
+    `finish` turns the candidate into the image that is tested and tagged (a runtime image
+    gets its manifest and SBOM there). What this leaves behind is only the tagged image:
+    a failed one is removed (`keep_failed` keeps it to debug), and an image the tags moved
+    away from is removed once nothing names it."""
+    assert req.iidfile is not None
+    req.iidfile.unlink(missing_ok=True)
+    cmd, env = engine.build_command(req)
+    print(f"building {what}; log: {log}", flush=True)
+    code = eng.run(cmd, env, log)
+    if code != 0:
+        tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
+        raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}.{tls_hint(tail)}")
+    candidate = req.iidfile.read_text().strip()
+    try:
+        image = finish(candidate) if finish else candidate
+    except BaseException:
+        with interrupts.deferred():
+            remove_untagged(engine, [candidate])
+        raise
+    # The candidate before `finish` is nobody's: the finished image carries its layers.
+    leftovers = [candidate] if image != candidate else []
+    if test(image) != 0:
+        if keep_failed:
+            raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged. It is kept (--keep-failed):"
+                              f" rerun them with `invoke test --image {image}`, remove it with "
+                              f"`{engine.client} rmi {image}`")
+        with interrupts.deferred():
+            remove_untagged(engine, [image] + leftovers)
+        raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged and the image was removed "
+                          f"(build again with --keep-failed to keep it for debugging)")
+    interrupts.check()                  # one that came between the steps
+    tag_all(engine, image, tags)
+    with interrupts.deferred():
+        remove_untagged(engine, leftovers)
+    print(f"tested and tagged {image}:\n  " + "\n  ".join(tags))
+    return image
+
+
+def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
+          test: Callable[[str], int]) -> str | None:
+    """The image tagged with this content tag (tags.content), if it is here: it passed its tests
+    when it was tagged, from exactly these inputs. Every tag of the image is set on it
+    again; with `retest` its suite runs first, and a failure takes its tags away."""
+    found = image_id(engine, tags.content)
+    if found is None or label_of(engine, found, "content-tag") != content:
+        return None
+    if retest:
+        print(f"{tags.content} is here; --retest: running its suite again", flush=True)
+        if test(found) != 0:
+            with interrupts.deferred():
+                for tag in tags:
+                    subprocess.run(engine.command("rmi", tag), capture_output=True)
+            raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
+    tag_all(engine, found, tags)
+    print(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
+          f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags), flush=True)
+    return found
+
+
+def label_of(engine: eng.Engine, image: str, key: str) -> str:
+    out = subprocess.run(engine.command("image", "inspect", "--format",
+                                        '{{index .Config.Labels "' + label(key) + '"}}', image),
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def image_id(engine: eng.Engine, ref: str) -> str | None:
+    out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True,
+                         text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
+    """All tags or none (an interrupt waits for the last); the images they named before
+    are removed when no tag names them any more (a rebuild leaves nothing dangling)."""
+    with interrupts.deferred():
+        before = {i for i in (image_id(engine, t) for t in tags) if i}
+        for tag in tags:
+            if _quiet(engine.command("tag", image, tag)) != 0:
+                raise EngineError(f"could not tag {image} as {tag}")
+        interrupts.record(f"tagged {tags.readable}")
+        remove_untagged(engine, sorted(before - {image_id(engine, image)}))
+
+
+def remove_untagged(engine: eng.Engine, images: list[str]) -> None:
+    """Remove these images where no tag names them (an image something still uses stays)."""
+    for image in images:
+        out = subprocess.run(engine.command("image", "inspect", "--format", "{{len .RepoTags}}", image),
+                             capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip() == "0":
+            subprocess.run(engine.command("rmi", image), capture_output=True, start_new_session=True)
+
+
+def kind_of(engine: eng.Engine, image: str) -> str:
+    """An image's kind, from its label (images built before the label: runtime)."""
+    kind = label_of(engine, image, "kind")
+    return kind if kind in KINDS else RUNTIME.name
+
+
+def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
+                    suite: str | None = None) -> int:
+    """The test suites of the image's kind (those it inherits first)."""
+    chosen = [suite] if suite else suites(KINDS[kind_of(engine, image)])
+    cmd = [sys.executable, "-m", "pytest", *[str(ROOT / "tests" / s) for s in chosen], "-p", "no:cacheprovider",
+           "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
+           "--engine", engine.kind, "-v",
+           *(extra or [])]
+    print("$ " + eng.show(cmd), flush=True)
+    # A suite of its own, even when a test suite's worker asks for it (xdist's and the
+    # suite's own variables would make it think it is one of that run's workers).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}
+    # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
+    return eng.run(cmd, cwd=ROOT, env=env, inherit=False)
+
+
+def _quiet(cmd: list[str]) -> int:
+    """A short engine command that is not interrupted half-way by Ctrl-C (its own
+    process group): the caller decides when to stop."""
+    return subprocess.run(cmd, start_new_session=True).returncode

@@ -1,0 +1,139 @@
+"""`invoke build ... --requirements FILE`: a team's own packages as a layer on top of a
+tested runtime image. The layer is locked against the runtime (locking/layerlock.py)
+before any docker command; it is built FROM the runtime's content tag, tested with the
+runtime suite again plus its own (tests/layer_image: each requirement imports, its
+packages are the lock's), and only then tagged `<runtime name>-<layer>-<arch>` and with
+a content tag."""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import engine as eng
+from ..engine import interrupts
+from ..errors import UserError
+from ..locking import layerlock
+from ..locking import lock as locks
+from ..matrix import Cell, Matrix
+from . import finish, steps
+from .kinds import LAYER, content_tag, readable_tag
+from .options import Inputs, Site
+from .render import layer_dockerfile
+from .steps import Built
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+
+
+@dataclass(frozen=True)
+class LayerRequest:
+    requirements: Path
+    name: str
+    wheelhouse: Path | None = None      # the team's own wheels (not the runtime's --wheelhouse)
+
+    @classmethod
+    def of(cls, requirements: str | Path, name: str | None = None, wheelhouse: str | Path | None = None
+           ) -> LayerRequest:
+        path = Path(requirements)
+        if wheelhouse and not Path(wheelhouse).is_dir():
+            raise UserError(f"--layer-wheelhouse {wheelhouse}: no such folder")
+        name = name or path.stem
+        if not _NAME.match(name):
+            raise UserError(f"user layer name {name!r}: use lowercase letters, digits, '.', '_' or '-' (it becomes "
+                            "part of the image tag); pass --layer-name NAME")
+        return cls(path, name, Path(wheelhouse) if wheelhouse else None)
+
+    @classmethod
+    def from_options(cls, requirements: str | None, name: str | None = None, wheelhouse: str | None = None
+                     ) -> list[LayerRequest]:
+        """`invoke build --requirements FILE [--layer-name] [--layer-wheelhouse]`: the one
+        layer asked for, or none; the layer options without a file are refused."""
+        if not requirements:
+            if name or wheelhouse:
+                raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements "
+                                "FILE")
+            return []
+        return [cls.of(requirements, name, wheelhouse)]
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRequest
+            ) -> tuple[layerlock.LayerLock, list[layerlock.Line]]:
+    """Parse, check and lock the layer: every refusal happens here, before the runtime or
+    the layer is built."""
+    lines = layerlock.parse(req.requirements)
+    hold = layerlock.held(cell, locks.for_cell(matrix, cell, matrix.path.parent))
+    # --offline is about CANN packages; the layer resolves against the site's pip index,
+    # as the runtime's pip steps install from it (a current lock needs no network at all).
+    lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)
+    for line in said:
+        print(line)
+    return lock, lines
+
+
+def _lock(req, lines, cell, hold, net, wheelhouse, dry):
+    from ..locking.layer_resolve import lock_layer
+    if dry:
+        # A dry run resolves nothing and writes nothing: it says what the real run does.
+        path = layerlock.path_for(req.requirements, cell)
+        conflicts = layerlock.direct_conflicts(lines, hold, req.requirements)
+        if conflicts:
+            raise layerlock.LayerConflict("\n".join(conflicts))
+        old = layerlock.read(path)
+        return (old or layerlock.LayerLock(path, "")), [f"# the real run checks or makes {path}"]
+    return lock_layer(req.name, req.requirements, lines, cell, hold, net, wheelhouse)
+
+
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: LayerRequest,
+          lock: layerlock.LayerLock, engine_kind: str = "docker", client: str | None = None,
+          run_tests=None) -> Built:
+    rendered = layer_dockerfile(matrix)
+    dockerfile = steps.current_dockerfile(rendered)
+    engine = eng.for_task(engine_kind, client, site.dry)
+    cell = matrix.aliased(cell)
+    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
+    build_args = {"RUNTIME_IMAGE": base}
+    content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
+    tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
+    labels = LAYER.labels(cell, content, base, req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}")
+    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine_kind)
+    ctx = work / "context"
+    what = f"user layer {req.name} on {cell.name} ({cell.platform})"
+    test = run_tests or steps.run_image_tests
+    if not site.dry and not site.no_cache:
+        reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
+        if reused:
+            return Built(cell, reused, tags, None, content)
+    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
+        breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
+                                build_args=build_args, secrets=secrets, labels=labels,
+                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.network)
+        if site.dry:
+            print(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
+            steps.show_dry(engine, breq, tags, LAYER)
+            return Built(cell, None, tags, None, content)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            _stage(ctx, lock, req.wheelhouse)
+            image_id = steps.build_test_tag(
+                engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
+                lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags.readable, work).image,
+                keep_failed=site.keep_failed)
+        finally:
+            with interrupts.deferred():
+                shutil.rmtree(ctx, ignore_errors=True)
+    return Built(cell, image_id, tags, work / "build.log", content)
+
+
+def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> None:
+    """lock/layer.txt, and the layer wheelhouse's wheels the lock names (a team's own)."""
+    if ctx.exists():
+        shutil.rmtree(ctx)
+    (ctx / "lock").mkdir(parents=True)
+    (ctx / "lock" / "layer.txt").write_text(lock.text)
+    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
+    (ctx / "wheels").mkdir()
+    named = set(re.findall(r"# [0-9a-f]{16} (\S+\.whl)", lock.text))
+    for wheel in sorted(wheelhouse.glob("*.whl")) if wheelhouse else []:
+        if wheel.name in named:
+            shutil.copy2(wheel, ctx / "wheels" / wheel.name)

@@ -1,0 +1,546 @@
+"""`invoke update`: Huawei's release data (ascend-deployer, several releases of it) merged
+and written into the imported part of matrix.yaml, between two marker lines. The rest of
+the file (pins, stacks, builders, images, comments) stays byte for byte. Each entry
+names its source; where the sources disagree, the matrix's `upstream.choices` decides,
+and an undecided disagreement stops the update with both values shown."""
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import Version
+
+from ...errors import UserError
+from ...platforms import ARCHES
+from . import docs, pypi
+from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
+from .docs import DocsData
+
+BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
+END = "# <<< end of the imported part <<<"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str                      # e.g. torch_npu_releases.2.1.0.post11.cann
+    values: dict[str, str | None]  # source -> value
+    taken: str | None              # the value upstream.choices picked, None: undecided
+    why: str = ""
+
+    def __str__(self) -> str:
+        seen = "; ".join(f"{src}: {val}" for src, val in self.values.items())
+        if self.taken is None:
+            return f"{self.path}: sources disagree ({seen}): undecided"
+        return f"{self.path}: sources disagree ({seen}): took {self.taken} ({self.why})"
+
+
+@dataclass
+class Merged:
+    cann: dict[str, CannData]
+    torch_npu: dict[str, TorchNpuData]
+    conflicts: list[Conflict] = field(default_factory=list)
+    read: list[DeployerData] = field(default_factory=list)
+    compatible: dict[str, list[str]] = field(default_factory=dict)    # TorchNPU series -> CANN series
+    compatible_source: str = ""
+    docs_read: list[str] = field(default_factory=list)
+    from_docs: dict[str, int] = field(default_factory=dict)           # what the docs added, counted
+    mindspore: dict[str, MindSporeData] = field(default_factory=dict)
+
+
+def _version_key(v: str) -> Version:
+    """CANN versions in release order: 8.0.RC3 < 8.0.0; a fourth field (6.3.RC3.1) is a patch."""
+    import re
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(?:RC(\d+)|(\d+))(?:\.(\d+))?", v, re.I)
+    if not m:
+        return Version("0")
+    major, minor, rc, patch, extra = m.groups()
+    base = f"{major}.{minor}.{patch or 0}" + (f"rc{rc}" if rc else "")
+    return Version(base + (f".post{extra}" if extra else ""))
+
+
+def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], ascend: DocsData | None = None) -> Merged:
+    """One view of several deployer releases, then Ascend's published tables (`ascend`):
+    the newest deployer's entry wins where they agree; where any two sources disagree,
+    `choices` must say which value to take."""
+    ordered = sorted(datasets, key=lambda d: Version(d.version), reverse=True)
+    merged = Merged({}, {}, read=ordered)
+
+    def decide(path: str, values: dict[str, str | None], default: str | None) -> str | None:
+        if len(set(values.values())) <= 1:
+            return default
+        choice = choices.get(path)
+        taken = choice.get("take") if choice else None
+        if taken is not None and taken not in values.values():
+            taken = None              # a stale choice decides nothing
+        merged.conflicts.append(Conflict(path, values, taken, choice.get("why", "") if choice else ""))
+        return taken if taken is not None else default
+
+    for version in sorted({v for d in ordered for v in d.cann}, key=_version_key):
+        entries = [(d.version, d.cann[version]) for d in ordered if version in d.cann]
+        best = entries[0][1]
+        driver = decide(f"cann.{version}.driver", {f"ascend-deployer {dv}": c.driver for dv, c in entries}, best.driver)
+        chosen = CannData(version, driver, best.source, dict(best.toolkit), {k: dict(v) for k, v in best.kernels.items()},
+                          list(best.unused))
+        for dv, other in entries[1:]:
+            for arch, pub in other.toolkit.items():
+                _file_conflict(decide, version, pub, best.toolkit.get(arch), entries[0][0], dv, chosen.toolkit, arch)
+            for chip, per in other.kernels.items():
+                for arch, pub in per.items():
+                    mine = best.kernels.get(chip, {}).get(arch)
+                    if mine is None:          # a chip only an older release lists: keep it, from there
+                        chosen.kernels.setdefault(chip, {})[arch] = pub
+                    else:
+                        _file_conflict(decide, version, pub, mine, entries[0][0], dv, chosen.kernels[chip], arch)
+        merged.cann[version] = chosen
+
+    for release in sorted({r for d in ordered for r in d.torch_npu}, key=Version):
+        published = [(d.version, d.torch_npu[release]) for d in ordered if release in d.torch_npu]
+        paired = [(dv, t) for dv, t in published if t.cann]
+        with_wheels = [(dv, t) for dv, t in published if t.wheels]
+        cann = None
+        source = None
+        if paired:
+            cann = decide(f"torch_npu_releases.{release}.cann",
+                          {f"ascend-deployer {dv}": t.cann for dv, t in paired}, paired[0][1].cann)
+            source = next(t.pairing_source for dv, t in paired if t.cann == cann)
+        wheels, wheels_source = ({}, None)
+        if with_wheels:
+            wheels, wheels_source = with_wheels[0][1].wheels, with_wheels[0][1].wheels_source
+        merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels=wheels, wheels_source=wheels_source)
+    for release in sorted({r for d in ordered for r in d.mindspore}, key=Version):
+        entries_ms = [(d.version, d.mindspore[release]) for d in ordered if release in d.mindspore]
+        paired_ms = [(dv, m) for dv, m in entries_ms if m.cann]
+        ms = MindSporeData(release, None, None)
+        if paired_ms:
+            ms.cann = decide(f"mindspore_releases.{release}.cann",
+                             {f"ascend-deployer {dv}": m.cann for dv, m in paired_ms}, paired_ms[0][1].cann)
+            ms.pairing_source = next(m.pairing_source for dv, m in paired_ms if m.cann == ms.cann)
+        with_wheels_ms = [m for _, m in entries_ms if m.wheels]
+        if with_wheels_ms:
+            ms.wheels, ms.wheels_source = with_wheels_ms[0].wheels, with_wheels_ms[0].wheels_source
+        merged.mindspore[release] = ms
+    if ascend is not None:
+        _add_docs(merged, ascend, decide)
+    return merged
+
+
+def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
+    """Ascend's tables on top of the deployer data: pairings (a release the deployer
+    pairs otherwise is a conflict), the release's tag and TorchNPU release, the grid of
+    compatible series, CANN releases the deployer data does not reach (files named by
+    their era's rule, no published sums) and the drivers each CANN release runs on."""
+    merged.docs_read = list(ascend.read)
+    merged.compatible, merged.compatible_source = dict(ascend.torch_npu.compatible), ascend.torch_npu.compatible_source
+    counts = {"pairings": 0, "new releases": 0, "new CANN": 0}
+    # Releases of the deployer's era (its oldest CANN on), and older ones the index serves
+    # (2.1.0 -> CANN 7.0.0): the history before that names nothing a stack could use.
+    oldest = min((_version_key(v) for v in merged.cann), default=Version("0"))
+    by_release: dict[str, list] = {}
+    for pairing in ascend.torch_npu.pairings:
+        if _version_key(pairing.cann) >= oldest or pairing.release in merged.torch_npu:
+            by_release.setdefault(pairing.release, []).append(pairing)
+    for release, pairings in sorted(by_release.items(), key=lambda kv: Version(kv[0])):
+        entry = merged.torch_npu.get(release)
+        if entry is None:
+            entry = merged.torch_npu[release] = TorchNpuData(release, None, None)
+            counts["new releases"] += 1
+        values = {p.source: p.cann for p in pairings}
+        if entry.cann:
+            values = {str(entry.pairing_source): entry.cann, **values}
+        first = entry.cann or pairings[0].cann
+        cann = decide(f"torch_npu_releases.{release}.cann", values, first)
+        if entry.cann != cann:
+            counts["pairings"] += 1
+        entry.cann = cann
+        entry.pairing_source = entry.pairing_source if entry.cann == first and entry.pairing_source else \
+            next(p.source for p in pairings if p.cann == cann)
+        entry.branch = entry.branch or pairings[0].branch
+        entry.torchnpu = entry.torchnpu or docs.series_of(pairings[0].branch) or ""
+    for release, (series, source) in ascend.torch_npu.series.items():
+        entry = merged.torch_npu.setdefault(release, TorchNpuData(release, None, None))
+        if entry.torchnpu and entry.torchnpu != series:
+            series = decide(f"torch_npu_releases.{release}.torchnpu",
+                            {f"its branch {entry.branch}": entry.torchnpu, source: series}, entry.torchnpu)
+        entry.torchnpu = series
+        entry.branch = source.rsplit(": ", 1)[-1]     # a release tag names exactly this build; a branch moves on
+    newest = max((c for c in merged.cann.values() if c.kernels), key=lambda c: _version_key(c.version), default=None)
+    chips = sorted(newest.kernels) if newest else []
+    newest_listed = max((_version_key(v) for v in merged.cann), default=Version("0"))
+    named = {p.cann: p.source for p in ascend.torch_npu.pairings if _version_key(p.cann) > newest_listed}
+    for notes in ascend.cann:
+        if notes.version not in merged.cann:
+            merged.cann[notes.version] = _named_release(notes.version, notes.drivers[0], notes.source, chips)
+            counts["new CANN"] += 1
+        else:
+            current = merged.cann[notes.version]
+            current.driver = decide(f"cann.{notes.version}.driver",
+                                    {str(current.source): current.driver, notes.source: notes.drivers[0]},
+                                    current.driver)
+    for version, source in named.items():
+        if version not in merged.cann:
+            merged.cann[version] = _named_release(version, None, f"named by {source}; no release notes of it read",
+                                                  chips)
+            counts["new CANN"] += 1
+    for version, rel in merged.cann.items():
+        rel.runs_on, rel.runs_on_source = docs.runs_on(ascend.cann, version)
+    merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+    merged.from_docs = counts
+
+
+OBS = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{v}/"
+
+
+def _named_release(version: str, driver: str | None, source: str, chips: list[str]) -> CannData:
+    """A CANN release the deployer data does not list: its files by its era's naming rule
+    (toolkit, an operator package per chip of the newest listed release, NNAL), at
+    Huawei's download site, with no published sums (pinned on first use)."""
+    from ..eras import era_of
+    from ..model import expected_toolkit
+    era, url = era_of(version), OBS.format(v=version)
+
+    def named(run: str) -> Published:
+        return Published("", url + run, None, run)
+    rel = CannData(version, driver, source)
+    rel.toolkit = {arch: named(expected_toolkit(version, arch)) for arch in ARCHES}
+    rel.kernels = {chip: {arch: named(era.kernels_file.format(chip=chip, v=version, arch=arch)) for arch in ARCHES}
+                   for chip in chips}
+    if era.nnal_file:
+        rel.nnal = {arch: named(era.nnal_file.format(v=version, arch=arch)) for arch in ARCHES}
+    return rel
+
+
+def _file_conflict(decide, version: str, other: Published, mine: Published | None, mine_v: str, other_v: str,
+                   into: dict[str, Published], arch: str) -> None:
+    if mine is None:
+        into[arch] = other
+        return
+    if mine.sha256 != other.sha256:
+        taken = decide(f"cann.{version}.{mine.zip}.sha256",
+                       {f"ascend-deployer {mine_v}": mine.sha256, f"ascend-deployer {other_v}": other.sha256},
+                       mine.sha256)
+        into[arch] = mine if taken == mine.sha256 else other
+
+
+# ---------------------------------------------------------------------------- writing
+
+PYPI_SOURCE = "PyPI index (simple page of torch-npu)"
+
+
+def add_pypi(merged: Merged, served: dict[str, pypi.Release]) -> None:
+    """Mark which releases PyPI serves and for which Pythons per arch (its wheel files: a
+    stack's Python range may use them where Huawei's list stops short), and list the
+    releases it serves that Huawei's data pairs with no CANN release (unpaired: refused in
+    a stack, shown by `invoke matrix`)."""
+    for rel in merged.torch_npu.values():
+        rel.on_pypi = rel.release in served
+    for version in served:
+        if version not in merged.torch_npu:
+            merged.torch_npu[version] = TorchNpuData(version, None, PYPI_SOURCE, on_pypi=True)
+        merged.torch_npu[version].pypi_pythons = {arch: sorted(p, key=Version) for arch, p
+                                                  in sorted(served[version].pythons.items())}
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+
+
+def add_pypi_mindspore(merged: Merged, served: dict[str, pypi.Release]) -> None:
+    """As add_pypi, for MindSpore: Huawei names pre-releases 2.6.0-rc1, the index 2.6.0rc1;
+    a pre-release Huawei does not pair is not listed."""
+    by_version = {str(Version(r)): r for r in merged.mindspore}
+    for rel in merged.mindspore.values():
+        rel.on_pypi = str(Version(rel.release)) in served
+    for version, release in served.items():
+        if version not in by_version and Version(version).is_prerelease:
+            continue
+        name = by_version.get(version, version)
+        if name not in merged.mindspore:
+            merged.mindspore[name] = MindSporeData(name, None, "PyPI index (simple page of mindspore)", on_pypi=True)
+        merged.mindspore[name].pypi_pythons = {arch: sorted(p, key=Version) for arch, p in sorted(release.pythons.items())}
+    merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
+
+
+def keep_pypi(merged: Merged, old: dict) -> None:
+    """The index's facts from the last import, for releases the new data still has."""
+    for section, releases in (("torch_npu_releases", merged.torch_npu), ("mindspore_releases", merged.mindspore)):
+        for version, rel in releases.items():
+            before = (old.get(section) or {}).get(version) or {}
+            if "pypi" in before:
+                rel.on_pypi = bool(before["pypi"])
+            rel.pypi_pythons = {arch: [str(p) for p in pythons]
+                                for arch, pythons in (before.get("pypi_pythons") or {}).items()}
+
+
+def render_region(merged: Merged, pins: dict[str, str]) -> str:
+    """The imported part of matrix.yaml. `pins`: sha256 of bare .run files pinned with
+    `invoke pin` (a site's own fact, kept across updates)."""
+    out = [BEGIN]
+    sources = ", ".join(f"{d.version}" + (f" (wheel sha256 {d.archive_sha256})" if d.archive_sha256 else "")
+                        for d in merged.read)
+    out += [f"# ascend-deployer (PyPI) {sources}."]
+    out += [f"# Ascend's published tables: {where}." for where in merged.docs_read]
+    out += ["# Each CANN file is published as a .zip around the .run installer: zip_sha256 is Huawei's sum of",
+            "# the .zip; sha256 is the .run's, pinned with `invoke pin` (null: unpinned, taken from a verified",
+            "# .zip, or checked by the installer's own --check). A release no deployer data lists has its files",
+            "# named by its era's rule and no published sum: the first use pins it. driver: the NPU driver the",
+            "# release is paired with (null: no source names it); runs_on: the drivers its release notes say it",
+            "# runs on (25.2: any 25.2.x).",
+            "cann:"]
+    for version, rel in merged.cann.items():
+        out += [f"  {version}:",
+                f"    source: \"{rel.source}\"",
+                f"    url: {rel.url}",
+                f"    driver: {rel.driver}" if rel.driver else "    driver: null      # no source read names it"]
+        if rel.runs_on:
+            out += [f"    runs_on: [{', '.join(json.dumps(d) for d in rel.runs_on)}]",
+                    f"    runs_on_source: \"{'; '.join(dict.fromkeys(rel.runs_on_source))}\""]
+        out.append("    toolkit:")
+        out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.toolkit.items())]
+        out.append("    kernels:")
+        for chip in sorted(rel.kernels, key=lambda c: (c.lower() != "910b", c.lower())):
+            out.append(f"      {_key(chip)}:")
+            out += [_file_line(8, arch, pub, pins) for arch, pub in sorted(rel.kernels[chip].items())]
+        if rel.nnal:
+            out.append("    nnal:")
+            out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.nnal.items())]
+    if merged.compatible:
+        out += ["", "# TorchNPU release series -> the CANN series it works with (\"compatible\"; stricter: the CANN a",
+                f"# release was published for). {merged.compatible_source}",
+                "torchnpu_compatible:"]
+        out += [f"  \"{series}\": [{', '.join(json.dumps(c) for c in canns)}]" for series, canns in merged.compatible.items()]
+    out += ["", "# torch_npu release -> the CANN release it was published for, and the torch (CPU build) and",
+            "# torch_npu wheels Huawei lists per Python and arch, with sha256; pypi_pythons: the Pythons",
+            "# PyPI has torch_npu wheels for, per arch (its simple page; the lock takes their sha256).",
+            "torch_npu_releases:"]
+    for release, tn in merged.torch_npu.items():
+        out.append(f"  {release}:")
+        out.append(f"    cann: [{tn.cann}]" if tn.cann else "    cann: []     # unpaired: no CANN pairing published")
+        if tn.pairing_source:
+            out.append(f"    source: \"{tn.pairing_source}\"")
+        if tn.torchnpu:
+            out.append(f"    torchnpu: {tn.torchnpu}     # the TorchNPU release it belongs to")
+        if tn.branch:
+            out.append(f"    branch: {tn.branch}")
+        if tn.on_pypi is False:
+            out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
+        if tn.pypi_pythons:
+            inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in tn.pypi_pythons.items())
+            out.append(f"    pypi_pythons: {{{inner}}}")
+        if tn.wheels:
+            out.append(f"    wheels:        # {tn.wheels_source}")
+            for tag, sums in tn.wheels.items():
+                inner = ", ".join(f"{k}: {v}" for k, v in sorted(sums.items(), key=lambda kv: kv[0] != "torch_npu"))
+                out.append(f"      {tag}: {{{inner}}}")
+    if merged.mindspore:
+        out += ["", "# MindSpore release -> the CANN release it was published for, and the mindspore wheels Huawei",
+                "# lists per Python and arch, with sha256. pypi_pythons: PyPI's wheels per arch; `any`: wheels tagged",
+                "# for any platform (PyPI serves MindSpore's aarch64 wheels so: the same bytes as Huawei's",
+                "# linux_aarch64 ones, which the sums below tell apart).",
+                "mindspore_releases:"]
+        for release, ms in merged.mindspore.items():
+            out.append(f"  {json.dumps(release)}:")
+            out.append(f"    cann: [{ms.cann}]" if ms.cann else "    cann: []     # unpaired: no CANN pairing published")
+            if ms.pairing_source:
+                out.append(f"    source: \"{ms.pairing_source}\"")
+            if ms.on_pypi is False:
+                out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
+            if ms.pypi_pythons:
+                inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in ms.pypi_pythons.items())
+                out.append(f"    pypi_pythons: {{{inner}}}")
+            if ms.wheels:
+                out.append(f"    wheels:        # {ms.wheels_source}")
+                out += [f"      {tag}: {{mindspore: {sums['mindspore']}}}" for tag, sums in ms.wheels.items()]
+    out.append(END)
+    return "\n".join(out) + "\n"
+
+
+def _key(chip: str) -> str:
+    return f"\"{chip}\"" if chip.isdigit() else chip
+
+
+def _file_line(indent: int, arch: str, pub: Published, pins: dict[str, str]) -> str:
+    published = f", zip_sha256: {pub.sha256}" if pub.sha256 else ""
+    return " " * indent + f"{arch}: {{file: {pub.run}, sha256: {pins.get(pub.run) or 'null'}{published}}}"
+
+
+def split(text: str, file: str) -> tuple[str, str, str]:
+    """(before, imported part, after) of matrix.yaml."""
+    begin, end = text.find(BEGIN), text.find(END)
+    if begin < 0 or end < begin:
+        raise UserError(f"{file}: no imported part; it is the text between the lines\n  {BEGIN}\n  {END}\n"
+                        f"Put those two lines where the cann: and torch_npu_releases: sections go, then update.")
+    end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+    return text[:begin], text[begin:end], text[end:]
+
+
+# ---------------------------------------------------------------------------- summary
+
+@dataclass
+class Summary:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return ([f"+ {a}" for a in self.added] + [f"~ {c}" for c in self.changed] + [f"- {r}" for r in self.removed])
+
+
+def _flatten(cann: dict, releases: dict, mindspore: dict | None = None) -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for version, rel in (cann or {}).items():
+        flat[f"cann {version}"] = "release"
+        flat[f"cann {version} driver"] = str(rel.get("driver"))
+        if rel.get("runs_on"):
+            flat[f"cann {version} runs on"] = ", ".join(map(str, rel["runs_on"]))
+        for arch, entry in (rel.get("nnal") or {}).items():
+            flat[f"cann {version} nnal {arch}"] = str(entry.get("file"))
+        files = [("toolkit", a, e) for a, e in (rel.get("toolkit") or {}).items()]
+        files += [(f"kernels {chip}", a, e) for chip, per in (rel.get("kernels") or {}).items() for a, e in per.items()]
+        for what, arch, entry in files:
+            flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
+    for release, rel in (releases or {}).items():
+        flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        if rel.get("torchnpu"):
+            flat[f"torch_npu {release} TorchNPU"] = str(rel["torchnpu"])
+        if rel.get("pypi") is False:
+            flat[f"torch_npu {release} on PyPI"] = "no"
+        wheels = rel.get("wheels") or {}
+        if wheels:
+            flat[f"torch_npu {release} wheels"] = " ".join(wheels)
+            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
+            flat[f"torch_npu {release} wheel sums"] = f"(digest {digest})"
+    for release, rel in (mindspore or {}).items():
+        flat[f"mindspore {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+        wheels = rel.get("wheels") or {}
+        if wheels:
+            flat[f"mindspore {release} wheels"] = " ".join(wheels)
+            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
+            flat[f"mindspore {release} wheel sums"] = f"(digest {digest})"
+    return flat
+
+
+def summarize(old: dict, new: dict) -> Summary:
+    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {}, old.get("mindspore_releases"))
+    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {}, new.get("mindspore_releases"))
+    s = Summary()
+    for key in b:
+        if key not in a:
+            s.added.append(key + ("" if b[key] == "release" else f": {b[key]}"))
+        elif a[key] != b[key]:
+            s.changed.append(f"{key}: {a[key]} -> {b[key]}")
+    s.removed = [k for k in a if k not in b]
+    return s
+
+
+# ---------------------------------------------------------------------------- the task
+
+@dataclass
+class Result:
+    text: str                      # the new matrix.yaml
+    changed: bool
+    summary: Summary
+    merged: Merged
+    counts: dict[str, int]
+
+
+def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[str]) -> list[DeployerData]:
+    """The deployer releases to read: the given copies, else the matrix's list via pip."""
+    if given:
+        return [read(p) for p in given]
+    return [read(fetch(v, work, pip_args)) for v in versions]
+
+
+def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None,
+           docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None) -> Result:
+    """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
+    copies of the documents upstream.docs names (else fetched over HTTPS)."""
+    import yaml
+
+    from ..model import load_text
+    text = matrix_path.read_text()
+    before, region, after = split(text, str(matrix_path))
+    data = yaml.safe_load(text) or {}
+    upstream = data.get("upstream") or {}
+    versions = [str(v) for v in upstream.get("deployer") or []]
+    if not versions and not given:
+        raise UserError(f"{matrix_path}: upstream.deployer lists no ascend-deployer release to read")
+    choices = {str(k): dict(v) for k, v in (upstream.get("choices") or {}).items()}
+    with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
+        datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
+    ascend = docs.load(upstream, docs_folder, ca_bundle, proxy)
+    merged = merge(datasets, choices, ascend)
+    old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
+    if given:                        # a site's own copies (--from) come without the index:
+        keep_pypi(merged, old)                                      # its facts stay as last read
+    else:
+        add_pypi(merged, pypi.releases(pypi.files("torch_npu", pip_args or [])))
+        add_pypi_mindspore(merged, pypi.releases(pypi.files("mindspore", pip_args or []), pre=True))
+    undecided = [c for c in merged.conflicts if c.taken is None]
+    if undecided:
+        raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
+                        + "\n  ".join(map(str, undecided))
+                        + "\nRecord the choice under upstream.choices, e.g.\n  upstream:\n    choices:\n      "
+                        + f"\"{undecided[0].path}\": {{take: {next(iter(undecided[0].values.values()))}, why: \"...\"}}")
+    pins = {e["file"]: e["sha256"] for rel in (old.get("cann") or {}).values()
+            for e in list((rel.get("toolkit") or {}).values()) + list((rel.get("nnal") or {}).values())
+            + [x for per in (rel.get("kernels") or {}).values() for x in per.values()] if e.get("sha256")}
+    new_region = render_region(merged, pins)
+    new_text = before + new_region + after
+    load_text(new_text, matrix_path)             # the result must be a valid matrix, or nothing is written
+    new = yaml.safe_load(new_region) or {}
+    files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values()) + list(rel.nnal.values())
+             + [x for per in rel.kernels.values() for x in per.values()]]
+    counts = {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
+              "CANN releases": len(merged.cann),
+              "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
+              "CANN files imported": len({f.run for f in files}),
+              "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
+              "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
+              "CANN releases with the drivers they run on": sum(1 for r in merged.cann.values() if r.runs_on),
+              "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
+              "torch_npu releases": len(merged.torch_npu),
+              "torch_npu releases with a CANN pairing": sum(1 for r in merged.torch_npu.values() if r.cann),
+              "torch_npu releases on PyPI with no pairing (unpaired)": sum(
+                  1 for r in merged.torch_npu.values() if not r.cann and r.on_pypi),
+              "paired torch_npu releases not on PyPI": sum(1 for r in merged.torch_npu.values() if r.on_pypi is False),
+              "wheel checksums (torch and torch_npu)": sum(len(s) for r in merged.torch_npu.values()
+                                                           for s in r.wheels.values()),
+              "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
+              "torch_npu releases with their TorchNPU release": sum(1 for r in merged.torch_npu.values() if r.torchnpu),
+              "TorchNPU series with compatible CANN series": len(merged.compatible),
+              "MindSpore releases": len(merged.mindspore),
+              "MindSpore releases with a CANN pairing": sum(1 for r in merged.mindspore.values() if r.cann),
+              "MindSpore releases on PyPI with no pairing (unpaired)": sum(
+                  1 for r in merged.mindspore.values() if not r.cann and r.on_pypi),
+              "wheel checksums (mindspore)": sum(len(s) for r in merged.mindspore.values() for s in r.wheels.values()),
+              "conflicts between sources": len(merged.conflicts)}
+    return Result(new_text, new_text != text, summarize(old, new), merged, counts)
+
+
+def report(result: Result) -> list[str]:
+    """What an update found, for review: conflicts, additions, changes, removals, counts."""
+    return ([f"conflict: {c}" for c in result.merged.conflicts] + result.summary.lines()
+            + [f"{what}: {count}" for what, count in result.counts.items()])
+
+
+def write(path: Path, result: Result) -> None:
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(result.text)
+    tmp.replace(path)
+
+
+def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:
+    """pip's own options for the site's index, CA and proxy (pip also reads its config)."""
+    from pathlib import Path as _Path
+
+    from ...engine.network import Network, check
+    check(Network(_Path(ca_bundle) if ca_bundle else None, index_url, {"proxy": proxy} if proxy else {}, "host"))
+    return ((["--index-url", index_url] if index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
+            + (["--proxy", proxy] if proxy else []))
+
+
+def newer_release(result: Result, pip_args: list[str]) -> str | None:
+    """The newest ascend-deployer on the index, when the matrix does not read it yet."""
+    newest = newest_version(pip_args)
+    return None if newest in {d.version for d in result.merged.read} else newest

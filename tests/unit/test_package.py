@@ -29,8 +29,16 @@ print(ascend_build.__file__)
 
 
 def test_the_wheel_renders_outside_the_checkout(tmp_path):
+    # Built from a copy of what the wheel is made of, so the checkout gets no build/ folder.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "ascend_build", src / "ascend_build", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", src / "templates")
     wheels = tmp_path / "wheels"
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
                           "-w", str(wheels)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     wheel = next(wheels.glob("ascend_build-*.whl"))

@@ -1,1 +1,0 @@
-"""The 910B host: running an image there with its NPUs."""

@@ -15,51 +15,38 @@ ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs
 # The templates are package data (ascend_build/templates: in a checkout, a link to templates/).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
-# Every RUN that downloads mounts the site's network secrets (network.py) and takes them
-# up here; a secret the build was not given is simply absent. Never ARG or ENV: those
-# are kept in the image history and config.
-NET_MOUNTS = "--mount=type=secret,id=ca-bundle --mount=type=secret,id=pip-conf --mount=type=secret,id=proxy-env"
-NET_SETUP = ("if [ -s /run/secrets/proxy-env ]; then . /run/secrets/proxy-env; fi; \\\n"
-             "    if [ -s /run/secrets/ca-bundle ]; then \\\n"
-             "        export PIP_CERT=/run/secrets/ca-bundle CURL_CA_BUNDLE=/run/secrets/ca-bundle; fi; \\\n"
-             "    if [ -s /run/secrets/pip-conf ]; then export PIP_CONFIG_FILE=/run/secrets/pip-conf; fi;")
+def _steps():
+    """templates/_steps.j2: the Dockerfile text the steps below are made of."""
+    return _env().get_template("_steps.j2").module
 
 
 def net_run(body: str, mounts: str = "") -> str:
     """A RUN instruction that may download: the network secrets mounted and set up first."""
-    return f"RUN {NET_MOUNTS}{' ' + mounts if mounts else ''} \\\n    {NET_SETUP} \\\n    {body}"
+    return str(_steps().net_run(body, mounts))
 
 
 def cache_mount(name: str, target: str) -> str:
     """A download cache kept by the engine between builds, locked while a step uses it."""
-    return f"--mount=type=cache,id=ascend-build-{name},target={target},sharing=locked"
+    return str(_steps().cache_mount(name, target))
 
 
-# The wheels every image's pip steps downloaded: one folder for every image, arch and
-# Python (wheel file names say which they are for; every wheel taken from it is checked
-# against the lock's sha256 all the same).
-WHEEL_CACHE = cache_mount("wheels", "/var/cache/ascend-build/wheels")
-# The check of the wheels' binaries against the image's machine (wheel_arch.py), which
-# `invoke build` stages beside the requirement files.
-ARCH_CHECK = "--mount=type=bind,source=wheel_arch.py,target=/tmp/wheel_arch.py"
+def shared_text() -> dict[str, str]:
+    """What every template's steps take from templates/_steps.j2: the network secrets'
+    mounts and their set-up, the wheel cache and the wheels' arch check."""
+    steps = _steps()
+    return {"net_mounts": str(steps.net_mounts()), "net_setup": str(steps.net_setup()),
+            "wheel_cache": str(steps.wheel_cache()), "arch_check": str(steps.arch_check())}
 
 
-# Package-manager commands per OS family: the only place apt and dnf differ. Downloads go
-# to a cache mount (one per OS release, shared by every image and arch built on it), so a
-# rebuild downloads no package twice; the mount is never part of a layer. Each step
-# leaves no package lists behind (apt's *.bin caches are 70+ MiB that the next apt step
-# would rewrite: dead bytes in the layer below). The official Debian and Ubuntu images
-# delete every download after install (docker-clean): that is turned off for the mount.
-_OS_PACKAGES = {
-    "apt": "rm -f /etc/apt/apt.conf.d/docker-clean \\\n"
-           " && apt-get update \\\n"
-           " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
-           "      -o APT::Keep-Downloaded-Packages=true \\\n"
-           "      {packages} \\\n"
-           " && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
-    "dnf": "dnf install -y --setopt=keepcache=1 \\\n"
-           "      {packages}",
-}
+def net_setup() -> str:
+    """The shell lines that take up the network secrets (also for `docker run` scripts)."""
+    return str(_steps().net_setup())
+
+
+# The OS packages per family; the steps that install them are in templates/_steps.j2.
+# Downloads go to a cache mount (one per OS release, shared by every image and arch built
+# on it), so a rebuild downloads no package twice; the mount is never part of a layer.
+_INSTALL = {"apt": "apt_install", "dnf": "dnf_install"}
 _PACKAGE_CACHE = {"apt": "/var/cache/apt/archives", "dnf": "/var/cache/dnf"}
 _PACKAGES = {
     "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
@@ -90,9 +77,8 @@ def _package_cache(os: OSBase, native: bool) -> str:
 
 
 def _packages_run(os: OSBase, words: str, native: bool) -> str:
-    run = net_run(_OS_PACKAGES[os.family].format(packages=_wrap(words)), _package_cache(os, native))
-    # dnf's cache is the mount: `dnf clean all` would only empty it for the next build.
-    return ("# hadolint ignore=DL3040\n" if os.family == "dnf" else "") + run
+    run = net_run(str(getattr(_steps(), _INSTALL[os.family])(_wrap(words))), _package_cache(os, native))
+    return (str(_steps().dnf_note()) if os.family == "dnf" else "") + run
 
 
 def os_packages(os: OSBase, native: bool = False) -> str:
@@ -105,26 +91,9 @@ def python_distro(os: OSBase, native: bool = False) -> str:
     less under qemu. On the build machine only Python itself is needed."""
     words = _PYTHON_PACKAGES[os.family] if native else f"{_PACKAGES[os.family]} {_PYTHON_PACKAGES[os.family]}"
     install = _packages_run(os, words, native)
-    return (f"{install} \\\n"
-            f" && test \"$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')\" = \"{os.python}\"")
+    return f"{install} \\\n {_steps().python_check(os.python)}"
 
 
-# Builder toolchains per family. manylinux images carry devtoolset/gcc-toolset on PATH
-# already; where the stack needs another toolset than the image's, the flavor names the
-# toolset root and that gcc-toolset is installed and put first on PATH. git, patch and
-# ccache come from the distro (ccache from EPEL on manylinux), cmake from PyPI there
-# (manylinux2014 ships no cmake >= 3.18 of its own).
-_TOOLCHAIN = {
-    "apt": ("apt-get update \\\n"
-            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
-            "      {packages} \\\n"
-            " && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"),
-    "manylinux": ("set -eu; \\\n"
-                  "    yum install -y git patch epel-release && yum install -y ccache{packages} && yum clean all; \\\n"
-                  "    /opt/python/cp311-cp311/bin/python -m venv /opt/tools; \\\n"
-                  "    /opt/tools/bin/pip install --no-cache-dir \"cmake>=3.18,<4\"; \\\n"
-                  "    ln -s /opt/tools/bin/cmake /usr/local/bin/cmake"),
-}
 # What torch_npu's and apex's builds import besides torch. Ascend apex needs
 # setuptools <= 65.7; the 61+ floor replaces the old one a distro venv starts with, and
 # wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools. Python
@@ -153,26 +122,25 @@ def builder_toolchain(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBa
         words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
                  + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
         if runtime_os is None:
-            return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(words)))
+            return net_run(str(_steps().apt_toolchain(_wrap(words))))
         # The runtime images' first step on this OS, to the byte, then what only a builder
         # needs: both images share that layer, so whichever is built second takes it from
         # the cache instead of installing the compilers and Python again (under qemu, the
         # longest step of either). apt skips what the first step installed already.
         shared = f"{_PACKAGES['apt']} {_PYTHON_PACKAGES['apt']}".split()
         extra = " ".join(w for w in words.split() if w not in shared)
-        return (f"# The first step of the {runtime_os.name} runtime images, to the byte (one layer for both)\n"
-                f"{python_distro(runtime_os)}\n"
-                f"# hadolint ignore=DL3059\n{_packages_run(runtime_os, extra, False)}")
+        return str(_steps().shared_first_step(runtime_os.name, python_distro(runtime_os),
+                                              _packages_run(runtime_os, extra, False)))
     toolset = Path(b.toolset_root(gcc)).name if b.toolset else ""
-    return net_run(_TOOLCHAIN["manylinux"].format(packages=f" {toolset}-gcc {toolset}-gcc-c++" if toolset else ""))
+    return net_run(str(_steps().manylinux_toolchain(f" {toolset}-gcc {toolset}-gcc-c++" if toolset else "")))
 
 
 def native_pythons(b: Builder, pythons: list[str]) -> str:
     """The build machine's stage of a builder needs only the Pythons (and their venv):
     Debian's packages; a manylinux image has them under /opt/python already."""
     if b.family != "apt":
-        return "# the manylinux image carries every CPython under /opt/python"
-    return net_run(_TOOLCHAIN["apt"].format(packages=_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons))))
+        return str(_steps().manylinux_pythons())
+    return net_run(str(_steps().apt_toolchain(_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons)))))
 
 
 def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
@@ -188,7 +156,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
         native_pythons=native_pythons(b, pythons),
         cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
-        build_requirements=" ".join(_quoted(build_requirements(stack))), net_mounts=NET_MOUNTS, net_setup=NET_SETUP)
+        build_requirements=" ".join(_quoted(build_requirements(stack))), **shared_text())
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
 
 
@@ -217,8 +185,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
-        os_packages=os_packages(os), python_distro=python_distro(os), wheel_cache=WHEEL_CACHE,
-        arch_check=ARCH_CHECK,
+        os_packages=os_packages(os), python_distro=python_distro(os),
         native_os_packages=os_packages(os, True), native_python_distro=python_distro(os, True),
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
@@ -226,7 +193,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
-        chip_family="NPU", net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
+        chip_family="NPU", **shared_text(),
         nnal=nnal is not None, nnal_file=cann.era.nnal_file.format(v=cann.version, arch="${ASCEND_ARCH}"),
         nnal_abi=int(stack.cxx11_abi.get("aarch64", True)),
     )
@@ -236,8 +203,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
 def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
     build argument and a staged file."""
-    text = _env().get_template(LAYER.template).render(net_mounts=NET_MOUNTS, net_setup=NET_SETUP,
-                                                      wheel_cache=WHEEL_CACHE, arch_check=ARCH_CHECK)
+    text = _env().get_template(LAYER.template).render(**shared_text())
     return Rendered(Path("images/layer/Dockerfile"), text)
 
 

@@ -22,7 +22,7 @@ from . import steps
 from .baseimage import advice, debian_base, local_pattern
 from .kinds import BUILDER, content_tag, readable_tag
 from .options import Site
-from .render import NET_SETUP, builder_dockerfile
+from .render import builder_dockerfile, net_setup
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
     """Run the upstream entry point in a builder container; the one wheel it leaves."""
     python = bcell.pythons[0]
     log.parent.mkdir(parents=True, exist_ok=True)
-    script = (f"{NET_SETUP} set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
+    script = (f"{net_setup()} set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
               f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
               f"bash {kind.entry} --python={python}; ccache --show-stats | grep -E 'cache (hit|miss)' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")

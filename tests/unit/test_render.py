@@ -115,7 +115,8 @@ def test_lint_task_passes_on_the_committed_files():
 def test_every_downloading_step_takes_the_network_secrets():
     """A proxy or private index only works if every RUN that reaches the network mounts
     the secrets and sources them; a step that forgot would fail only behind a proxy."""
-    from ascend_build.images.render import NET_MOUNTS, NET_SETUP
+    from ascend_build.images.render import shared_text
+    NET_MOUNTS, NET_SETUP = shared_text()["net_mounts"], shared_text()["net_setup"]
     downloaders = ("apt-get update", "dnf install", "yum install", "pip install --no-cache-dir", "curl ")
     checked = 0
     for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):

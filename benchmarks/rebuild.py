@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
 from ascend_build.images.baseimage import debian_base  # noqa: E402
+from ascend_build.images.finish import epoch  # noqa: E402
 from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402
@@ -95,6 +96,9 @@ def why(step: str) -> str:
 
 
 def main() -> None:
+    # One build time for every build of this run (the project's files carry it): the
+    # checkout's last commit when the run starts, not whatever is committed while it runs.
+    os.environ.setdefault("SOURCE_DATE_EPOCH", str(epoch()))
     engine = eng.detect("docker")
     work = Path(tempfile.mkdtemp(prefix="ascend-build-rebuild-"))
     pk = work / "packages"

@@ -3,6 +3,9 @@
 fixtures are shared, in tests/conftest.py."""
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from ascend_build.matrix import Cell, load_matrix
@@ -29,3 +32,17 @@ def mindspore_cell(cell) -> Cell:
     if cell.stack.framework != "mindspore":
         pytest.skip(f"a MindSpore check; this image is {cell.stack.title}")
     return cell
+
+
+def run_on_npu(client: str, image: str, code: str, needs: str) -> subprocess.CompletedProcess:
+    """`python -c CODE` in the image on this host's first NPU, started the way `invoke run`
+    starts containers; skips (saying what `needs` it) on a host without NPUs."""
+    from ascend_build.host.run import RunOptions, compose, host_cards
+    cards = host_cards(Path("/"))
+    if not cards:
+        pytest.skip(f"no /dev/davinciN on this host: {needs} needs a 910B host")
+    runtimes = subprocess.run([client, "info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"],
+                              capture_output=True, text=True).stdout.split()
+    cmd = compose(client, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
+                  Path("/"), frozenset(runtimes))
+    return subprocess.run(cmd, capture_output=True, text=True)

@@ -7,9 +7,8 @@ import json
 import shlex
 from pathlib import Path
 
-import pytest
-
 from ascend_build.images.checks import missing_libraries
+from tests.image.conftest import run_on_npu
 from tests.image.test_runtime import _installed, pyjson
 
 # 2x2 matrix product on MindSpore's CPU backend: [[1, 2], [3, 4]] @ [[1, 2], [3, 4]].
@@ -62,18 +61,8 @@ def test_msrun_is_on_the_path_of_a_plain_docker_run(docker_run, mindspore_cell):
 def test_run_check_on_an_npu(client, image, mindspore_cell):
     """MindSpore's own check (`mindspore.run_check()` on Ascend), on a host with NPUs;
     skipped (with the reason) elsewhere. Started the way `invoke run` starts containers."""
-    import subprocess
-
-    from ascend_build.host.run import RunOptions, compose, host_cards
-    cards = host_cards(Path("/"))
-    if not cards:
-        pytest.skip("no /dev/davinciN on this host: MindSpore's run_check on Ascend needs a 910B host")
-    runtimes = subprocess.run([client, "info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"],
-                              capture_output=True, text=True).stdout.split()
-    code = "import mindspore as ms; ms.set_device('Ascend'); ms.run_check()"
-    cmd = compose(client, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
-                  Path("/"), frozenset(runtimes))
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = run_on_npu(client, image, "import mindspore as ms; ms.set_device('Ascend'); ms.run_check()",
+                        "MindSpore's run_check on Ascend")
     assert result.returncode == 0 and "MindSpore" in result.stdout + result.stderr, result.stderr
 
 

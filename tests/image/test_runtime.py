@@ -14,6 +14,7 @@ from packaging.version import Version
 from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.locking.lock import Lock, normalize, pinned_versions
+from tests.image.conftest import run_on_npu
 
 
 @pytest.fixture(scope="module")
@@ -377,18 +378,8 @@ def test_apex_slot_matches_its_label(host, labels):
 def test_npu_smoke(client, image, torch_cell):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""
-    import subprocess
-
-    from ascend_build.host.run import RunOptions, compose, host_cards
-    cards = host_cards(Path("/"))
-    if not cards:
-        pytest.skip("no /dev/davinciN on this host: the NPU tensor test needs a 910B host")
-    runtimes = subprocess.run([client, "info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"],
-                              capture_output=True, text=True).stdout.split()
     code = "import torch, torch_npu; a = torch.randn(3, 4).npu(); print((a + a).cpu().sum().item())"
-    cmd = compose(client, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
-                  Path("/"), frozenset(runtimes))
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = run_on_npu(client, image, code, "the NPU tensor test")
     assert result.returncode == 0, result.stderr
 
 

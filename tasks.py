@@ -445,8 +445,7 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
             master_port, hccl_timeout, rank_table, node_rank, ssh, framework="auto"):
     """The image's launcher (torchrun or msrun) on every chosen card, on this host or on
     each host of a hostfile."""
-    from ascend_build.cluster.launch import Launch, framework_of, node_commands, over_ssh, read_hostfile
-    from ascend_build.host import doctor as doc
+    from ascend_build.cluster.launch import Launch, framework_for, node_commands, over_ssh, read_hostfile
     from ascend_build.host.run import SERVER_CARDS, host_cards, parse_devices
     _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
     hosts = tuple(read_hostfile(Path(hostfile))) if hostfile else ("localhost",)
@@ -456,8 +455,7 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
     if table and not table.is_file():
         raise UserError(f"--rank-table {rank_table}: no such file (write one with `invoke ranktable`)")
     client = eng.for_task(engine, docker, dry)
-    facts = doc.read_image(client, image)
-    chosen, why = framework_of(image, facts.framework if facts else None, framework)
+    chosen, why = framework_for(client, image, framework)
     print(f"# launcher: {'msrun' if chosen == 'mindspore' else 'torchrun'} ({chosen}, by {why})", file=sys.stderr)
     launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table, chosen)
     for warning in launch.check():
@@ -593,15 +591,13 @@ def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", c
         hccl_timeout="1800", framework="auto", output=None):
     """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
     from ascend_build.cluster import k8s
-    from ascend_build.cluster.launch import framework_of
-    from ascend_build.host import doctor as doc
+    from ascend_build.cluster.launch import framework_for
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {kind}: ascendjob or indexed")
     n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
-    facts = doc.read_image(eng.for_task("docker", None, True), image) if framework == "auto" else None
-    chosen, why = framework_of(image, facts.framework if facts else None, framework)
+    chosen, why = framework_for(eng.for_task("docker", None, True), image, framework)
     print(f"# framework: {chosen} (by {why})", file=sys.stderr)
     made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen) if kind == "ascendjob"
             else k8s.indexed_job(name, image, n, d, command, t, framework=chosen))

@@ -10,12 +10,9 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from ..errors import UserError
-
-Framework = Literal["torch", "mindspore"]
-FRAMEWORKS: tuple[Framework, ...] = ("torch", "mindspore")
+from ..matrix.model import FRAMEWORKS, MINDSPORE_PREFIX, Framework
 
 MASTER_PORT = 29500
 # torch_npu warns below 300 s; large jobs start ranks minutes apart (EI0006 after 120 s).
@@ -34,9 +31,17 @@ def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[
         return asked, "--framework"
     if labeled in FRAMEWORKS:
         return labeled, "the image's labels"
-    if "mindspore" in image.lower():
+    if MINDSPORE_PREFIX in image.lower():
         return "mindspore", "the image's name (not here to read its labels)"
     return "torch", "default (the image is not here to read its labels; --framework mindspore for MindSpore)"
+
+
+def framework_for(engine, image: str, asked: str = "auto") -> tuple[Framework, str]:
+    """framework_of, with the labels of the image where the engine has it (read only when
+    --framework does not say already)."""
+    from ..host.doctor import read_image
+    facts = read_image(engine, image) if asked == "auto" else None
+    return framework_of(image, facts.framework if facts else None, asked)
 
 
 def read_hostfile(path: Path) -> list[str]:

@@ -228,8 +228,7 @@ def for_task(kind: str = "docker", client: str | None = None, dry: bool = False)
         return detect(kind, client, need_server=False)
     except EngineError as exc:
         print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
-        checked = engine_kind(kind)
-        return Engine(checked, client or checked, "buildx" if checked == "docker" else "podman", "?")
+        return Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
 
 
 def _probe(kind: str, client: str) -> tuple[Engine | None, str]:

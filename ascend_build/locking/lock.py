@@ -5,7 +5,7 @@ A lock is one pip requirement file per image layer (CANN's Python needs, then to
 torch_npu, or mindspore), so a torch_npu bump still rebuilds one small layer. Each file records the
 digest of the matrix inputs it was made from: a lock that no longer matches the matrix
 is refused before a build, with the command that remakes it. This module reads and
-checks locks offline; making one needs the network (upstream/resolve.py)."""
+checks locks offline; making one needs the network (resolve.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
 from ..matrix.model import FRAMEWORK_LAYERS, Cell, Matrix, Stack, stack_flag
@@ -256,7 +257,7 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
     return cells
 
 
-def pins_of(matrix: Matrix):
+def pins_of(matrix: Matrix) -> Callable[[Stack], dict[str, str]]:
     """For the matrix's views: a stack's pinned versions in its lock for the default Python
     on aarch64 (the arch 910B hosts have), {} where it has no lock or a broken one."""
     def pins(st: Stack) -> dict[str, str]:

@@ -6,7 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -31,6 +31,7 @@ COMPANIONS = ("torchvision", "torchaudio")
 # torch_npu ships its ATB plugin (lib/libop_plugin_atb.so, which loads NNAL's libatb.so) from 2.6.
 ATB_PLUGIN_FROM = Version("2.6.0")
 Framework = Literal["torch", "mindspore"]
+FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 FRAMEWORK_LAYERS: dict[str, tuple[str, ...]] = {"torch": ("cann", "torch", "torch_npu"), "mindspore": ("cann", "mindspore")}
 MINDSPORE_PREFIX = "mindspore"      # a MindSpore stack's name: mindspore<release>
 

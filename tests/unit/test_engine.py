@@ -139,3 +139,10 @@ def test_the_engine_line_names_client_version_builder_and_what_was_passed_over()
                skipped=("/usr/local/bin/docker: version 28.2.2 has no buildx plugin",))
     assert e.describe() == ("engine: /usr/bin/docker 20.10.24, building with its built-in BuildKit "
                             "(DOCKER_BUILDKIT=1); passed over /usr/local/bin/docker: version 28.2.2 has no buildx plugin")
+
+
+def test_an_unknown_engine_is_refused_on_a_dry_run_too():
+    """A dry run does without a running engine, not without a known one."""
+    from ascend_build import engine as eng
+    with pytest.raises(EngineError, match="unknown engine 'dockr'; choose docker or podman"):
+        eng.for_task("dockr", None, dry=True)

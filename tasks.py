@@ -141,6 +141,9 @@ BUILD_HELP = {
     "require_pins": "refuse any file without a sha256 in the matrix",
     "base_image": "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
     "pip_index_url": "pip index (credentials allowed: passed as a BuildKit secret)",
+    "torch_index_url": "the site's mirror of the stack's torch index (PyTorch's CPU index): torch comes only from "
+                       "there, never from PyPI's CUDA build; no credentials (the image keeps its requirement files)",
+    "torch_atb": "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from CANN 9.1)",
     "ca_bundle": "CA bundle for a TLS proxy (passed as a BuildKit secret); default: the host's own setting "
                  "($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, pip's cert); 'none' for none",
     "proxy": "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); "
@@ -187,10 +190,11 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           dry=False, matrix="matrix.yaml", torch_npu_src=None, apex_src=None, builder_flavor=None,
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
-          retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None, mindspore=None):
+          retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None, mindspore=None,
+          torch_index_url=None, torch_atb=False):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
-    site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network,
+    site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, torch_index_url=torch_index_url,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
                  require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on,
                  debootstrap=debootstrap, retest=retest, keep_failed=keep_failed, run_as=run_as)
@@ -215,7 +219,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
         if failed:
             raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
         return
-    cell = m.cell(torch, os, python, chip, platform)
+    cell = m.cell(torch, os, python, chip, platform, torch_atb=torch_atb)
     layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(requirements, layer_name, layer_wheelhouse))
     batch.build_cell(m, cell, site, inputs, layers, engine, docker)
 
@@ -721,10 +725,11 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
     "check": "resolve nothing: exit 1 if a lock is stale or broken; list the images in `images:` without one",
     "dry": "resolve and print what would change; write nothing",
     "pip_index_url": "the index to resolve against (default: PyPI)",
+    "torch_index_url": BUILD_HELP["torch_index_url"],
     "ca_bundle": "CA bundle behind a TLS proxy (default: the host's, as for builds)", "proxy": "proxy URL"})
 @user_errors
 def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refresh=False, check=False, dry=False,
-         pip_index_url=None, ca_bundle=None, proxy=None, mindspore=None):
+         pip_index_url=None, ca_bundle=None, proxy=None, mindspore=None, torch_index_url=None):
     """Lock every Python package of the runtime images (exact versions, sha256) per stack,
     Python and arch under locks/, for pip's hash-checking mode. Without --refresh only
     missing and stale locks are made."""
@@ -742,14 +747,18 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
         print("locks: none stale")
         return
     stacks = list(torch or []) + [m.mindspore_stack(release) for release in mindspore or []]
-    _lock(matrix, stacks, python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy)
+    _lock(matrix, stacks, python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy,
+          torch_index_url=torch_index_url)
 
 
-def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False):
+def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bundle, proxy, existing_only=False,
+          torch_index_url=None):
     from ascend_build.locking import lock as locks
     from ascend_build.locking import resolve
+    from ascend_build.locking.torch_index import check_mirror
     from ascend_build.matrix.upstream.update import pip_options
     pip_options(pip_index_url, ca_bundle, proxy)         # refuse a malformed index, proxy or CA first
+    check_mirror(torch_index_url)
     m = load_matrix(matrix)
     root = m.path.parent
     cells = locks.select(m, root, stacks, pythons, platforms, refresh, existing_only)
@@ -758,7 +767,7 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
         if others:
             print(f"not locked here (not in images:, no lock yet; `--torch NAME` locks one): {', '.join(others)}")
     ca, _ = ca_setting(ca_bundle)
-    net = Network(ca, pip_index_url, {"https_proxy": proxy} if proxy else {})
+    net = Network(ca, pip_index_url, {"https_proxy": proxy} if proxy else {}, torch_index_url=torch_index_url)
     changes = resolve.lock(m, root, cells, net, write=not dry, upgrade=refresh)
     for change in changes:
         print(f"{change.where.relative_to(root)}: " + ("new" if change.new else "changed"))

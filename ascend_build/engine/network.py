@@ -26,6 +26,7 @@ class Network:
     proxy: Mapping[str, str] = field(default_factory=dict)   # http_proxy / https_proxy / no_proxy -> value
     mode: str | None = None                                 # "host": RUN steps share the host's network
     ca_source: str = ""                                     # where the CA bundle setting came from
+    torch_index_url: str | None = None                      # the site's mirror of the stacks' torch index
 
     @property
     def index_url(self) -> str:

@@ -19,10 +19,11 @@ from ..engine.network import describe as describe_network
 from ..errors import PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
 from ..locking import lock as locks
+from ..locking import torch_index
 from ..matrix import Cell, Matrix, stack_flag
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
-from .kinds import RUNTIME, Tags, content_tag
+from .kinds import RUNTIME, Tags, content_tag, label
 from .options import NO_INPUTS, Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
@@ -65,14 +66,20 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
     lock = _lock(matrix, cell, site)
+    torch_src = torch_index.source(cell.stack, cell.arch, site.net.torch_index_url)
+    if torch_src.named:
+        print(torch_src.describe())
+    if not site.dry:
+        torch_index.reach(torch_src, site.net)     # seconds, not pip's minutes of retries
     toolkit, kernels, nnal = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
-    plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal), _requirements(matrix, cell, lock, inputs),
-                 lock, engine.kind)
+    plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
+                 locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
+                 torch_src)
     ctx = plan.work / "context"
     test = run_tests or steps.run_image_tests
     if not site.dry and not site.no_cache:
@@ -151,6 +158,7 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
         raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."
                            f"\"{cell.python}\".sha256) and --require-pins is set")
     check_network(site.net)
+    torch_index.check_mirror(site.net.torch_index_url)
     for f in (inputs.torch_npu_wheel, inputs.apex_wheel):
         if f and not Path(f).is_file():
             raise UserError(f"{f}: no such file")
@@ -200,7 +208,7 @@ def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located, Located 
 
 def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
           cann: tuple[Located, Located, Located | None], requirements: dict[str, str], lock: locks.Lock | None,
-          engine_kind: str = "docker") -> Plan:
+          engine_kind: str = "docker", torch_src: torch_index.TorchSource | None = None) -> Plan:
     toolkit, kernels, nnal = cann
     packages = [p for p in cann if p is not None]
     build_args = {"BASE_IMAGE": site.base(cell.os.image, cell.target),
@@ -208,6 +216,10 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                   "ASCEND_CHIP": cell.chip}
     if nnal:
         build_args["NNAL_CXX_ABI"] = str(cell.abi)
+        if cell.stack.torch_atb:
+            build_args["NNAL_TORCH_ATB"] = "1"
+    if torch_src and torch_src.test_only:
+        build_args["ALLOW_CUDA_TEST_ONLY"] = "1"   # the pip steps' CUDA check stands aside, and the label says so
     user = site.user(None)
     if user:
         build_args.update(RUN_AS_UID=str(user[0]), RUN_AS_GID=str(user[1]))
@@ -229,6 +241,11 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                             " ".join(pkg.path.name for pkg in packages),
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
                             _cann_sums(cell, *packages), f"{user[0]}:{user[1]}" if user else "root")
+    if cell.stack.torch_atb:
+        labels[label("torch-atb")] = "yes"     # the image suite checks it, as the cell asked
+    if torch_src and torch_src.test_only:
+        labels[label("test-only")] = (f"torch from the site's index in place of {torch_src.named} "
+                                      f"({torch_index.TEST_ONLY_SWITCH}): not an image to ship")
     return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
                 site.pip_args(cell.target, cell.os.image), content, tags, labels,
                 site.work_dir(f"{name}-{cell.target.suffix}", engine_kind))

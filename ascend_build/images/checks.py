@@ -25,10 +25,10 @@ def unresolved(ldd_output: str) -> set[str]:
     return {m.group(1) for line in ldd_output.splitlines() if (m := _NOT_FOUND.match(line))}
 
 
-# Libraries of optional CANN packages the images do not install (yet): the torch_npu
-# plugins that need them load only when their feature is used.
+# Libraries of optional CANN packages an image may go without (a stack with `nnal: false`):
+# the torch_npu plugins that need them load only when their feature is used.
 OPTIONAL_PACKAGE_LIBS = {
-    "libatb.so": "Ascend-cann-nnal (ATB), needed by torch_npu's ATB op plugin from 2.6 on and MindSpore's ATB "
+    "libatb.so": "Ascend-cann-nnal (ATB), needed by torch_npu's ATB op plugin from 2.5.1 on and MindSpore's ATB "
                  "kernels",
 }
 

@@ -29,6 +29,7 @@ class Site:
     require_pins: bool = False
     base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
     pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
+    torch_index_url: str | None = None     # the site's mirror of the stacks' torch index (no credentials)
     ca_bundle: Path | None = None          # secret only
     ca_source: str = ""                    # where it came from (an option, the host's trust settings)
     proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
@@ -45,7 +46,8 @@ class Site:
 
     @property
     def net(self) -> Network:
-        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network, self.ca_source)
+        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network, self.ca_source,
+                       self.torch_index_url)
 
     @property
     def cache_dir(self) -> Path:

@@ -9,6 +9,8 @@ from pathlib import Path
 import jinja2
 
 from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
+from ..matrix.eras import INSTALLER_LOGS
+from ..matrix.eras import NNAL as NNAL_FILE
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
 
 ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs/ are written there
@@ -194,8 +196,8 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
         chip_family="NPU", **shared_text(),
-        nnal=nnal is not None, nnal_file=cann.era.nnal_file.format(v=cann.version, arch="${ASCEND_ARCH}"),
-        nnal_abi=int(stack.cxx11_abi.get("aarch64", True)),
+        nnal=nnal is not None, nnal_file=NNAL_FILE.format(v=cann.version, arch="${ASCEND_ARCH}"),
+        nnal_abi=int(stack.cxx11_abi.get("aarch64", True)), installer_logs=" ".join(INSTALLER_LOGS),
     )
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
 
@@ -227,7 +229,7 @@ def _all_runtime(matrix: Matrix) -> list[Rendered]:
 
 def _all_builders(matrix: Matrix) -> list[Rendered]:
     return [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
-            for b in matrix.builders.values() if b.offers(stack.gcc) and any(p in stack.pythons() for p in b.pythons)]
+            for b in matrix.builders.values() if b.serves(stack)]
 
 
 # Every Dockerfile of a kind (kinds.py), for `invoke render`.

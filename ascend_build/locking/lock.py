@@ -17,6 +17,7 @@ from typing import Callable
 
 from ..errors import UserError
 from ..matrix.model import FRAMEWORK_LAYERS, Cell, Matrix, Stack, stack_flag
+from . import torch_index
 
 LAYERS = FRAMEWORK_LAYERS["torch"]
 # Every layer name a runtime image's lock may have, whatever its framework.
@@ -78,6 +79,8 @@ def inputs_digest(matrix: Matrix, stack: Stack, python: str, arch: str) -> str:
     """What a lock depends on in the matrix; any change makes the lock stale."""
     doc = {"python": python, "arch": arch, "layers": requirements(matrix, stack, arch),
            "torch_npu_on_pypi": stack.torch_npu_on_pypi, "huawei": huawei_sums(matrix, stack, python, arch)}
+    if torch_index.source(stack, arch).test_only:      # a test-only lock is never taken for a real one
+        doc["test_only"] = torch_index.TEST_ONLY_SWITCH
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -175,10 +178,18 @@ def unlocked(matrix: Matrix, cell: Cell) -> dict[str, str]:
     for layer in cell.stack.layers:
         lines = [f"# NOT LOCKED: {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock; "
                  "pip resolves these at build time"]
-        if cell.torch_index and layer == "torch":
-            lines.append(f"--extra-index-url {cell.torch_index}")
         files[layer] = "\n".join(lines + reqs[layer]) + "\n"
     return files
+
+
+def with_torch_index(files: dict[str, str], src: torch_index.TorchSource) -> dict[str, str]:
+    """The torch layers' requirement files with torch's index named, where the stack names
+    one: pip finds torch there, and the lock's hashes (torch's index's alone) or the image's
+    CUDA check refuse any other build it could take from the site's index."""
+    if src.index is None:
+        return files
+    line = f"--extra-index-url {src.index}"
+    return {layer: (f"{line}\n{text}" if layer in ("torch", "torch_npu") else text) for layer, text in files.items()}
 
 
 def with_wheel(files: dict[str, str], wheel: Path, sha256: str, mount: str) -> dict[str, str]:

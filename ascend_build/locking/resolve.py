@@ -28,6 +28,7 @@ from packaging.version import Version
 from ..engine.network import Network
 from ..errors import UserError
 from ..matrix.model import Matrix, Stack
+from . import torch_index
 from .lock import (
     ALL_LAYERS,
     HEADER,
@@ -52,17 +53,18 @@ class Index:
     """The index's files per project (PEP 691 JSON, else the HTML simple page), read once."""
     net: Network
     extra: tuple[str, ...] = ()
-    seen: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    seen: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
 
-    def files(self, project: str) -> list[tuple[str, str]]:
-        """(filename, sha256) of every file the index lists for a project."""
-        key = normalize(project)
-        if key not in self.seen:
-            found = []
-            for base in (self.net.index_url, *self.extra):
-                found += self._read(f"{base.rstrip('/')}/{key}/")
-            self.seen[key] = found
-        return self.seen[key]
+    def files(self, project: str, only: str | None = None) -> list[tuple[str, str]]:
+        """(filename, sha256) of every file the indexes list for a project; `only`: one
+        index's files (torch's, which nothing else may stand in for)."""
+        found = []
+        for base in ((only,) if only else (self.net.index_url, *self.extra)):
+            key = (base, normalize(project))
+            if key not in self.seen:
+                self.seen[key] = self._read(f"{base.rstrip('/')}/{key[1]}/")
+            found += self.seen[key]
+        return found
 
     def _read(self, url: str) -> list[tuple[str, str]]:
         ctx = ssl.create_default_context(cafile=str(self.net.ca_bundle) if self.net.ca_bundle else None)
@@ -170,7 +172,7 @@ def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Netw
     if not _torch_npu_on_index(matrix, stack):
         reqs["torch_npu"] = [r for r in reqs["torch_npu"] if not r.startswith("torch_npu==")]
     out = uv_compile({layer: reqs[layer] for layer in stack.layers}, python, arch, net,
-                     extra_index=stack.torch_index.get(arch) if arch == "x86_64" else None, prefer=prefer)
+                     extra_index=torch_index.source(stack, arch, net.torch_index_url).index, prefer=prefer)
     if isinstance(out, str):
         raise UserError(f"stack {stack.name} / Python {python} / {arch} does not resolve:\n{out}")
     return out
@@ -231,7 +233,10 @@ def _layer_named(note: str, layer_of: dict[str, str], last: str) -> str:
 def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, index: Index,
          prefer: dict[str, str] | None = None) -> dict[str, str]:
     """The three lock files of one cell, as text."""
+    src = torch_index.source(stack, arch, net.torch_index_url)
     resolved = compile_cell(matrix, stack, python, arch, net, prefer)
+    torch_index.refuse_cuda(torch_index.cuda_packages((n, v) for n, (v, _) in resolved.items()),
+                            f"the lock of stack {stack.name} / Python {python} / {arch}", src)
     layer_of = assign_layers(resolved)
     tags = target_tags(python, arch)
     sums = huawei_sums(matrix, stack, python, arch)
@@ -239,15 +244,18 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
     notes: list[str] = []
     entries: dict[str, list[str]] = {layer: [] for layer in stack.layers}
     for name, (version, _) in sorted(resolved.items()):
-        picked = wheel_hashes(index.files(name), name, version, tags)
+        # torch and its companions: the hashes of torch's index only, so pip can take no other build.
+        only = src.index if normalize(name) in torch_index.TORCH_FAMILY else None
+        picked = wheel_hashes(index.files(name, only), name, version, tags)
         foreign = [(f, sha) for f, sha in picked if arch_of.get(sha, arch) != arch]
         for filename, sha in foreign:
             notes.append(f"{name} {version}: {filename} is Huawei's {arch_of[sha]} wheel (sha256 {sha[:12]}...) "
                          f"under a tag for any platform: left out of this {arch} lock")
         picked = [p for p in picked if p not in foreign]
         if not picked:
-            raise UserError(f"{name}=={version}: the index has no wheel for CPython {python} on {arch} "
-                            f"(stack {stack.name}); the image would have to build it from source")
+            raise UserError(f"{name}=={version}: {'the torch index ' + torch_index.redact(only) if only else 'the index'} "
+                            f"has no wheel for CPython {python} on {arch} (stack {stack.name}); the image would have "
+                            f"to build it from source")
         project = {"torch": "torch", "torch-npu": "torch_npu", "mindspore": "mindspore"}.get(name)
         if project and sums.get(project):
             notes.append(_compare(name, version, picked, sums[project]))
@@ -266,6 +274,7 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
         f"# inputs: sha256:{digest}",
         f"# resolved by {uv_version()} for {arch}-manylinux_{RESOLVE_GLIBC}; each hash is a wheel pip may",
         "# pick on that arch and Python (any glibc).",
+        *([f"# {src.describe()}"] if src.named else []),
         *[f"# {note}" for note in notes if layer == _layer_named(note, layer_of, stack.layers[-1])],
         "--require-hashes",
         "--only-binary :all:",
@@ -302,8 +311,10 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
     """Make (or remake) the locks of the given (stack, python, arch) cells; returns what changed.
     A stale lock is remade keeping the versions it had where they still fit (a new
     companion or pin moves only what it must); `upgrade` takes the newest instead."""
-    extra = tuple({i for s, _, a in cells if a == "x86_64" and (i := matrix.stacks[s].torch_index.get(a))})
-    index = Index(net, extra)
+    sources = {torch_index.source(matrix.stacks[s], a, net.torch_index_url) for s, _, a in cells}
+    for src in sorted(sources, key=lambda x: x.index or ""):
+        torch_index.reach(src, net)      # seconds, before uv would retry an index that does not answer
+    index = Index(net, tuple(sorted({src.index for src in sources if src.index})))
     changes = []
     for stack, python, arch in cells:
         where = folder(root, stack, python, arch)

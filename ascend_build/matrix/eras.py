@@ -49,9 +49,12 @@ class Era:
 # they bundle (cann/ops-nn, ops-math, ...) install theirs as share/info/<library>/version.info
 # below the cann tree, which is what is looked for, with opp_kernel/ in case it stayed.
 OPS_VERSION: dict[str, Any] = dict(ops_version=("opp_kernel/version.info", "share/info/ops*/version.info"), ops_version_known=False)
-# NNAL (Ascend Transformer Boost, and SIP from 9.1): named in the official CANN images'
-# Dockerfiles (Ascend/cann-container-image, 9.0.1 and 9.1.0-beta.3) and the 8.5+ guides.
+# NNAL (Ascend Transformer Boost, and SiP from 8.3): named in the official CANN images'
+# Dockerfiles (Ascend/cann-container-image, 8.1.RC1 to 9.1.0-beta.3) and the 8.5+ guides.
 NNAL = "Ascend-cann-nnal_{v}_linux-{arch}.run"
+# Where CANN's installers log (hiascend instg_0044: ascend_seclog; ATB's and SiP's install.sh:
+# cann_atb_log, cann_asdsip_log): removed in the layer that wrote them.
+INSTALLER_LOGS = ("/var/log/ascend_seclog", "/var/log/cann_atb_log", "/var/log/cann_asdsip_log")
 _CLASSIC: dict[str, Any] = dict(ops=False, tree="ascend-toolkit/{v}", toolkit_home="{root}/ascend-toolkit/latest",
                 set_env="{root}/ascend-toolkit/set_env.sh")
 ERAS = {

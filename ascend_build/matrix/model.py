@@ -15,6 +15,7 @@ from ..errors import MatrixError, UserError
 from ..platforms import ARCHES, PLATFORMS, Platform
 from ..platforms import get as get_platform
 from . import schema as s
+from .eras import NNAL as NNAL_FILE
 from .eras import Era, era_of
 from .yamlsource import Located, load
 
@@ -28,8 +29,9 @@ SHA256 = r"[0-9a-f]{64}"
 # release they were built for. DeepSpeed is not one: PyPI has only its source, which
 # compiles against torch at install time (a user layer can carry it).
 COMPANIONS = ("torchvision", "torchaudio")
-# torch_npu ships its ATB plugin (lib/libop_plugin_atb.so, which loads NNAL's libatb.so) from 2.6.
-ATB_PLUGIN_FROM = Version("2.6.0")
+# torch_npu ships its ATB plugin (lib/libop_plugin_atb.so, which loads NNAL's libatb.so) from
+# 2.5.1 (read in the PyPI wheels: 2.4.0.post2 has none, 2.5.1 has it).
+ATB_PLUGIN_FROM = Version("2.5.1")
 Framework = Literal["torch", "mindspore"]
 FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 FRAMEWORK_LAYERS: dict[str, tuple[str, ...]] = {"torch": ("cann", "torch", "torch_npu"), "mindspore": ("cann", "mindspore")}
@@ -52,7 +54,7 @@ class OSBase:
     family: str        # apt or dnf: which package manager the template speaks
     python: str        # the distro's python3 minor version
     suite: str | None = None   # a Debian release debootstrap can make without a registry
-    glibc: str | None = None   # the C library's version (what NNAL's floor is checked against)
+    glibc: str | None = None   # the C library's version (what torch_atb's floor is checked against)
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,9 @@ class CannRelease:
     numpy: str | None
     toolkit: dict[str, CannFile]
     kernels: dict[str, dict[str, CannFile]]   # chip -> arch -> file
-    nnal: dict[str, CannFile] = field(default_factory=dict)     # arch -> file (the NNAL/ATB package)
+    nnal: dict[str, CannFile] = field(default_factory=dict)     # arch -> file (the NNAL package: ATB, SiP)
     runs_on: tuple[str, ...] = ()             # drivers its release notes say it runs on (25.2: any 25.2.x)
-    nnal_glibc: str | None = None             # the glibc its NNAL needs (torch_atb), where known
+    sip: bool = False                         # its NNAL holds SiP (nnal/asdsip) beside ATB
 
     @property
     def era(self) -> Era:
@@ -119,6 +121,12 @@ class Builder:
     python: str        # interpreter path pattern with {X.Y} and {XY}
     pythons: tuple[str, ...]
     toolset: str = ""  # manylinux: the gcc-toolset root, {gcc} filled in; "": the image's own gcc
+    cann_from: str = ""   # offered for stacks on this CANN release and later ("": any)
+
+    def serves(self, st: Stack) -> bool:
+        """This flavor builds for the stack: its gcc, one of its Pythons, its CANN era."""
+        return (self.offers(st.gcc) and any(p in st.pythons() for p in self.pythons)
+                and (not self.cann_from or cann_key(st.cann) >= cann_key(self.cann_from)))
 
     def python_path(self, minor: str) -> str:
         return self.python.replace("{X.Y}", minor).replace("{XY}", minor.replace(".", ""))
@@ -148,7 +156,8 @@ class Stack:
     # Packages installed with torch, each at the release its own metadata pairs with this
     # torch (torchvision 0.16.0 requires torch==2.1.0): the lock resolves the version.
     companions: tuple[str, ...] = ()
-    nnal: bool | None = None                  # None: on where CANN publishes NNAL and torch_npu has ATB
+    nnal: bool | None = None                  # None: on where CANN publishes NNAL and the framework uses it
+    torch_atb: bool = False                   # NNAL's Python plugin too (installer --torch_atb)
     cxx11_abi: dict[str, bool] = field(default_factory=dict)    # arch -> torch built with the CXX11 ABI
     # The framework on the CANN part: torch + torch_npu, or MindSpore (mindspore_stacks:,
     # whose stacks are named "mindspore<release>" and leave the torch fields empty).
@@ -300,6 +309,26 @@ class BuilderCell(_OnPlatform):
                 + "-py".join(self.pythons)).lower()
 
 
+@dataclass(frozen=True)
+class TorchAtb:
+    """NNAL's optional Python plugin: the Pythons it is built for and, per CANN series, the
+    glibc it needs (NNAL itself needs only 2.17)."""
+    pythons: tuple[str, ...]
+    glibc: dict[str, str]      # CANN series ("9.1") -> glibc floor
+    source: str
+
+    def floor(self, cann: str) -> str | None:
+        return self.glibc.get(cann_series(cann))
+
+
+@dataclass(frozen=True)
+class ChipSupport:
+    """A chip whose images need a torch_npu release made for it, not only CANN's operators."""
+    chip: str
+    torchnpu_from: str         # the first TorchNPU release with images for the chip
+    source: str
+
+
 @dataclass
 class Matrix:
     path: Path
@@ -313,6 +342,8 @@ class Matrix:
     cann_python_deps: list[str] = field(default_factory=list)
     builders: dict[str, Builder] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    torch_atb: TorchAtb | None = None
+    chip_support: dict[str, ChipSupport] = field(default_factory=dict)
 
     def builder_cell(self, stack: str | None = None, flavor: str | None = None, python: str | None = None,
                      platform: str | None = None) -> BuilderCell:
@@ -326,6 +357,10 @@ class Matrix:
         if flavor not in self.builders:
             raise UserError(f"unknown builder flavor {flavor!r}; {self.path} defines: {', '.join(self.builders)}")
         b = self.builders[flavor]
+        if b.cann_from and cann_key(st.cann) < cann_key(b.cann_from):
+            raise UserError(f"builder {flavor} is for the lines on CANN {b.cann_from} and later; torch stack "
+                            f"{stack} is on CANN {st.cann}: use --flavor "
+                            f"{', '.join(n for n, x in self.builders.items() if x.serves(st)) or st.builder}")
         if not b.offers(st.gcc):
             raise UserError(f"builder {flavor} has gcc {_gccs(b)} but torch stack {stack} needs gcc {st.gcc} "
                             f"(stacks.{stack}.gcc); builders with gcc {st.gcc}: "
@@ -364,26 +399,21 @@ class Matrix:
 
     def nnal(self, st: Stack, cann: CannRelease, arch: str) -> CannFile | None:
         """The NNAL installer an image of this stack gets: on by default where the CANN
-        release publishes NNAL and torch_npu ships its ATB plugin (2.6 on); `nnal: false`
-        turns it off."""
+        release publishes NNAL and the framework loads it (torch_npu's ATB plugin from
+        2.5.1, MindSpore's ATB kernels); `nnal: false` turns it off."""
         if st.nnal is False or arch not in cann.nnal:
-            return None
-        # MindSpore's ATB kernels (plugin/ascend/libmindspore_atb_kernels.so) want NNAL too;
-        # its ABI is the stack's cxx11_abi, so a MindSpore stack turns it on by name.
-        if st.framework == "mindspore" and not st.nnal:
             return None
         if st.framework == "torch" and st.nnal is None and Version(Version(st.torch_npu).base_version) < ATB_PLUGIN_FROM:
             return None
         return cann.nnal[arch]
 
     def allows(self, st: Stack, os: OSBase) -> bool:
-        """A (stack, OS) the matrix allows, so a Dockerfile is rendered for it: not one below
-        NNAL's glibc floor (a build of it is refused anyway)."""
-        cann = self.cann[st.cann]
-        if not (self.nnal(st, cann, "aarch64") or self.nnal(st, cann, "x86_64")):
+        """A (stack, OS) the matrix allows, so a Dockerfile is rendered for it: every OS, but
+        one below torch_atb's glibc floor for a stack that asks for torch_atb."""
+        if not st.torch_atb:
             return True
         try:
-            glibc_floor(self, st, cann, os)
+            torch_atb_fits(self, st, self.cann[st.cann], os, None)
         except UserError:
             return False
         return True
@@ -441,8 +471,13 @@ class Matrix:
 
     # ------------------------------------------------------------ resolution
     def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
-             chip: str | None = None, platform: str | None = None, alias: str | None = None) -> Cell:
+             chip: str | None = None, platform: str | None = None, alias: str | None = None,
+             torch_atb: bool = False) -> Cell:
+        """One image, every choice made; `torch_atb` asks for NNAL's Python plugin as well
+        (`invoke build --torch-atb`), as the stack's `torch_atb: true` does."""
         st = self._stack(stack)
+        if torch_atb and not st.torch_atb:
+            st = dataclasses.replace(st, torch_atb=True)
         stack = st.name
         os = os or self.defaults["os"]
         if os not in self.os:
@@ -472,14 +507,57 @@ class Matrix:
             raise UserError(f"CANN {cann.version}'s {chip} kernels are published for "
                             f"{', '.join(cann.kernels[chip])} only, not {arch}: build --platform "
                             f"{next(p for p, a in PLATFORM_ARCH.items() if a in cann.kernels[chip])}")
+        self._check_chip(st, chip)
         pins = [f"{name}{spec}" for name, spec in sorted(st.pins.items())]
         nnal = self.nnal(st, cann, arch)
-        if nnal is not None:
-            glibc_floor(self, st, cann, base)
+        if st.torch_atb:
+            if nnal is None:
+                raise UserError(f"--torch-atb: torch_atb comes with NNAL, which stack {st.name} has no NNAL for on "
+                                f"{arch} (CANN {cann.version}"
+                                + (", nnal: false" if st.nnal is False else "" if cann.nnal else ": none published")
+                                + f"); stacks with NNAL: {', '.join(self._with_nnal()) or 'none'}")
+            torch_atb_fits(self, st, cann, base, python)
         kind = (self.pairing(st) or ("published", ""))[0]
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip,
                     platform=platform, cann=cann, toolkit=cann.toolkit[arch],
                     kernels=cann.kernels[chip][arch], pins=tuple(pins), alias=alias, nnal=nnal, pairing=kind)
+
+    def chips(self, st: Stack) -> list[str]:
+        """The chips images of this stack can be built for: its CANN's operator packages,
+        less those whose images need a newer torch_npu (chip_support:)."""
+        def fits(chip: str) -> bool:
+            try:
+                self._check_chip(st, chip)
+            except UserError:
+                return False
+            return True
+        return [chip for chip in self.cann[st.cann].kernels if fits(chip)]
+
+    def _with_nnal(self) -> list[str]:
+        return [n for n, s in self.stacks.items() if s.framework == "torch" and self.nnal(s, self.cann[s.cann], "aarch64")]
+
+    def _check_chip(self, st: Stack, chip: str) -> None:
+        """A chip whose images need a torch_npu made for it (chip_support:): the stack's
+        TorchNPU release must be that one or newer."""
+        need = self.chip_support.get(chip)
+        if need is None:
+            return
+        have = self.torchnpu_of(st)
+        if st.framework == "torch" and have and Version(have) >= Version(need.torchnpu_from):
+            return
+        fits = [n for n, s in self.stacks.items() if chip in self.cann[s.cann].kernels and (t := self.torchnpu_of(s))
+                and Version(t) >= Version(need.torchnpu_from)]
+        what = f"TorchNPU {have}" if have else ("MindSpore" if st.framework == "mindspore" else "a release before 26.x")
+        raise UserError(f"chip {chip}: its images need TorchNPU {need.torchnpu_from} or newer (chip_support.{chip}: "
+                        f"{need.source}); stack {st.name} is {what}. Stacks for {chip}: "
+                        f"{', '.join(stack_flag(n) for n in fits) or 'none'}")
+
+    def torchnpu_of(self, st: Stack) -> str | None:
+        """The TorchNPU release (26.1.0, ...) the stack's torch_npu belongs to, where the data names it."""
+        if st.framework != "torch":
+            return None
+        rel = (self.source.data.get("torch_npu_releases") or {}).get(st.torch_npu) or {}
+        return str(rel["torchnpu"]) if rel.get("torchnpu") else None
 
     def aliased(self, cell: Cell) -> Cell:
         """The cell with the alias `images:` gives this very image, if any."""
@@ -565,6 +643,7 @@ _SCHEMA = s.record({
         "builder": s.string(),
         "companions": s.list_of(s.one_of(*COMPANIONS), non_empty=False),
         "nnal": s.boolean,
+        "torch_atb": s.boolean,
         "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean),
     })),
     "builders": s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
@@ -573,7 +652,8 @@ _SCHEMA = s.record({
         "gcc": s.list_of(s.integer(4, 20)),
         "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
         "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
-    }, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}")})),
+    }, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}"),
+        "cann_from": s.string(VERSION, "a CANN version like 9.0.1")})),
     "sources": s.record({
         "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
         "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")}),
@@ -606,8 +686,17 @@ _SCHEMA = s.record({
                               "cann_notes": s.map_of(s.string(VERSION, "a CANN release"), _doc())})}),
     "torchnpu_compatible": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a TorchNPU series like \"26.1\""),
                                     s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""))),
-    "nnal_glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
-                           s.string(r"2\.[0-9]+", "a glibc version like \"2.38\"")),
+    # torch_atb (NNAL's Python plugin): its Pythons and its glibc floor per CANN series.
+    "torch_atb": s.record({"source": s.string(), "pythons": s.list_of(s.string(MINOR, "like \"3.10\"")),
+                           "glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
+                                             s.string(r"2\.[0-9]+", "a glibc version like \"2.38\""))}),
+    # NNAL of the releases no import lists it for, each with its source.
+    "cann_nnal": s.map_of(s.string(VERSION, "a CANN version"), s.record({
+        "source": s.string(), "nnal": s.map_of(s.one_of(*ARCHES), _file_entry())})),
+    "nnal_sip_from": s.string(VERSION, "a CANN version like 8.3.RC1"),
+    "chip_support": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 950"), s.record({
+        "torchnpu_from": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0"),
+        "source": s.string()})),
     # MindSpore stacks: the framework beside torch on the same CANN part (mindspore_releases pairs them).
     "mindspore_stacks": s.map_of(
         s.string(r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*", "a MindSpore release like 2.9.0"), s.record({
@@ -685,14 +774,17 @@ def _build(path: Path, src: Located) -> Matrix:
                    for chip, per in c["kernels"].items()}
         numpy = c.get("numpy") or (d.get("cann_numpy") or {}).get(ver)
         nnal = {a: entry("nnal", c["nnal"][a], ("cann", ver, "nnal", a)) for a in c.get("nnal") or {}}
+        # Hand-recorded NNAL (cann_nnal:), where the import names none.
+        for a, e in (((d.get("cann_nnal") or {}).get(ver) or {}).get("nnal") or {}).items():
+            nnal.setdefault(a, entry("nnal", e, ("cann_nnal", ver, "nnal", a)))
         # Hand-recorded kernels (cann_chips:), for the arches they are published for.
         extra = (d.get("cann_chips") or {}).get(ver) or {}
         for chip, per in (extra.get("kernels") or {}).items():
             if chip not in kernels:
                 kernels[chip] = {a: entry("kernels", e, ("cann_chips", ver, "kernels", chip, a)) for a, e in per.items()}
-        floor = (d.get("nnal_glibc") or {}).get(".".join(ver.split(".")[:2]))
+        sip = bool(nnal) and "nnal_sip_from" in d and cann_key(ver) >= cann_key(str(d["nnal_sip_from"]))
         cann[ver] = CannRelease(ver, c["url"], c.get("driver"), numpy, toolkit, kernels, nnal,
-                                tuple(str(x) for x in c.get("runs_on") or ()), floor)
+                                tuple(str(x) for x in c.get("runs_on") or ()), sip)
     releases = d["torch_npu_releases"]
     stacks = {}
     for name, st in d["stacks"].items():
@@ -704,7 +796,7 @@ def _build(path: Path, src: Located) -> Matrix:
             python_default=st["python"]["default"], gcc=st["gcc"], pins=dict(st["pins"]),
             torch_index=dict(st.get("torch_index") or {}), torch_npu_on_pypi=st.get("torch_npu_on_pypi", True),
             builder=st.get("builder", ""), companions=tuple(st.get("companions") or ()), nnal=st.get("nnal"),
-            cxx11_abi=dict(st.get("cxx11_abi") or {}))
+            torch_atb=bool(st.get("torch_atb")), cxx11_abi=dict(st.get("cxx11_abi") or {}))
     for release, st in (d.get("mindspore_stacks") or {}).items():
         name = MINDSPORE_PREFIX + release
         stacks[name] = Stack(
@@ -716,10 +808,16 @@ def _build(path: Path, src: Located) -> Matrix:
                         i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
               for i in d["images"]]
     builders = {k: Builder(k, v["image"], v["family"], tuple(v["gcc"]), v["python"], tuple(v["pythons"]),
-                           v.get("toolset", ""))
+                           v.get("toolset", ""), str(v.get("cann_from", "")))
                 for k, v in d["builders"].items()}
+    atb = d.get("torch_atb")
+    torch_atb = TorchAtb(tuple(atb["pythons"]), {str(k): str(v) for k, v in atb["glibc"].items()}, atb["source"]) \
+        if atb else None
+    chips = {str(k): ChipSupport(str(k), str(v["torchnpu_from"]), v["source"])
+             for k, v in (d.get("chip_support") or {}).items()}
     return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,
-                  list(d["cann_python_deps"]), builders, {k: dict(v) for k, v in d["sources"].items()})
+                  list(d["cann_python_deps"]), builders, {k: dict(v) for k, v in d["sources"].items()},
+                  torch_atb, chips)
 
 
 def _check_semantics(m: Matrix, c: s.Checker) -> None:
@@ -762,6 +860,18 @@ def _check_cann(m: Matrix, c: s.Checker) -> None:
             if m.cann[ver].kernels[chip][next(iter(m.cann[ver].kernels[chip]))].key[0] == "cann":
                 c.fail(("cann_chips", ver, "kernels", chip), f"CANN {ver}'s {chip} kernels are imported now "
                                                              f"(cann.{ver}.kernels.{chip}): remove this entry")
+    for ver, extra in (m.source.data.get("cann_nnal") or {}).items():
+        if ver not in m.cann:
+            c.fail(("cann_nnal", ver), f"no CANN {ver} in cann: (the import); hand-recorded NNAL needs its "
+                                       f"release there, one of {', '.join(m.cann)}")
+            continue
+        for arch, e in extra["nnal"].items():
+            if m.cann[ver].nnal[arch].key[0] == "cann":
+                c.fail(("cann_nnal", ver, "nnal", arch), f"CANN {ver}'s NNAL is imported now (cann.{ver}.nnal): "
+                                                         f"remove this entry")
+            elif e["file"] != NNAL_FILE.format(v=ver, arch=arch):
+                c.fail(("cann_nnal", ver, "nnal", arch, "file"), f"got {e['file']!r}; CANN {ver} names its NNAL "
+                                                                 f"{NNAL_FILE.format(v=ver, arch=arch)!r}")
     for name, rel in m.source.data["torch_npu_releases"].items():
         for i, cv in enumerate(rel["cann"]):
             if cv not in m.cann and not re.fullmatch(VERSION, cv):
@@ -828,6 +938,9 @@ def _check_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> None:
                 c.fail(path + ("cxx11_abi",), f"NNAL is installed for CANN {st.cann}: name the C++ ABI torch {st.torch} "
                        f"is built with on {arch} (torch.compiled_with_cxx11_abi()), e.g. cxx11_abi: {{{arch}: true}}; "
                        f"or turn NNAL off with nnal: false")
+    if cann and st.torch_atb and m.nnal(st, cann, "aarch64") is None:
+        c.fail(path + ("torch_atb",), f"torch_atb comes with NNAL, which this stack does not install (CANN {st.cann}"
+               + (", nnal: false" if st.nnal is False else "") + "); drop torch_atb: true")
     if st.builder:
         b = m.builders.get(st.builder)
         if b is None:
@@ -868,9 +981,13 @@ def _check_mindspore_stack(m: Matrix, c: s.Checker, path: tuple, st: Stack) -> N
             c.fail(path + ("python",), f"MindSpore {st.mindspore} has no {arch} wheel for Python "
                    f"{', '.join(missing)} (mindspore_releases lists {', '.join(sorted(listed, key=_minor)) or 'none'}, "
                    f"Huawei's list and PyPI's files); narrow the range")
-    if st.nnal and not st.cxx11_abi:
-        c.fail(path + ("cxx11_abi",), f"NNAL is asked for: name the C++ ABI MindSpore {st.mindspore} is built with "
-               f"per arch (cxx11_abi: {{aarch64: false, x86_64: false}}), which NNAL's cxx_abi_N tree must match")
+    cann = m.cann.get(st.cann)
+    if cann and st.nnal and not cann.nnal:
+        c.fail(path + ("nnal",), f"CANN {st.cann} publishes no NNAL package; drop `nnal: true`")
+    if cann and any(m.nnal(st, cann, a) and a not in st.cxx11_abi for a in ARCHES):
+        c.fail(path + ("cxx11_abi",), f"NNAL is installed for CANN {st.cann}: name the C++ ABI MindSpore "
+               f"{st.mindspore} is built with per arch (cxx11_abi: {{aarch64: false, x86_64: false}}), which NNAL's "
+               f"cxx_abi_N tree must match; or turn NNAL off with nnal: false")
 
 
 def _check_wheels(c: s.Checker, path: tuple, st: Stack, release: dict) -> None:
@@ -918,34 +1035,54 @@ def _check_images(m: Matrix, c: s.Checker) -> None:
                 c.fail(path + ("python",), f"python {python} is not {os}'s python3 ({m.os[os].python}) and "
                        f"pythons has no source tarball for it; add pythons.\"{python}\"")
             cann = m.cann.get(st.cann)
-            for platform in img.platforms:
-                if cann and m.nnal(st, cann, PLATFORM_ARCH.get(platform, "")) is not None:
-                    try:
-                        glibc_floor(m, st, cann, m.os[os])
-                    except UserError as exc:
-                        c.fail(path + ("os", j), str(exc))
-                        break
+            if cann and st.torch_atb:
+                try:
+                    torch_atb_fits(m, st, cann, m.os[os], python)
+                except UserError as exc:
+                    c.fail(path + ("os", j), str(exc))
         cann = m.cann.get(st.cann)
         chip = img.chip or defaults["chip"]
         if cann and chip not in cann.kernels:
             c.fail(path + ("chip",), f"got {chip!r}; CANN {cann.version} has kernels for: {', '.join(cann.kernels)}")
         elif cann:
+            try:
+                m._check_chip(st, chip)
+            except UserError as exc:
+                c.fail(path + ("chip",), str(exc))
             for k, platform in enumerate(img.platforms):
                 if PLATFORM_ARCH.get(platform) not in cann.kernels[chip]:
                     c.fail(path + ("platforms", k), f"got {platform}; CANN {cann.version}'s {chip} kernels are "
                            f"published for {', '.join(cann.kernels[chip])} only")
 
 
-def glibc_floor(m: Matrix, st: Stack, cann: CannRelease, os: OSBase) -> None:
-    """NNAL's floor (torch_atb needs a newer glibc from CANN 9.1) against the OS's glibc:
-    refused before any build, naming both and the OSes that fit."""
-    floor = cann.nnal_glibc
-    if not floor or not os.glibc or Version(os.glibc) >= Version(floor):
-        return
-    fits = [f"{o.name} ({o.glibc})" for o in m.os.values() if o.glibc and Version(o.glibc) >= Version(floor)]
-    raise UserError(f"CANN {cann.version}'s NNAL needs glibc {floor} or newer (torch_atb); {os.name} has glibc "
-                    f"{os.glibc}. OSes that fit: {', '.join(fits) or 'none in the matrix'}; or turn NNAL off for "
-                    f"stack {st.name} (stacks.{st.name}.nnal: false)")
+def torch_atb_fits(m: Matrix, st: Stack, cann: CannRelease, os: OSBase, python: str | None) -> None:
+    """torch_atb (NNAL's Python plugin) against the image: its glibc floor from CANN 9.1 and
+    its Pythons, refused before any build, naming what was found and what would fit. NNAL
+    itself (glibc 2.17) is not what is checked: it installs on every OS here."""
+    atb = m.torch_atb
+    if atb is None:
+        raise UserError(f"stack {st.name} asks for torch_atb, but {m.path} has no torch_atb: section (its "
+                        f"Pythons and glibc floor)")
+    floor = atb.floor(cann.version)
+    if floor and os.glibc and Version(os.glibc) < Version(floor):
+        fits = [f"{o.name} ({o.glibc})" for o in m.os.values() if o.glibc and Version(o.glibc) >= Version(floor)]
+        raise UserError(f"torch_atb (NNAL's Python plugin, --torch-atb) needs glibc {floor} or newer from CANN "
+                        f"{cann_series(cann.version)} ({atb.source}); {os.name} has glibc {os.glibc}. OSes that fit: "
+                        f"{', '.join(fits) or 'none in the matrix'}; or build without torch_atb: NNAL itself needs "
+                        f"glibc 2.17 and is in the {os.name} image without it")
+    if python and python not in atb.pythons:
+        fits = [p for p in atb.pythons if p in st.pythons()]
+        raise UserError(f"torch_atb (NNAL's Python plugin, --torch-atb) is built for Python {', '.join(atb.pythons)} "
+                        f"only ({atb.source}); this image's Python is {python}. Choose "
+                        + (f"--python {' or '.join(fits)}" if fits else "another stack") + ", or build without torch_atb")
+
+
+def cann_key(version: str) -> tuple[int, int, int, int]:
+    """A CANN version for ordering: 8.0.RC3 < 8.0.0 < 8.1.RC1 < 9.0.1 (an RC before its release)."""
+    m = re.match(r"(\d+)\.(\d+)\.(RC)?(\d+)", version, re.I)
+    if not m:
+        return (0, 0, 0, 0)
+    return (int(m[1]), int(m[2]), 0 if m[3] else 1, int(m[4]))
 
 
 def cann_series(version: str) -> str:

@@ -54,7 +54,7 @@ def stack_rows(matrix: Matrix, pins_of: PinsOf | None = None) -> list[dict[str, 
                      "driver (runs on)": f"{cann.driver or 'none named'}"
                                          + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else ""),
                      "Python": _pythons(matrix, st),
-                     "chips": ", ".join(cann.kernels), "companions": _companions(st, pins_of),
+                     "chips": ", ".join(matrix.chips(st)), "companions": _companions(st, pins_of),
                      "toolchain": _toolchain(matrix, st)})
     return rows
 
@@ -76,13 +76,13 @@ def _pythons(matrix: Matrix, st) -> str:
 
 
 def _toolchain(matrix: Matrix, st) -> str:
-    """The stack's gcc, its builder, and the other flavors with that gcc and one of its Pythons."""
+    """The stack's gcc, its builder, and the other flavors that serve it (its gcc, one of its
+    Pythons, its CANN era)."""
     if st.framework != "torch":
         return "none (release wheel only)"
     if not st.builder:
         return f"gcc {st.gcc}, no builder flavor (release wheel only)"
-    others = [n for n, b in matrix.builders.items() if n != st.builder and b.offers(st.gcc)
-              and any(p in st.pythons() for p in b.pythons)]
+    others = [n for n, b in matrix.builders.items() if n != st.builder and b.serves(st)]
     return f"gcc {st.gcc}, builder {st.builder}" + (f" (also: {', '.join(others)})" if others else "")
 
 

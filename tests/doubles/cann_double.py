@@ -35,18 +35,24 @@ TOOLKIT_SONAMES = ["libhccl.so", "libascendcl.so", "libacl_op_compiler.so", "lib
                    "libc_sec.so", "libplatform.so", "libruntime.so", "libascendalog.so", "libmmpa.so", "libprofapi.so",
                    "libregister.so", "libexe_graph.so", "libopapi.so"]
 NNAL_SONAMES = ["libatb.so"]
+# SiP's libraries (cann/sip docs: libasdsip.so, which loads libasdsip_core.so and libasdsip_host.so),
+# in NNAL from 8.3 (nnal/asdsip/<v>/lib).
+SIP_SONAMES = ["libasdsip.so", "libasdsip_core.so", "libasdsip_host.so"]
+SIP_FROM = (8, 3)       # the double's own rule, kept apart from matrix.yaml's nnal_sip_from
 
 # NNAL's set_env.sh as the double writes it: the exports the real one makes (as the official
 # CANN images copy them), and its ABI rule: --cxx_abi=0|1, else ask torch (slow: it imports
 # torch), which the double records in /tmp/nnal-set-env-imported-torch so a test can see it.
 NNAL_SET_ENV = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (mirrors the real exports)
+# A bash script, as the real one is: ${BASH_SOURCE[0]} stops dash ("Bad substitution").
+atb_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 abi=
 for arg in "$@"; do case "$arg" in --cxx_abi=*) abi="${arg#--cxx_abi=}" ;; esac; done
 if [ -z "$abi" ]; then
     : > /tmp/nnal-set-env-imported-torch
     abi=$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))' 2>/dev/null || echo 1)
 fi
-export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_${abi}
+export ATB_HOME_PATH=${atb_dir}/latest/atb/cxx_abi_${abi}
 export LD_LIBRARY_PATH=${ATB_HOME_PATH}/lib:${ATB_HOME_PATH}/examples:${ATB_HOME_PATH}/tests/atbopstest:${LD_LIBRARY_PATH}
 export PATH=${ATB_HOME_PATH}/bin:$PATH
 export ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0
@@ -60,6 +66,13 @@ export ATB_SHARE_MEMORY_NAME_SUFFIX=""
 export ATB_MATMUL_SHUFFLE_K_ENABLE=1
 export LCCL_DETERMINISTIC=0
 export LCCL_PARALLEL=0
+"""
+# SiP's set_env.sh as cann/sip scripts/set_env.sh writes its exports (bash too).
+SIP_SET_ENV = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (SiP; mirrors the real exports)
+path="${BASH_SOURCE[0]}"
+asdsip_dir_path=$(cd "$(dirname "$path")"; pwd )
+export ASDSIP_HOME_PATH="${asdsip_dir_path}/latest/"
+export LD_LIBRARY_PATH=$ASDSIP_HOME_PATH/lib:$LD_LIBRARY_PATH
 """
 CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}
 
@@ -130,6 +143,15 @@ if [ "$DOUBLE_KIND" = nnal ]; then
     mkdir -p "$path"
     payload | tar -xzf - -C "$path" --no-same-owner
     ln -sfn "$DOUBLE_VERSION" "$path/nnal/atb/latest"
+    # The installers log as the real ones do (ATB's and SiP's install.sh, the wrapper's seclog).
+    mkdir -p /var/log/cann_atb_log /var/log/ascend_seclog
+    echo "nnal $DOUBLE_VERSION installed (CANN TEST DOUBLE)" > /var/log/cann_atb_log/cann_atb_install.log
+    echo "nnal $DOUBLE_VERSION installed (CANN TEST DOUBLE)" > /var/log/ascend_seclog/ascend_nnal_install.log
+    if [ -d "$path/nnal/asdsip/$DOUBLE_VERSION" ]; then
+        ln -sfn "$DOUBLE_VERSION" "$path/nnal/asdsip/latest"
+        mkdir -p /var/log/cann_asdsip_log
+        echo "asdsip $DOUBLE_VERSION installed (CANN TEST DOUBLE)" > /var/log/cann_asdsip_log/cann_asdsip_install.log
+    fi
     say "[INFO] nnal $DOUBLE_VERSION installed in $path (CANN TEST DOUBLE)"
     exit 0
 fi
@@ -247,6 +269,10 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
                 for lib in _stub_libs(arch, workdir, NNAL_SONAMES):
                     _add(tar, f"{tree}/lib/{lib.name}", lib.read_bytes(), 0o755)
             _add(tar, "nnal/atb/set_env.sh", NNAL_SET_ENV.encode(), 0o755)
+            if tuple(int(x) for x in version.split(".")[:2]) >= SIP_FROM:
+                for lib in _stub_libs(arch, workdir, SIP_SONAMES):
+                    _add(tar, f"nnal/asdsip/{version}/lib/{lib.name}", lib.read_bytes(), 0o755)
+                _add(tar, "nnal/asdsip/set_env.sh", SIP_SET_ENV.encode(), 0o755)
         else:
             _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}")
             _add(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}/double.json",

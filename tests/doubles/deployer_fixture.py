@@ -11,7 +11,7 @@ from pathlib import Path
 
 BASE = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{v}/"
 DRIVERS = {"8.0.RC1": "24.1.RC1", "8.0.RC3": "24.1.RC3", "8.0.0": "24.1.0", "8.1.RC1": "25.0.RC1",
-           "8.5.0": "25.5.0", "9.0.0": "26.0.RC1"}
+           "8.2.RC1": "25.2.0", "8.3.RC1": "25.3.RC1", "8.5.0": "25.5.0", "9.0.0": "26.0.RC1"}
 # What the matrix's stacks use, so an update with this fixture gives a valid matrix.
 PAIRS = {"1.11.0.post11": "8.0.RC1", "2.1.0.post8": "8.0.RC3", "2.1.0.post10": "8.0.0", "2.3.1.post4": "8.0.0",
          "2.4.0.post2": "8.0.0", "2.5.1": "8.1.RC1", "2.9.0": "8.5.0", "2.6.0.post5": "8.5.0",

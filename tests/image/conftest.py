@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.matrix import Cell, load_matrix
 from tests.conftest import label
 
@@ -15,7 +16,8 @@ from tests.conftest import label
 @pytest.fixture(scope="session")
 def cell(pytestconfig, labels) -> Cell:
     matrix = load_matrix(pytestconfig.getoption("--matrix"))
-    return matrix.cell(*(label(labels, k) for k in ("stack", "os", "python", "chip", "platform")))
+    return matrix.cell(*(label(labels, k) for k in ("stack", "os", "python", "chip", "platform")),
+                       torch_atb=labels.get(f"{LABEL_PREFIX}.torch-atb") == "yes")
 
 
 @pytest.fixture(scope="session")

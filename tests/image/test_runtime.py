@@ -388,9 +388,10 @@ NNAL_ROOT = "/usr/local/Ascend/nnal/atb"
 
 
 def test_nnal_is_the_releases_for_the_abi_of_torch(host, cell, image_env, labels):
-    """NNAL where the matrix puts it (CANN 9.0.1 on, torch_npu with the ATB plugin): the
-    release's tree behind latest, ATB_HOME_PATH at the ABI torch is built with. An image
-    without NNAL has none of it, and its label says so."""
+    """NNAL where the matrix puts it (CANN 8.1.RC1 on, a framework that loads it: torch_npu's
+    ATB plugin from 2.5.1, MindSpore's ATB kernels): the release's tree behind latest,
+    ATB_HOME_PATH at the ABI the framework is built with. An image without NNAL has none of
+    it, and its label says so."""
     if cell.nnal is None:
         assert labels[f"{LABEL_PREFIX}.nnal"] == "none"
         assert not host.file("/usr/local/Ascend/nnal").exists and "ATB_HOME_PATH" not in image_env
@@ -421,6 +422,66 @@ def test_a_login_shell_sources_nnal_without_importing_torch(docker_run, cell):
     assert out.returncode == 0, out.stderr
     assert f"set_env.sh --cxx_abi={cell.abi}" in out.stdout
     assert f"ATB={NNAL_ROOT}/latest/atb/cxx_abi_{cell.abi}" in out.stdout and "no-torch-import" in out.stdout
+
+
+def test_torch_atb_is_there_only_where_asked_for(host, cell):
+    """torch_atb (NNAL's Python plugin) imports where the build asked for it (--torch-atb or
+    the stack's torch_atb: true), and is absent otherwise."""
+    found = host.run("python -c 'import importlib.util as u; print(u.find_spec(\"torch_atb\") is not None)'")
+    assert found.rc == 0, found.stderr
+    assert found.stdout.strip() == str(cell.stack.torch_atb)
+
+
+SIP_ROOT = "/usr/local/Ascend/nnal/asdsip"
+
+
+def test_sip_is_beside_atb_where_nnal_holds_it(host, cell, image_env):
+    """SiP (nnal/asdsip, in NNAL from 8.3): its release behind latest, ASDSIP_HOME_PATH and its
+    library path in the image ENV as its set_env.sh exports them; none of it where NNAL has no SiP."""
+    if cell.nnal is None or not cell.cann.sip:
+        assert "ASDSIP_HOME_PATH" not in image_env
+        assert not host.file(SIP_ROOT).exists
+        return
+    assert image_env["ASDSIP_HOME_PATH"].rstrip("/") == f"{SIP_ROOT}/latest"
+    assert host.run(f"readlink {SIP_ROOT}/latest").stdout.strip() == cell.cann.version
+    out = host.run(f"env -i PATH=/usr/bin:/bin bash -c '. {SIP_ROOT}/set_env.sh >/dev/null && env -0'")
+    assert out.rc == 0, out.stderr
+    exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
+    assert env_gaps(exported, image_env, ("ASDSIP_HOME_PATH", "LD_LIBRARY_PATH")) == []
+
+
+def test_nnals_libraries_resolve_from_the_image_env(docker_run, cell):
+    """Every shared library of ATB (the image's ABI) and SiP finds what it links against in a
+    plain `docker run`, with no set_env.sh sourced."""
+    if cell.nnal is None:
+        pytest.skip("no NNAL in this image")
+    dirs = '"$ATB_HOME_PATH/lib"' + (' "$ASDSIP_HOME_PATH/lib"' if cell.cann.sip else "")
+    out = docker_run("bash", "-c", f"n=0; for d in {dirs}; do for f in \"$d\"/*.so; do n=$((n+1)); "
+                                   "ldd \"$f\" | sed \"s#^#$f: #\"; done; done; echo \"libraries: $n\"")
+    assert out.returncode == 0, out.stderr
+    assert "not found" not in out.stdout, out.stdout
+    assert int(out.stdout.rsplit("libraries:", 1)[1]) >= (2 if cell.cann.sip else 1), out.stdout
+
+
+def test_login_shells_start_bash_and_sh_alike(docker_run, cell):
+    """`bash -l` and `sh -l` (dash on Debian) both start, silently and without importing torch:
+    the profile hook sources NNAL's bash scripts in bash only, with the ABI given. (Not timed:
+    what made a login shell slow, NNAL's set_env.sh importing torch, is checked for itself.)"""
+    script = "rm -f /tmp/nnal-set-env-imported-torch; {shell} -lc true; echo rc=$?; " \
+             "ls /tmp/nnal-set-env-imported-torch 2>/dev/null || echo no-torch-import"
+    for shell in ("bash", "sh"):
+        out = docker_run("bash", "-c", script.format(shell=shell))
+        assert out.returncode == 0, out.stderr
+        assert "rc=0" in out.stdout and "no-torch-import" in out.stdout, (shell, out.stdout)
+        assert out.stderr.strip() == "", (shell, out.stderr)
+
+
+def test_no_installer_log_is_left_in_the_image(host):
+    """CANN's installers log under /var/log (ascend_seclog, and NNAL's cann_atb_log and
+    cann_asdsip_log): each step removes what it wrote, so no layer carries a build's logs."""
+    from ascend_build.matrix.eras import INSTALLER_LOGS
+    left = [d for d in INSTALLER_LOGS if host.file(d).exists]
+    assert left == []
 
 
 def test_the_labels_say_the_pairing_kind_and_the_drivers(labels, cell):

@@ -154,23 +154,29 @@ def built(engine, arm64_base, packages, pinned_matrix, ca_bundle, site):
 @pytest.fixture(scope="session")
 def zipped_packages(tmp_path_factory) -> Path:
     """The CANN 9.0.0 doubles (9.x era: operator package, cann-9.0.0 tree, cann/set_env.sh)
-    in the form Huawei publishes them: .zip files around the .run installers."""
+    in the form Huawei publishes them: .zip files around the .run installers; and NNAL, which
+    no deployer data lists (matrix.yaml's cann_nnal:), as the bare .run the official images take."""
     made, folder = tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips")
     for run in (make_run(made, "toolkit", "9.0.0", "aarch64"), make_run(made, "kernels", "9.0.0", "aarch64", chip="910b")):
         with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
             archive.write(run, run.name)
+    make_run(folder, "nnal", "9.0.0", "aarch64")
     return folder
 
 
 @pytest.fixture(scope="session")
 def matrix_900(tmp_path_factory, zipped_packages) -> Path:
-    """matrix.yaml with the doubles' .zip sums in place of Huawei's, as `zip_sha256`."""
+    """matrix.yaml with the doubles' .zip sums in place of Huawei's, as `zip_sha256`, and
+    the NNAL double's sum pinned, as `invoke pin` would on first use."""
     text = (ROOT / "matrix.yaml").read_text()
     for archive in zipped_packages.glob("*.zip"):
         run = archive.name[:-4] + ".run"
         text, count = re.subn(rf"(\{{file: {re.escape(run)}, sha256: null, zip_sha256: )[0-9a-f]{{64}}",
                               rf"\g<1>{sha256_of(archive)}", text)
         assert count == 1, run
+    for run in zipped_packages.glob("*.run"):
+        text, count = re.subn(rf"(\{{file: {re.escape(run.name)}, sha256: )null", rf"\g<1>{sha256_of(run)}", text)
+        assert count == 1, run.name
     path = tmp_path_factory.mktemp("matrix-900") / "matrix.yaml"
     path.write_text(text)
     return link_locks(path)

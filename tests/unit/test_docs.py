@@ -70,20 +70,38 @@ def test_a_stacks_pairing_is_published_or_compatible():
     assert MATRIX.cann["9.2.0"].driver is None     # no document read names it
 
 
-def test_an_os_below_nnals_glibc_floor_is_refused_before_any_build():
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--torch", "2.12.0", "--os", "ubuntu22.04",
-                          "--dry"], cwd=ROOT, capture_output=True, text=True)
+def _dry(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", "build", "--torch", "2.12.0", *args, "--dry"], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_the_26_line_plans_the_default_os_with_nnal():
+    """NNAL needs glibc 2.17 and is on every OS: `invoke build --torch 2.12.0` with no other
+    option plans Ubuntu 22.04 (the official 2.12.0 image's OS) with NNAL, ATB and SiP."""
+    out = _dry()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "-f " + str(ROOT / "images/runtime/2.12.0/ubuntu22.04/Dockerfile") in out.stdout
+    assert "Ascend-cann-nnal_9.1.0_linux-aarch64.run -> " in out.stdout
+    assert "--label 'io.ascend-build.nnal=9.1.0 cxx_abi_1'" in out.stdout
+    assert "torch: only from https://download.pytorch.org/whl/cpu" in out.stdout
+    assert "images/runtime/2.12.0/ubuntu22.04/Dockerfile" in {str(r.path) for r in render_all(MATRIX)}
+    dockerfile = (ROOT / "images/runtime/2.12.0/ubuntu22.04/Dockerfile").read_text()
+    assert "ASDSIP_HOME_PATH=/usr/local/Ascend/nnal/asdsip/latest/" in dockerfile
+
+
+def test_torch_atb_below_its_glibc_floor_is_refused_before_any_build():
+    out = _dry("--torch-atb", "--os", "ubuntu22.04")
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "CANN 9.1.0's NNAL needs glibc 2.38 or newer (torch_atb); ubuntu22.04 has glibc 2.35" in out.stderr
-    assert "ubuntu24.04 (2.39)" in out.stderr and "stacks.2.12.0.nnal: false" in out.stderr
+    assert "torch_atb (NNAL's Python plugin, --torch-atb) needs glibc 2.38 or newer from CANN 9.1" in out.stderr
+    assert "ubuntu22.04 has glibc 2.35" in out.stderr and "ubuntu24.04 (2.39)" in out.stderr
+    assert "NNAL itself needs glibc 2.17" in out.stderr
     assert "docker" not in out.stdout
-    rendered = {str(r.path) for r in render_all(MATRIX)}
-    assert "images/runtime/2.12.0/ubuntu24.04/Dockerfile" in rendered
-    assert "images/runtime/2.12.0/ubuntu22.04/Dockerfile" not in rendered
-    # NNAL off for the stack: the same OS is accepted.
-    text = (ROOT / "matrix.yaml").read_text().replace(
-        '  "2.12.0":      # published for 9.2.0; compatible with 9.1 (TorchNPU grid)\n',
-        '  "2.12.0":      # published for 9.2.0; compatible with 9.1 (TorchNPU grid)\n    nnal: false\n', 1)
-    from ascend_build.matrix import load_text
-    off = load_text(text, ROOT / "matrix.yaml")
-    assert off.cell("2.12.0", "ubuntu22.04", None, None, "linux/arm64").nnal is None
+
+
+def test_torch_atb_on_a_python_it_is_not_built_for_is_refused():
+    out = _dry("--torch-atb", "--os", "ubuntu24.04")          # its python3 is 3.12
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "built for Python 3.10, 3.11 only" in out.stderr and "--python 3.10 or 3.11" in out.stderr
+    fits = _dry("--torch-atb", "--os", "ubuntu24.04", "--python", "3.11")
+    assert fits.returncode == 0, fits.stdout + fits.stderr
+    assert "--build-arg NNAL_TORCH_ATB=1" in fits.stdout and "io.ascend-build.torch-atb=yes" in fits.stdout

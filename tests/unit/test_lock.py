@@ -12,7 +12,7 @@ import pytest
 
 from ascend_build.errors import UserError
 from ascend_build.locking import lock as locks
-from ascend_build.locking import resolve
+from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_text
 from tests.conftest import ROOT, committed_matrix_text, link_locks
 
@@ -69,7 +69,7 @@ class IndexDouble:
     def __init__(self, sums: dict[str, str] | None = None):
         self.sums = sums or {}
 
-    def files(self, project: str):
+    def files(self, project: str, only: str | None = None):
         return [(f"{project.replace('-', '_')}-{v}-cp39-cp39-manylinux2014_aarch64.whl", self.sums.get(project, "9" * 64))
                 for v in ("1.26.4", "1.13.1", "6.0.3", "2.1.0", "3.19.1", "3.20.3", "2.1.0.post8")]
 
@@ -98,7 +98,7 @@ def test_no_wheel_for_the_target_is_refused_by_name(tmp_path, monkeypatch):
     monkeypatch.setattr(resolve, "compile_cell", lambda *a: resolve.parse_compiled(UV_OUTPUT))
 
     class NoScipy(IndexDouble):
-        def files(self, project):
+        def files(self, project, only=None):
             return [] if project == "scipy" else super().files(project)
     with pytest.raises(UserError, match=r"scipy==1.13.1: the index has no wheel for CPython 3.9 on aarch64"):
         resolve.make(m, m.stacks["2.1.0"], "3.9", "aarch64", resolve.Network(), NoScipy())
@@ -173,9 +173,12 @@ def test_a_given_wheel_replaces_the_release_and_keeps_hash_checking(tmp_path):
 
 def test_an_unlocked_cell_says_so_and_x86_64_takes_torch_from_the_cpu_index(tmp_path):
     m = _matrix(tmp_path)
-    files = locks.unlocked(m, m.cell("2.1.0", "debian12", "3.11", platform="linux/amd64"))
+    cell = m.cell("2.1.0", "debian12", "3.11", platform="linux/amd64")
+    files = locks.unlocked(m, cell)
     assert all(text.startswith("# NOT LOCKED") for text in files.values())
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu\ntorch==2.1.0+cpu" in files["torch"]
+    staged = locks.with_torch_index(files, torch_index.source(cell.stack, cell.arch))
+    assert staged["torch"].startswith("--extra-index-url https://download.pytorch.org/whl/cpu\n")
+    assert "torch==2.1.0+cpu" in staged["torch"] and staged["cann"] == files["cann"]
     assert 'numpy<2' in files["cann"] and "protobuf==3.20.3" in files["torch_npu"]
 
 
@@ -252,7 +255,7 @@ def test_huaweis_wheel_for_another_arch_under_an_any_tag_is_left_out(tmp_path, m
     x86 = locks.huawei_sums(m, m.stacks["2.1.0"], "3.9", "x86_64")["torch_npu"]
 
     class AnyTagged(IndexDouble):
-        def files(self, project: str):
+        def files(self, project: str, only: str | None = None):
             found = super().files(project)
             if project == "torch-npu":
                 found.append(("torch_npu-2.1.0.post8-cp39-none-any.whl", x86))

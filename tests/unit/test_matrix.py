@@ -152,18 +152,25 @@ def test_cli_choices_outside_the_matrix_are_user_errors():
         m.cell("2.3.1", chip="A3")
 
 
-def test_a3_takes_its_own_operator_package_and_950_is_refused_by_name():
+def test_a3_takes_its_own_operator_package_and_950_its_own_torch_npu():
     """A3 (Atlas A3) needs its own package: from 8.5.0 `Ascend-cann-A3-ops_<v>`; the image
-    says so in its name. No published CANN release has a 950 package yet."""
+    says so in its name. 950 has an operator package from CANN 9.0.0 (cann_chips:), and its
+    images need a torch_npu of TorchNPU 26.1.0 or newer (chip_support:): 2.10.0 (TorchNPU
+    26.0.0) is refused by name with the stacks that fit; 2.12.0 (26.2.0) takes it."""
     m = load_matrix(ROOT / "matrix.yaml")
     a3 = m.cell("2.10.0", chip="A3")
     assert a3.kernels.file == "Ascend-cann-A3-ops_9.0.0_linux-aarch64.run"
     assert a3.kernels.zip_url.endswith("/CANN%209.0.0/Ascend-cann-A3-ops_9.0.0_linux-aarch64.zip")
     assert a3.name.startswith("cann9.0.0-a3-") and m.cell("2.10.0").name.startswith("cann9.0.0-910b-")
     assert m.cell("2.6.0", chip="A3").kernels.file == "Ascend-cann-A3-ops_8.5.0_linux-aarch64.run"
-    with pytest.raises(UserError, match=r"CANN 9.0.0 has no kernels for chip '950' \(cann.9.0.0.kernels\); "
-                                        r"chips with kernels: 910b, 310p, 910, A3"):
+    with pytest.raises(UserError, match=r"chip 950: its images need TorchNPU 26.1.0 or newer .*stack 2.10.0 is "
+                                        r"TorchNPU 26.0.0. Stacks for 950: --torch 2.11.0, --torch 2.12.0"):
         m.cell("2.10.0", chip="950")
+    with pytest.raises(UserError, match=r"CANN 8.5.0 has no kernels for chip '950'"):
+        m.cell("2.6.0", chip="950")
+    c950 = m.cell("2.12.0", chip="950", platform="linux/amd64")
+    assert c950.kernels.file == "Ascend-cann-950-ops_9.1.0_linux-x86_64.run" and c950.kernels.sha256 is None
+    assert "950" not in m.chips(m.stacks["2.10.0"]) and "950" in m.chips(m.stacks["2.12.0"])
 
 
 def test_python_with_no_distro_package_and_no_tarball(tmp_path):

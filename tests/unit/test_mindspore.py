@@ -24,6 +24,7 @@ STACK = """mindspore_stacks:
     cann: 9.0.0
     python: {min: "3.9", max: "3.12", default: "3.11"}
     pins: {numpy: "<2"}          # mindspore 2.9.0 requires numpy>=1.20,<2 (its wheel's metadata)
+    cxx11_abi: {aarch64: false, x86_64: false}
 """
 
 
@@ -53,7 +54,8 @@ def test_the_mindspore_stack_shares_the_cann_part_and_has_its_own_layers():
     # CANN's own Python needs are the same layer request for both frameworks.
     assert locks.requirements(m, st, "aarch64")["cann"] == locks.requirements(m, torch.stack, "aarch64")["cann"]
     assert locks.requirements(m, st, "aarch64")["mindspore"] == ["mindspore==2.9.0", "numpy<2"]
-    assert cell.nnal is None      # CANN 9.0.0 publishes no NNAL
+    # NNAL is on for MindSpore too (its ATB kernels), at the ABI its wheels are built with.
+    assert cell.nnal is not None and cell.nnal.file == "Ascend-cann-nnal_9.0.0_linux-aarch64.run" and cell.abi == 0
 
 
 def test_an_unpaired_release_is_refused_with_the_paired_ones(tmp_path):
@@ -74,8 +76,12 @@ def test_a_python_without_wheels_is_refused(tmp_path):
 
 
 def test_nnal_without_the_abi_is_refused(tmp_path):
-    error = refused(tmp_path, STACK.replace('pins: {numpy: "<2"}', 'pins: {numpy: "<2"}\n    nnal: true'))
+    """NNAL is on by default where CANN has one: the ABI must be named (or NNAL turned off)."""
+    error = refused(tmp_path, STACK.replace("    cxx11_abi: {aarch64: false, x86_64: false}\n", ""))
     assert "mindspore_stacks['2.9.0'].cxx11_abi" in error and "cxx_abi_N" in error
+    off = load_matrix(with_stack(tmp_path, STACK.replace("    cxx11_abi: {aarch64: false, x86_64: false}\n",
+                                                          "    nnal: false\n")))
+    assert off.cell("mindspore2.9.0", "debian12").nnal is None
 
 
 def test_an_unknown_release_says_how_to_add_it():
@@ -103,7 +109,11 @@ def test_the_mindspore_dockerfile_installs_mindspore_and_no_torch():
     # The CANN part (toolkit, operators, ENV) is the torch image's of that CANN and OS, to the byte.
     torch = runtime_dockerfile(m, m.stacks["2.10.0"], m.os["debian12"]).text
     sections = lambda t: {s.split("\n", 1)[0]: s for s in re.split(r"\n# -{20,} ", t)}      # noqa: E731
-    assert sections(text)["CANN"] == sections(torch)["CANN"] and "toolkit" in sections(text)["CANN"]
+    # but for NNAL's default ABI: MindSpore's wheels are the old ABI, torch 2.10.0's the new one
+    # (`invoke build` passes the cell's either way).
+    assert "ARG NNAL_CXX_ABI=0" in text and "ARG NNAL_CXX_ABI=1" in torch
+    assert sections(text)["CANN"].replace("ARG NNAL_CXX_ABI=0", "ARG NNAL_CXX_ABI=1") == sections(torch)["CANN"]
+    assert "toolkit" in sections(text)["CANN"]
     assert set(sections(text)) - set(sections(torch)) == {"MindSpore"}
 
 

@@ -55,12 +55,12 @@ def test_update_rewrites_only_the_imported_part_with_sources(matrix, tmp_path):
     assert "Ascend-cann-nnrt" not in m_text, "files the images do not use are counted, not imported"
     # --from reads no index: PyPI's facts stay as the last import found them (3.13 for 2.10.0).
     assert m.source.data["torch_npu_releases"]["2.10.0"]["pypi_pythons"]["aarch64"][-1] == "3.13"
-    # 6 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables.
-    assert result.counts["CANN releases"] == 10 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
+    # 8 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables.
+    assert result.counts["CANN releases"] == 12 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
     assert m.cann["9.1.0"].driver == "26.0.RC1" and m.cann["9.2.0"].driver is None
-    assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 12
+    assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 16
     lines = result.summary.lines()      # against the real import committed in matrix.yaml
-    assert "- cann 8.2.RC1" in lines and "~ cann 8.0.RC3 toolkit aarch64: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run " \
+    assert "- cann 8.0.RC2" in lines and "~ cann 8.0.RC3 toolkit aarch64: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run " \
         f"zip_sha256 872691b3734908536a7526fa14ff2b90bed81d38c38e9e6124ae447da6029471 -> " \
         f"Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run zip_sha256 {fake_sum(name)}" in lines
     # A second run on its own output changes nothing.
@@ -172,7 +172,7 @@ def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp
             "--from-docs", str(DOCS)]
     dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
-    assert "would change" in dry.stdout and "CANN releases: 10" in dry.stdout
+    assert "would change" in dry.stdout and "CANN releases: 12" in dry.stdout
     check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 1 and matrix.read_text() == before
     wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)

@@ -14,6 +14,7 @@ import pytest
 
 from ascend_build.cluster import facts, k8s
 from ascend_build.cluster import ranktable as rt
+from ascend_build.cluster.launch import RANK_WRAPPER
 from ascend_build.errors import UserError
 from tests.doubles.cluster_hosts import make_server
 
@@ -126,7 +127,8 @@ def test_run_hostfile_prints_each_nodes_command_with_the_multi_node_flags(tmp_pa
     out = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
                  "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("# binding") and
+             not line.startswith("#   rank") and not line.startswith("# torch_npu")]
     assert lines[0] == "# node 0 of 2: on node-a (master)" and lines[2] == "# node 1 of 2: on node-b"
     node1 = shlex.split(lines[3])
     for flag in ("--network=host", "--ipc=host", "memlock=-1:-1", "nofile=65536:65536",
@@ -134,7 +136,22 @@ def test_run_hostfile_prints_each_nodes_command_with_the_multi_node_flags(tmp_pa
                  f"{table}:/etc/ascend-build/hccl.json:ro", "HCCL_CONNECT_TIMEOUT=1800", "NODE_RANK=1",
                  "MASTER_ADDR=node-a", "WORLD_SIZE=16", "RANK_TABLE_FILE=/etc/ascend-build/hccl.json"):
         assert flag in node1, flag
+    # No NPU here: bound as the usual 910B server would be (4 NUMA nodes x 48 cores, 2 cards each),
+    # each rank started through the wrapper, torch_npu told the same ranges (coarse: the image's
+    # torch_npu is not here to read).
+    assert "# binding: numa, from preview: the usual 910B server" in out.stdout
+    assert "--cpuset-cpus=0-191" in node1
+    assert "ASCEND_BUILD_RANK_CPUS=" + " ".join(f"{24 * i}-{24 * i + 23}" for i in range(8)) in node1
+    assert "CPU_AFFINITY_CONF=1," + ",".join(f"npu{i}:{24 * i}-{24 * i + 23}" for i in range(8)) in node1
     assert node1[node1.index("img") + 1:] == ["torchrun", "--nnodes=2", "--node_rank=1", "--nproc_per_node=8",
+                                               "--master_addr=node-a", "--master_port=29500", "--no_python", "sh",
+                                               "-c", RANK_WRAPPER, "train.py", "--epochs", "1"]
+    unbound = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
+                     "--host-root", str(tmp_path), "--bind", "off", "--", "train.py", "--epochs", "1")
+    assert "# binding: off (--bind off): every rank starts unbound" in unbound.stdout
+    plain = shlex.split(unbound.stdout.splitlines()[-1])
+    assert not any(a.startswith(("--cpuset-cpus", "CPU_AFFINITY_CONF", "ASCEND_BUILD_RANK_CPUS")) for a in plain)
+    assert plain[plain.index("img") + 1:] == ["torchrun", "--nnodes=2", "--node_rank=1", "--nproc_per_node=8",
                                                "--master_addr=node-a", "--master_port=29500", "train.py",
                                                "--epochs", "1"]
     low = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
@@ -224,12 +241,15 @@ def test_run_hostfile_launches_a_mindspore_image_with_msrun(tmp_path):
                  "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
     assert out.returncode == 0, out.stderr
     assert "# launcher: msrun (mindspore, by the image's name" in out.stderr
-    node1 = shlex.split(out.stdout.splitlines()[3])
+    node1 = shlex.split(out.stdout.splitlines()[-1])
     assert "NODE_RANK=1" in node1 and "RANK_TABLE_FILE=/etc/ascend-build/hccl.json" in node1
+    # msrun binds its workers itself, from each device's ranges (msrun takes them as lo-hi only).
+    bind = "{" + ",".join(f'"device{i}":["{24 * i}-{24 * i + 23}"]' for i in range(8)) + "}"
     assert node1[node1.index(image) + 1:] == [
         "msrun", "--worker_num=16", "--local_worker_num=8", "--master_addr=node-a", "--master_port=29500",
-        "--node_rank=1", "--log_dir=msrun_log", "--join=True", "--cluster_time_out=1800",
+        "--node_rank=1", "--log_dir=msrun_log", "--join=True", "--cluster_time_out=1800", f"--bind_core={bind}",
         "--rank_table_file=/etc/ascend-build/hccl.json", "train.py", "--epochs", "1"]
+    assert "--cpuset-cpus=0-191" in node1 and not any(a.startswith("CPU_AFFINITY_CONF") for a in node1)
     # One host, four cards, asked for by --msrun on an image whose name says nothing.
     one = invoke("run", "--dry", "--image", "img", "--msrun", "--devices", "0-3", "--runtime", "runc",
                  "--host-root", str(tmp_path), "--", "train.py")

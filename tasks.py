@@ -598,22 +598,34 @@ def ranktable(c, hosts=None, chip=None, devices="all", output=None):
     "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)",
     "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
     "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore",
-    "output": "write the manifests here (default: print them)"})
+    "output": "write the manifests here (default: print them)",
+    "cpus": "whole CPUs per worker pod, requests = limits (default 16 per card; 0 asks for none)",
+    "memory": "memory per worker pod, requests = limits, e.g. 512Gi (default 64Gi per card)",
+    "bind": "numa (default) or even: each rank bound to an equal slice of the pod's cores; off: unbound",
+    "bind_min_cores": LAUNCH_HELP["bind_min_cores"]})
 @user_errors
 def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
-        hccl_timeout="1800", framework="auto", output=None):
+        hccl_timeout="1800", framework="auto", output=None, cpus=None, memory=None, bind="numa",
+        bind_min_cores="5"):
     """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
-    from ascend_build.cluster import k8s
+    from ascend_build.cluster import binding, k8s
     from ascend_build.cluster.launch import framework_for
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {kind}: ascendjob or indexed")
     n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
-    chosen, why = framework_for(eng.for_task("docker", None, True), image, framework)
+    client = eng.for_task("docker", None, True)
+    chosen, why = framework_for(client, image, framework)
     print(f"# framework: {chosen} (by {why})", file=sys.stderr)
-    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen) if kind == "ascendjob"
-            else k8s.indexed_job(name, image, n, d, command, t, framework=chosen))
+    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if chosen == "torch" else None
+    if affinity:
+        print(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})", file=sys.stderr)
+    cores = k8s.PodCores(None if cpus is None else _number(cpus, "--cpus"), memory or "", bind,
+                         _number(bind_min_cores, "--bind-min-cores"),
+                         affinity.mode if affinity else 0)
+    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen, cores) if kind == "ascendjob"
+            else k8s.indexed_job(name, image, n, d, command, t, framework=chosen, cores=cores))
     text = k8s.dump(made)
     if output:
         Path(output).write_text(text)

@@ -90,7 +90,7 @@ class Plan:
         if not self.bound:
             return ["binding: off (--bind off): every rank starts unbound, the container gets every core"]
         head = (f"binding: {self.mode}, from {self.source}; {len(self.ranks)} rank{'s' if len(self.ranks) > 1 else ''}, "
-                f"at least {self.min_cores} cores each, none shared")
+                f"at least {self.min_cores} core{'s' if self.min_cores > 1 else ''} each, none shared")
         rows = [f"  rank {r.rank}: card {r.card} (NUMA node {'?' if r.node is None else r.node}), cores {r.cpulist} "
                 f"({len(r.cpus)})" for r in self.ranks]
         return [head] + rows + [f"  note: {n}" for n in self.notes]

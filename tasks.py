@@ -372,6 +372,9 @@ LAUNCH_HELP = {
     "rank_table": "an hccl.json (invoke ranktable) mounted and named by RANK_TABLE_FILE",
     "node_rank": "with --hostfile: run this node's command here",
     "ssh": "with --hostfile: run every node's command over ssh (BatchMode), and wait for all",
+    "bind": "with a launcher, each rank's cores: numa (default: its card's NUMA node, split between the cards on "
+            "it), even (equal slices), off, or ranges per card like 0:0-23,1:24-47",
+    "bind_min_cores": "the fewest cores a rank may get (default 5: vllm-ascend's floor per NPU)",
 }
 
 
@@ -427,7 +430,8 @@ def _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, 
 @user_errors
 def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
         dry=False, force=False, engine="docker", hostfile=None, torchrun=False, msrun=False, framework="auto",
-        nproc_per_node=None, master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False):
+        nproc_per_node=None, master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False,
+        bind="numa", bind_min_cores="5"):
     """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`; on
     all cards with the image's launcher (--torchrun; msrun for MindSpore), or on many
     servers (--hostfile)."""
@@ -440,18 +444,20 @@ def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_ho
                 _number(nproc_per_node, "--nproc-per-node") if nproc_per_node else None,
                 _number(master_port, "--master-port"), _number(hccl_timeout, "--hccl-timeout"), rank_table,
                 _number(node_rank, "--node-rank") if node_rank is not None else None, ssh,
-                "mindspore" if msrun else framework)
+                "mindspore" if msrun else framework, bind, _number(bind_min_cores, "--bind-min-cores"))
         return
     _run(c, image, devices, runtime, shm_size, network_host, host_root, docker, dry, command, False, force, engine)
 
 
 def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, engine, hostfile, nproc,
-            master_port, hccl_timeout, rank_table, node_rank, ssh, framework="auto"):
+            master_port, hccl_timeout, rank_table, node_rank, ssh, framework="auto", bind="numa", min_cores=5):
     """The image's launcher (torchrun or msrun) on every chosen card, on this host or on
-    each host of a hostfile."""
+    each host of a hostfile, each rank bound to its cores."""
+    from ascend_build.cluster import binding
     from ascend_build.cluster.launch import Launch, framework_for, node_commands, over_ssh, read_hostfile
     from ascend_build.host.run import SERVER_CARDS, host_cards, parse_devices
     _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
+    request = binding.parse_bind(bind, min_cores)
     hosts = tuple(read_hostfile(Path(hostfile))) if hostfile else ("localhost",)
     cards = host_cards(Path(host_root)) or SERVER_CARDS
     count = nproc if nproc else len(parse_devices(devices, cards))
@@ -461,7 +467,14 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
     client = eng.for_task(engine, docker, dry)
     chosen, why = framework_for(client, image, framework)
     print(f"# launcher: {'msrun' if chosen == 'mindspore' else 'torchrun'} ({chosen}, by {why})", file=sys.stderr)
-    launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table, chosen)
+    cores = binding.plan_for_host(request, Path(host_root), devices, count)
+    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if chosen == "torch" and cores.bound else None
+    out = sys.stdout if dry else sys.stderr
+    for line in cores.lines() + ([f"torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})"]
+                                 if affinity else []):
+        print(f"# {line}", file=out)
+    launch = Launch(tuple(command), hosts, count, master_port, hccl_timeout, table, chosen, cores,
+                    affinity.mode if affinity else 0)
     for warning in launch.check():
         print(f"WARNING: {warning}", file=sys.stderr)
     runtimes = client.runtimes() if not dry and runtime == "auto" else frozenset()
@@ -589,22 +602,34 @@ def ranktable(c, hosts=None, chip=None, devices="all", output=None):
     "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)",
     "hccl_timeout": "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)",
     "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore",
-    "output": "write the manifests here (default: print them)"})
+    "output": "write the manifests here (default: print them)",
+    "cpus": "whole CPUs per worker pod, requests = limits (default 16 per card; 0 asks for none)",
+    "memory": "memory per worker pod, requests = limits, e.g. 512Gi (default 64Gi per card)",
+    "bind": "numa (default) or even: each rank bound to an equal slice of the pod's cores; off: unbound",
+    "bind_min_cores": LAUNCH_HELP["bind_min_cores"]})
 @user_errors
 def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
-        hccl_timeout="1800", framework="auto", output=None):
+        hccl_timeout="1800", framework="auto", output=None, cpus=None, memory=None, bind="numa",
+        bind_min_cores="5"):
     """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
-    from ascend_build.cluster import k8s
+    from ascend_build.cluster import binding, k8s
     from ascend_build.cluster.launch import framework_for
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {kind}: ascendjob or indexed")
     n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
-    chosen, why = framework_for(eng.for_task("docker", None, True), image, framework)
+    client = eng.for_task("docker", None, True)
+    chosen, why = framework_for(client, image, framework)
     print(f"# framework: {chosen} (by {why})", file=sys.stderr)
-    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen) if kind == "ascendjob"
-            else k8s.indexed_job(name, image, n, d, command, t, framework=chosen))
+    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if chosen == "torch" else None
+    if affinity:
+        print(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})", file=sys.stderr)
+    cores = k8s.PodCores(None if cpus is None else _number(cpus, "--cpus"), memory or "", bind,
+                         _number(bind_min_cores, "--bind-min-cores"),
+                         affinity.mode if affinity else 0)
+    made = (k8s.ascend_job(name, image, n, d, command, chip, queue, t, chosen, cores) if kind == "ascendjob"
+            else k8s.indexed_job(name, image, n, d, command, t, framework=chosen, cores=cores))
     text = k8s.dump(made)
     if output:
         Path(output).write_text(text)

@@ -4,6 +4,7 @@ its cause and fix (the symptoms users report, in the same words: EI0006, HcclCom
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections import Counter
 
 from ..host.doctor import Check
@@ -80,6 +81,15 @@ def _across(hosts: list[HostFacts]) -> list[Check]:
         out.append(Check("cards across hosts", "warn", ", ".join(f"{h.name}: {len(h.cards)}" for h in hosts),
                          "hosts have different numbers of cards: a job with one --nproc-per-node leaves some idle "
                          "or fails", "pass --devices with a range every host has"))
+    layouts = {h.name: json.dumps({k: h.numa.get(k) for k in ("nodes", "cards", "allowed")}, sort_keys=True)
+               for h in hosts if h.numa}
+    if len(set(layouts.values())) > 1:
+        out.append(Check("NUMA across hosts", "warn", "; ".join(f"{n}: {len(json.loads(v)['nodes'])} nodes, allowed "
+                                                               f"{json.loads(v)['allowed']}" for n, v in layouts.items()),
+                         "the hosts' cores, NUMA nodes or cards' nodes differ: the binding printed by `invoke run "
+                         "--hostfile` is planned on one host and fits only hosts like it",
+                         "start each node with `invoke run --hostfile ... --node-rank N` on that host (each plans its "
+                         "own), or make the hosts alike"))
     ips = Counter(c.address for h in hosts for c in h.cards if c.address)
     dup = sorted(ip for ip, n in ips.items() if n > 1)
     if dup:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..host.run import host_cards
+from ..host.topology import read_topology
 
 # hccn_tool lives in the driver's tools folder (mount the whole driver directory, not lib64).
 HCCN_TOOL = ("usr/local/Ascend/driver/tools/hccn_tool", "usr/local/bin/hccn_tool", "usr/bin/hccn_tool")
@@ -47,6 +48,7 @@ class HostFacts:
     cards: list[Card] = field(default_factory=list)
     rank_tables: list[str] = field(default_factory=list)     # /etc/hccl*.json found (read at start)
     tool: str | None = None          # where hccn_tool was found
+    numa: dict | None = None         # host/topology.py's Topology.to_json(): cards' NUMA nodes, nodes' CPUs
 
     def to_json(self) -> dict:
         return {"ascend_build_host_facts": FACTS_VERSION, **asdict(self)}
@@ -64,7 +66,7 @@ class HostFacts:
         try:
             cards = [Card(**c) for c in data["cards"]]
             return cls(data["name"], data["address"], data.get("chip"), data.get("driver"), cards,
-                       list(data.get("rank_tables") or []), data.get("tool"))
+                       list(data.get("rank_tables") or []), data.get("tool"), data.get("numa"))
         except (KeyError, TypeError) as exc:
             raise UserError(f"{where}: a host facts file without {exc}") from None
 
@@ -140,7 +142,8 @@ def read_host(root: Path, chip: str | None, driver: str | None, name: str | None
     tables = sorted(str("/" / p.relative_to(root)) for p in (root / "etc").glob("hccl*.json"))
     here = Path(root).resolve() == Path("/")
     return HostFacts(name or (socket.gethostname() if here else root.name), address or _own_address(root),
-                     chip, driver, cards, tables, str("/" / tool.relative_to(root)) if tool else None)
+                     chip, driver, cards, tables, str("/" / tool.relative_to(root)) if tool else None,
+                     read_topology(root).to_json())
 
 
 def _own_address(root: Path) -> str:

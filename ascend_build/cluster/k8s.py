@@ -10,13 +10,21 @@
 - an indexed batch/v1 Job with a headless Service for sites without the operator: the node
   rank is the completion index, the master the index-0 pod's DNS name.
 
-Both take the image by its content tag, so the cluster runs exactly what was tested."""
+Both take the image by its content tag, so the cluster runs exactly what was tested.
+
+Cores: each worker pod asks for whole CPUs and memory with requests equal to limits
+(Guaranteed QoS), so a kubelet with the static CPU manager gives it cores of its own, and
+with the topology manager (single-numa-node or restricted) on the NPUs' NUMA nodes. The
+launch script then splits what the pod got, read at run time, into equal contiguous slices
+per local rank, and starts each rank bound (the same per-rank wrapper as `invoke run`)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..errors import UserError
-from .launch import FRAMEWORKS, HCCL_TIMEOUT, MSRUN_LOG_DIR
+from .binding import MIN_CORES
+from .launch import FRAMEWORKS, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER
 
 RESOURCE = "huawei.com/Ascend910"
 OPERATOR_PORT = 2222           # the operator's default (containerPort named ascendjob-port)
@@ -24,16 +32,117 @@ RANK_TABLE_DIR = "/user/serverid/devindex/config"
 OPERATOR_FRAMEWORK = {"torch": "pytorch", "mindspore": "mindspore"}    # the AscendJob's framework label
 ROLE_LABEL = "ascend-build/role"      # worker or scheduler: workers keep one server each
 
+CPUS_PER_CARD = 16        # a worker pod's default CPUs per card (8 cards: 128 of a Kunpeng 920's 192,
+MEMORY_PER_CARD_GI = 64   # leaving the kubelet's and the system's reserve) and memory per card
+
+
+@dataclass(frozen=True)
+class PodCores:
+    """What a worker pod asks for and how its ranks are bound inside it."""
+    cpus: int | None = None   # whole CPUs, requests == limits (None: the default per card; 0: ask for none)
+    memory: str = ""          # requests == limits ("": the default per card)
+    bind: str = "numa"        # numa | even | off: in the pod both split what the pod got evenly
+    min_cores: int = MIN_CORES
+    affinity: int = 1         # torch_npu's CPU_AFFINITY_CONF mode (0: not set)
+
+    def resources(self, devices: int) -> dict[str, str | int]:
+        if self.cpus == 0:
+            return {}
+        cpus = devices * CPUS_PER_CARD if self.cpus is None else self.cpus
+        return {"cpu": cpus, "memory": self.memory or f"{devices * MEMORY_PER_CARD_GI}Gi"}
+
+    def env(self) -> list[dict]:
+        return [{"name": "ASCEND_BUILD_BIND", "value": self.bind},
+                {"name": "ASCEND_BUILD_MIN_CORES", "value": str(self.min_cores)},
+                {"name": "ASCEND_BUILD_AFFINITY", "value": str(self.affinity)}]
+
+
+# Runs in the pod (python -c, the image's Python): this pod's CPUs (sched_getaffinity:
+# what the kubelet's cpuset gave it) in equal contiguous slices per local rank, printed as
+# shell assignments the launch script evaluates. Too few CPUs, or any failure: the ranks
+# start unbound, and it says so; the job is never stopped over its binding.
+PLANNER = r"""import json, os, shlex, sys
+
+
+def runs(cpus):
+    out = []
+    for c in cpus:
+        if out and c == out[-1][1] + 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return out
+
+
+def text(cpus):
+    return ",".join(str(a) if a == b else "{}-{}".format(a, b) for a, b in runs(cpus))
+
+
+def plan(cpus, nproc, least):
+    size = len(cpus) // nproc if nproc > 0 else 0
+    return [cpus[r * size:(r + 1) * size] for r in range(nproc)] if size >= least else None
+
+
+def main(nproc, framework):
+    least = int(os.environ.get("ASCEND_BUILD_MIN_CORES") or 5)
+    mode = int(os.environ.get("ASCEND_BUILD_AFFINITY") or 0)
+    cpus = sorted(os.sched_getaffinity(0))
+    slices = plan(cpus, nproc, least)
+    say = lambda line: print("ascend-build launch: " + line, file=sys.stderr)
+    if slices is None:
+        say("this pod may use {} CPUs ({}), under {} for each of its {} ranks: they start unbound "
+            "(invoke job --cpus asks for more)".format(len(cpus), text(cpus), least, nproc))
+        return []
+    for r, s in enumerate(slices):
+        say("local rank {}: cores {} ({})".format(r, text(s), len(s)))
+    out = ["export ASCEND_BUILD_RANK_CPUS=" + shlex.quote(" ".join(text(s) for s in slices))]
+    if framework == "torch" and mode:
+        ranges = ["npu{}:{}-{}".format(r, a, b) for r, s in enumerate(slices) for a, b in runs(s)]
+        out.append("export CPU_AFFINITY_CONF=" + shlex.quote(",".join([str(mode)] + ranges)))
+    if framework == "mindspore":
+        bind = {"device{}".format(r): ["{}-{}".format(a, b) for a, b in runs(s)] for r, s in enumerate(slices)}
+        out.append("ASCEND_BUILD_MSRUN_BIND=" + shlex.quote(json.dumps(bind, separators=(",", ":"))))
+    return out
+
+
+if __name__ == "__main__":
+    try:
+        print("\n".join(main(int(sys.argv[1]), sys.argv[2])))
+    except Exception as exc:
+        print("ascend-build launch: no binding ({}): ranks start unbound".format(exc), file=sys.stderr)
+"""
+
+# The launch scripts' binding part: the per-rank wrapper and the planner as quoted
+# here-documents (nothing in them is expanded), then the plan for this pod's ranks.
+BIND = r"""wrapper=$(cat <<'ASCEND_BUILD_WRAPPER'
+%(wrapper)s
+ASCEND_BUILD_WRAPPER
+)
+planner=$(cat <<'ASCEND_BUILD_PLANNER'
+%(planner)sASCEND_BUILD_PLANNER
+)
+if [ "${ASCEND_BUILD_BIND:-numa}" = off ]; then
+    echo "ascend-build launch: --bind off: every rank starts unbound"
+else
+    plan=$(python -c "${planner}" "${nproc}" %(framework)s) || plan=""
+    case "${plan}" in
+        "" | "export ASCEND_BUILD_RANK_CPUS="*) eval "${plan}" ;;
+        *) echo "ascend-build launch: no binding (the planner printed: ${plan}): ranks start unbound" >&2 ;;
+    esac
+fi
+"""
+
 # Runs in the container: torchrun for this pod's node. From the operator: WORLD_SIZE (all
 # processes), LOCAL_WORLD_SIZE (this pod's), RANK (this pod's node rank); from an indexed
 # Job or plain docker: NNODES, NODE_RANK, NPROC_PER_NODE. HCCL's connect timeout at least
-# 300 s unless the job sets it.
+# 300 s unless the job sets it. Bound ranks are started through the wrapper (--no_python).
 LAUNCH = r"""set -eu
 nproc="${LOCAL_WORLD_SIZE:-${NPROC_PER_NODE:-1}}"
 if [ -n "${LOCAL_WORLD_SIZE:-}" ]; then nnodes=$(( WORLD_SIZE / LOCAL_WORLD_SIZE )); node="${RANK}";
 else nnodes="${NNODES:-1}"; node="${NODE_RANK:-${JOB_COMPLETION_INDEX:-0}}"; fi
 export HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-%(timeout)d}"
 if [ -f "%(table)s/hccl.json" ]; then export RANK_TABLE_FILE="%(table)s/hccl.json"; fi
+%(bind)sif [ -n "${ASCEND_BUILD_RANK_CPUS:-}" ]; then set -- --no_python sh -c "${wrapper}" "$@"; fi
 echo "ascend-build launch: node ${node} of ${nnodes}, ${nproc} processes, master ${MASTER_ADDR}:${MASTER_PORT}"
 exec torchrun --nnodes="${nnodes}" --node_rank="${node}" --nproc_per_node="${nproc}" \
     --master_addr="${MASTER_ADDR}" --master_port="${MASTER_PORT}" "$@"
@@ -43,6 +152,7 @@ exec torchrun --nnodes="${nnodes}" --node_rank="${node}" --nproc_per_node="${npr
 # MindSpore's: from the operator (MS_* above; the Scheduler pod, marked by ASCEND_BUILD_ROLE,
 # runs the script as MindSpore's scheduler, MS_ROLE=MS_SCHED, which starts no worker), or as
 # torch's from an indexed Job (node 0's msrun starts the scheduler: MASTER_ADDR is its own).
+# msrun binds its workers itself, from --bind_core's ranges per device.
 LAUNCH_MINDSPORE = r"""set -eu
 export HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-%(timeout)d}"
 table=""
@@ -59,16 +169,19 @@ if [ "${ASCEND_BUILD_ROLE:-worker}" = scheduler ]; then
     export MS_ROLE=MS_SCHED MS_SCHED_HOST="${master}" MS_SCHED_PORT="${port}" MS_WORKER_NUM="${workers}"
     exec python "$@"
 fi
+%(bind)sbindcore=()
+if [ -n "${ASCEND_BUILD_MSRUN_BIND:-}" ]; then bindcore=("--bind_core=${ASCEND_BUILD_MSRUN_BIND}"); fi
 echo "ascend-build launch: node ${node}, ${nproc} of ${workers} workers, scheduler ${master}:${port}"
 exec msrun --worker_num="${workers}" --local_worker_num="${nproc}" --master_addr="${master}" \
     --master_port="${port}" --node_rank="${node}" --log_dir=%(logs)s --join=True \
-    --cluster_time_out="${HCCL_CONNECT_TIMEOUT}" ${table} "$@"
+    --cluster_time_out="${HCCL_CONNECT_TIMEOUT}" ${bindcore[@]+"${bindcore[@]}"} ${table} "$@"
 """
 
 
 def launch_script(timeout: int = HCCL_TIMEOUT, framework: str = "torch") -> str:
     text = LAUNCH_MINDSPORE if framework == "mindspore" else LAUNCH
-    return text % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR}
+    bind = BIND % {"wrapper": RANK_WRAPPER, "planner": PLANNER, "framework": framework}
+    return text % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR, "bind": bind}
 
 
 def _name(name: str) -> str:
@@ -78,13 +191,15 @@ def _name(name: str) -> str:
 
 
 def _container(image: str, devices: int, command: list[str], timeout: int, extra_env: list[dict],
-               framework: str = "torch") -> dict:
+               framework: str = "torch", cores: PodCores = PodCores()) -> dict:
+    asked = {RESOURCE: devices, **cores.resources(devices)}
     return {
         "name": "ascend",                   # the operator looks for this name
         "image": image, "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/bash", "-c", launch_script(timeout, framework), "ascend-launch"], "args": list(command),
-        "env": extra_env + [{"name": "XDL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
-        "resources": {"limits": {RESOURCE: devices}, "requests": {RESOURCE: devices}},
+        "env": extra_env + cores.env() + [{"name": "XDL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
+        # requests == limits for every resource: Guaranteed QoS, what the static CPU manager needs
+        "resources": {"limits": dict(asked), "requests": dict(asked)},
         "volumeMounts": [{"name": "ascend-driver", "mountPath": "/usr/local/Ascend/driver", "readOnly": True},
                          {"name": "hccn-conf", "mountPath": "/etc/hccn.conf", "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
@@ -97,7 +212,8 @@ def _volumes() -> list[dict]:
             {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
 
 
-def _check(image: str, nodes: int, devices: int, command: list[str], framework: str = "torch") -> None:
+def _check(image: str, nodes: int, devices: int, command: list[str], framework: str = "torch",
+           cores: PodCores = PodCores()) -> None:
     if framework not in FRAMEWORKS:
         raise UserError(f"--framework {framework}: {' or '.join(FRAMEWORKS)}")
     if nodes < 1 or devices < 1:
@@ -107,16 +223,34 @@ def _check(image: str, nodes: int, devices: int, command: list[str], framework: 
     if "@sha256:" not in image and ":sha-" not in image:
         raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
                         f"so the cluster runs exactly the image that was tested")
+    _check_cores(cores, devices)
+
+
+def _check_cores(cores: PodCores, devices: int) -> None:
+    if cores.bind not in ("numa", "even", "off"):
+        raise UserError(f"--bind {cores.bind[:80]}: numa, even or off for a job (a pod's cores are the kubelet's "
+                        f"choice, so explicit host ranges cannot be given)")
+    if cores.cpus is not None and cores.cpus < 0:
+        raise UserError(f"--cpus {cores.cpus}: whole CPUs per pod, or 0 to ask for none")
+    if cores.min_cores < 1:
+        raise UserError(f"--bind-min-cores {cores.min_cores}: at least 1")
+    if cores.memory and not re.fullmatch(r"\d+(\.\d+)?([KMGTPE]i|[kMGTPE])?", cores.memory):
+        raise UserError(f"--memory {cores.memory[:80]!r}: a Kubernetes quantity, e.g. 512Gi")
+    cpus = cores.resources(devices).get("cpu")
+    if isinstance(cpus, int) and cores.bind != "off" and cpus < devices * cores.min_cores:
+        raise UserError(f"--cpus {cpus} for {devices} cards: {cpus // devices} each, under the {cores.min_cores} each "
+                        f"rank needs. Ask for at least {devices * cores.min_cores} (--cpus), or --bind off")
 
 
 def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = "910b",
-               queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: str = "torch") -> dict:
-    _check(image, nodes, devices, command, framework)
+               queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: str = "torch",
+               cores: PodCores = PodCores()) -> dict:
+    _check(image, nodes, devices, command, framework, cores)
     name = _name(name)
     ring = f"ascend-{chip.lower()}"
     worker = _container(image, devices, command, timeout, [
         {"name": "ASCEND_VISIBLE_DEVICES",
-         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESOURCE}']"}}}], framework)
+         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESOURCE}']"}}}], framework, cores)
     worker["ports"] = [{"containerPort": OPERATOR_PORT, "name": "ascendjob-port"}]
     worker["volumeMounts"].append({"name": "ranktable", "mountPath": RANK_TABLE_DIR})
 
@@ -135,7 +269,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
     if framework == "mindspore":
         # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
         scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
-                               framework)
+                               framework, cores)
         del scheduler["resources"]
         scheduler["ports"] = worker["ports"]
         replicas = {"Scheduler": replica(scheduler, 1, "scheduler"), "Worker": replica(worker, nodes, "worker")}
@@ -159,15 +293,16 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
 
 
 def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
-                timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: str = "torch") -> dict:
+                timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: str = "torch",
+                cores: PodCores = PodCores()) -> dict:
     """For sites without the operator: an indexed Job (one pod per node, the completion
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
     rendezvous there, or MindSpore's scheduler, which node 0's msrun starts)."""
-    _check(image, nodes, devices, command, framework)
+    _check(image, nodes, devices, command, framework, cores)
     name = _name(name)
     env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]
-    container = _container(image, devices, command, timeout, env, framework)
+    container = _container(image, devices, command, timeout, env, framework, cores)
     container["ports"] = [{"containerPort": port, "name": "rendezvous"}]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
            "spec": {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "backoffLimit": 0,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..matrix.model import FRAMEWORKS, MINDSPORE_PREFIX, Framework
+from .binding import Plan
 
 MASTER_PORT = 29500
 # torch_npu warns below 300 s; large jobs start ranks minutes apart (EI0006 after 120 s).
@@ -20,6 +21,23 @@ HCCL_TIMEOUT = 1800
 HCCL_TIMEOUT_FLOOR = 300
 RANK_TABLE_IN_CONTAINER = "/etc/ascend-build/hccl.json"
 MSRUN_LOG_DIR = "msrun_log"      # msrun writes scheduler.log and worker_N.log here (the working dir)
+RANK_CPUS = "ASCEND_BUILD_RANK_CPUS"     # each local rank's CPU list, space-separated, in rank order
+
+# torchrun starts every rank itself, so each is started through this (torchrun --no_python
+# sh -c RANK_WRAPPER script args): it takes its own CPU list by LOCAL_RANK and execs the
+# script under taskset (or numactl, whichever the image has), as torchrun would run it
+# (python -u). Dataloader workers forked later inherit the binding. One line, so that a
+# printed `docker run` stays one line.
+RANK_WRAPPER = "; ".join([
+    'cpus=""; i=0',
+    'for c in ${ASCEND_BUILD_RANK_CPUS:-}; do [ "$i" = "${LOCAL_RANK:-0}" ] && cpus="$c"; i=$((i + 1)); done',
+    'if [ -z "$cpus" ]; then echo "ascend-build: no cores planned for local rank ${LOCAL_RANK:-?} '
+    '(ASCEND_BUILD_RANK_CPUS: ${ASCEND_BUILD_RANK_CPUS:-unset})" >&2; exit 2; fi',
+    'if command -v taskset >/dev/null 2>&1; then exec taskset -c "$cpus" python -u "$0" "$@"; fi',
+    'if command -v numactl >/dev/null 2>&1; then exec numactl --physcpubind="$cpus" python -u "$0" "$@"; fi',
+    'echo "ascend-build: neither taskset nor numactl in the image: local rank ${LOCAL_RANK:-?} cannot be bound to '
+    '$cpus (--bind off starts ranks unbound)" >&2',
+    "exit 127"])
 
 
 def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[Framework, str]:
@@ -75,6 +93,12 @@ class Launch:
     hccl_timeout: int = HCCL_TIMEOUT
     rank_table: Path | None = None   # hccl.json (invoke ranktable), mounted read-only
     framework: Framework = "torch"
+    plan: Plan | None = None         # each local rank's cores (None or off: unbound)
+    affinity: int = 0                # torch_npu's CPU_AFFINITY_CONF mode (0: not set)
+
+    @property
+    def bound(self) -> bool:
+        return self.plan is not None and self.plan.bound
 
     @property
     def master(self) -> str:
@@ -101,6 +125,11 @@ class Launch:
                "WORLD_SIZE": str(len(self.hosts) * self.nproc), "HCCL_CONNECT_TIMEOUT": str(self.hccl_timeout)}
         if self.rank_table:
             env["RANK_TABLE_FILE"] = RANK_TABLE_IN_CONTAINER
+        if self.plan is not None and self.bound:
+            env[RANK_CPUS] = self.plan.rank_cpus()
+            conf = self.plan.affinity_conf(self.affinity) if self.framework == "torch" else None
+            if conf:
+                env["CPU_AFFINITY_CONF"] = conf
         return env
 
     def launcher(self, node_rank: int) -> list[str]:
@@ -108,19 +137,22 @@ class Launch:
         return self.msrun(node_rank) if self.framework == "mindspore" else self.torchrun(node_rank)
 
     def torchrun(self, node_rank: int) -> list[str]:
+        wrapper = ["--no_python", "sh", "-c", RANK_WRAPPER] if self.bound else []
         return ["torchrun", f"--nnodes={len(self.hosts)}", f"--node_rank={node_rank}",
                 f"--nproc_per_node={self.nproc}", f"--master_addr={self.master}",
-                f"--master_port={self.master_port}", *self.command]
+                f"--master_port={self.master_port}", *wrapper, *self.command]
 
     def msrun(self, node_rank: int) -> list[str]:
         """MindSpore's launcher: its scheduler on the master (msrun sees its own address),
         the workers' ranks by node, and it waits for them (--join) so the container's exit
         code is the job's; msrun's cluster time-out is HCCL's."""
         table = [f"--rank_table_file={RANK_TABLE_IN_CONTAINER}"] if self.rank_table else []
+        # msrun binds its workers itself, given each device's ranges (the container's cpuset holds them all).
+        bind = [f"--bind_core={self.plan.msrun_bind_core()}"] if self.plan is not None and self.bound else []
         return ["msrun", f"--worker_num={len(self.hosts) * self.nproc}", f"--local_worker_num={self.nproc}",
                 f"--master_addr={self.master}", f"--master_port={self.master_port}", f"--node_rank={node_rank}",
                 f"--log_dir={MSRUN_LOG_DIR}", "--join=True", f"--cluster_time_out={self.hccl_timeout}",
-                *table, *self.command]
+                *bind, *table, *self.command]
 
     def mounts(self) -> tuple[tuple[str, str], ...]:
         return ((str(self.rank_table), RANK_TABLE_IN_CONTAINER),) if self.rank_table else ()
@@ -141,6 +173,7 @@ def node_commands(client: str, launch: Launch, image: str, devices: str, root: P
     for rank in range(len(launch.hosts)):
         opts = RunOptions(image=image, command=tuple(launch.launcher(rank)), devices=devices, interactive=False,
                           shm_size=shm_size, network_host=True, runtime=runtime, multi_card=True,
-                          env=tuple(launch.env(rank).items()), mounts=launch.mounts())
+                          env=tuple(launch.env(rank).items()), mounts=launch.mounts(),
+                          cpuset=launch.plan.cpuset if launch.plan is not None and launch.bound else "")
         commands.append(compose(client, opts, root, runtimes, preview=True))
     return commands

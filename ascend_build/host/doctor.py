@@ -14,6 +14,7 @@ from pathlib import Path
 from ..platforms import PLATFORMS
 from .layout import is_310b_name, layout_of
 from .run import NPU_SMI, host_cards
+from .topology import Topology, cpulist, read_topology
 
 DRIVER_INFO = "usr/local/Ascend/driver/version.info"
 FIRMWARE_INFO = "usr/local/Ascend/firmware/version.info"
@@ -45,6 +46,8 @@ class ImageFacts:
     runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
     user: str | None = None           # root, or UID:GID the image's containers run as
     framework: str | None = None      # torch or mindspore, by which framework label it carries
+    stack: str | None = None          # the matrix stack it was built from
+    torch_npu: str | None = None      # its torch_npu release (a torch image)
 
 
 def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
@@ -164,25 +167,61 @@ def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runti
                   Check("npu-smi", "warn", "not in /usr/local/bin or /usr/local/sbin",
                         "npu-smi is not installed; `npu-smi info` in the container will not work",
                         "install the driver's tools (npu-smi comes with the HDK)"))
-    exists, members = _group(root)
-    if not exists:
-        checks.append(Check(f"group {GROUP}", "warn", "absent", "the driver's device group does not exist",
-                            f"the driver installer creates {GROUP}; reinstall it with --install-username"))
-    elif user == "root" or user in members:
-        checks.append(Check(f"group {GROUP}", "ok", f"{user} may open the devices"))
-    else:
-        checks.append(Check(f"group {GROUP}", "fail", f"{user} is not a member",
-                            f"/dev/davinci* belong to {GROUP}: opening them gives 'permission denied'",
-                            f"usermod -aG {GROUP} {user} (then log in again)"))
+    checks.append(_group_check(root, user))
     runtimes = set(engine_runtimes or ()) | _runtimes(root)
     checks.append(Check("Ascend Docker Runtime", "info", "present: `invoke run` uses --runtime ascend"
                         if "ascend" in runtimes else "absent: `invoke run` passes the devices and driver mounts itself"))
     if root.resolve() == Path("/"):
         checks += _limits()
     checks.append(Check("chip", "info" if chip else "warn", chip or "unknown (npu-smi did not say)"))
+    if cards:
+        checks += numa_checks(read_topology(root))
     if image is not None:
         checks += _image_checks(image, driver, chip, choices or [], host_arch)
         checks += _user_check(image, _group_gid(root))
+    return checks
+
+
+def _group_check(root: Path, user: str) -> Check:
+    exists, members = _group(root)
+    if not exists:
+        return Check(f"group {GROUP}", "warn", "absent", "the driver's device group does not exist",
+                     f"the driver installer creates {GROUP}; reinstall it with --install-username")
+    if user == "root" or user in members:
+        return Check(f"group {GROUP}", "ok", f"{user} may open the devices")
+    return Check(f"group {GROUP}", "fail", f"{user} is not a member",
+                 f"/dev/davinci* belong to {GROUP}: opening them gives 'permission denied'",
+                 f"usermod -aG {GROUP} {user} (then log in again)")
+
+
+def numa_checks(topo: Topology) -> list[Check]:
+    """The map `invoke run` binds ranks by: each NUMA node's CPUs (and how many of them
+    this process may use) with its cards; then what stands in the way of binding."""
+    allowed = set(topo.allowed)
+    checks = []
+    for node, cpus in topo.nodes.items():
+        cards = topo.cards_on(node)
+        usable = [c for c in cpus if c in allowed]
+        checks.append(Check(f"NUMA node {node}", "info", f"CPUs {cpulist(cpus)} ({len(usable)} of {len(cpus)} allowed"
+                            + (f": {cpulist(usable)}" if 0 < len(usable) < len(cpus) else "") + "), cards "
+                            + (", ".join(map(str, cards)) or "none")))
+    unknown = [c for c, n in topo.cards.items() if n is None]
+    starved = [c for c, n in topo.cards.items() if n is not None and not topo.usable(n)]
+    nodes = len({n for n in topo.cards.values() if n is not None})
+    found = (f"{len(topo.cards)} card{'s' if len(topo.cards) > 1 else ''} on {nodes} NUMA node{'s' if nodes != 1 else ''} "
+             f"(by {topo.source}); allowed CPUs {cpulist(topo.allowed) or 'none'} ({topo.allowed_from})")
+    if unknown:
+        checks.append(Check("core binding", "warn", found, f"no NUMA node known for card{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(map(str, unknown))}" + "".join(f"; {n}" for n in topo.notes),
+                            "`invoke run` binds with equal slices instead (--bind even); or give ranges per card "
+                            "(--bind 0:0-23,1:24-47)"))
+    elif starved:
+        checks.append(Check("core binding", "warn", found, f"this process may use none of the CPUs of the NUMA node of "
+                            f"card{'s' if len(starved) > 1 else ''} {', '.join(map(str, starved))}",
+                            "run where those CPUs are allowed (the cgroup's or docker's --cpuset-cpus), or bind with "
+                            "--bind even; `invoke run` refuses numa binding for these cards"))
+    else:
+        checks.append(Check("core binding", "ok", found))
     return checks
 
 
@@ -299,7 +338,8 @@ def read_image(engine, ref: str) -> ImageFacts | None:
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
                       labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
                       labels.get(label("user")),
-                      "mindspore" if label("mindspore") in labels else "torch" if label("torch") in labels else None)
+                      "mindspore" if label("mindspore") in labels else "torch" if label("torch") in labels else None,
+                      labels.get(label("stack")), labels.get(label("torch-npu")))
 
 
 def lines(matrix) -> list[tuple[str, str, str]]:

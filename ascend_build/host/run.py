@@ -30,6 +30,7 @@ class RunOptions:
     multi_card: bool = False
     env: tuple[tuple[str, str], ...] = ()
     mounts: tuple[tuple[str, str], ...] = ()      # (host path, container path), read-only
+    cpuset: str = ""              # --cpuset-cpus: the cores of the container's ranks ("": every core)
 
 
 def host_cards(root: Path) -> list[int]:
@@ -114,6 +115,8 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
         cmd += ["--network=host"]
     if opts.multi_card:
         cmd += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
+    if opts.cpuset:
+        cmd += [f"--cpuset-cpus={opts.cpuset}"]
     for host_path, path in opts.mounts:
         cmd += ["-v", f"{host_path}:{path}:ro"]
     for key, value in opts.env:

@@ -83,3 +83,87 @@ def make_board(root: Path, driver: str | None = "24.1.0", chip: str = "310B4", u
     smi.write_text(SMI.format(driver=driver or "?", chip=chip))
     smi.chmod(0o755)
     return root
+
+
+# ---------------------------------------------------------------- NUMA: sysfs, cgroup, npu-smi's topology
+
+# `npu-smi info -t topo` as vllm-ascend parses it (rows NPU<n>, the last column "CPU
+# Affinity"); the layout was not seen on a real host (docs/unverified.md).
+TOPO_SMI = """#!/bin/sh
+# npu-smi TEST DOUBLE, answering `info -t topo` too
+if [ "$1 $2 $3" = "info -t topo" ]; then
+cat <<'TOPO'
+{topo}
+Legend:
+
+  X    = Self
+  SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.
+  PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.
+  PIX  = Path traversing a single PCIe switch
+  PXB  = Path traversing multipul PCIe switches
+  HCCS = Connection traversing HCCS.
+  NA   = Unknown relationship.
+TOPO
+exit 0
+fi
+""" + SMI.split("\n", 2)[2]
+
+
+def topo_table(affinity: list[str]) -> str:
+    """The matrix npu-smi prints: one row per card, HCCS between cards, its CPU affinity last."""
+    n = len(affinity)
+    head = " " * 11 + "".join(f"NPU{i:<8}" for i in range(n)) + "CPU Affinity"
+    rows = [f"NPU{i:<8}" + "".join(f"{'X' if i == j else 'HCCS':<11}" for j in range(n)) + cpus
+            for i, cpus in enumerate(affinity)]
+    return "\n".join([head] + rows)
+
+
+def add_numa(root: Path, nodes: dict[int, str], card_nodes: list[int | None], allowed: str | None = None,
+             topo: list[str] | None = None, nic: bool = True, chip: str = "910B2") -> Path:
+    """NUMA facts on a host root: each node's cpulist, one NPU PCI function per card (in
+    bus order, its numa_node; None writes -1, as a kernel without NUMA information does),
+    a Huawei NIC beside them (not an NPU: doctor must skip it), the cgroup's allowed CPUs
+    (cgroup v2 cpuset.cpus.effective) and, with `topo`, an npu-smi that answers
+    `info -t topo` with these CPU affinities per card."""
+    for node, cpus in nodes.items():
+        folder = root / f"sys/devices/system/node/node{node}"
+        folder.mkdir(parents=True)
+        (folder / "cpulist").write_text(cpus + "\n")
+    pci = root / "sys/bus/pci/devices"
+    for i, node in enumerate(card_nodes):
+        dev = pci / f"0000:{0x10 + 8 * i:02x}:00.0"
+        dev.mkdir(parents=True)
+        (dev / "vendor").write_text("0x19e5\n")
+        (dev / "class").write_text("0x120000\n")
+        (dev / "numa_node").write_text(f"{-1 if node is None else node}\n")
+    if nic:
+        dev = pci / "0000:3d:00.0"
+        dev.mkdir(parents=True)
+        (dev / "vendor").write_text("0x19e5\n")
+        (dev / "class").write_text("0x020000\n")
+        (dev / "numa_node").write_text("3\n")
+    if allowed is not None:
+        (root / "sys/fs/cgroup").mkdir(parents=True, exist_ok=True)
+        (root / "sys/fs/cgroup/cpuset.cpus.effective").write_text(allowed + "\n")
+    if topo is not None:
+        smi = root / "usr/local/bin/npu-smi"
+        smi.parent.mkdir(parents=True, exist_ok=True)
+        smi.write_text(TOPO_SMI.replace("{topo}", topo_table(topo)).format(driver="25.5.0", chip=chip))
+        smi.chmod(0o755)
+    return root
+
+
+def kunpeng_920(root: Path, allowed: str | None = None, topo: bool = False, **host) -> Path:
+    """An Atlas 800T A2 as the 8-card guide describes it: Kunpeng 920, 4 NUMA nodes x 48
+    cores (192), 8 cards, cards 2n and 2n+1 on node n."""
+    make_host(root, cards=8, **host)
+    nodes = {n: f"{48 * n}-{48 * n + 47}" for n in range(4)}
+    return add_numa(root, nodes, [c // 2 for c in range(8)], allowed,
+                    [nodes[c // 2] for c in range(8)] if topo else None)
+
+
+def a3_server(root: Path, allowed: str | None = None) -> Path:
+    """An Atlas A3 server's shape: 16 NPUs (8 modules of 2 dies), 4 Kunpeng CPUs, one NUMA
+    node each. The 40 cores per node are stand-in numbers (no A3 spec sheet was read here)."""
+    make_host(root, cards=16, chip="Ascend910_9391")
+    return add_numa(root, {n: f"{40 * n}-{40 * n + 39}" for n in range(4)}, [c // 4 for c in range(16)], allowed)

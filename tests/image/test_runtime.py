@@ -99,6 +99,19 @@ def test_atc_is_on_the_path_of_a_plain_docker_run(docker_run, image_env):
     assert result.stdout.strip() == f"{image_env['ASCEND_TOOLKIT_HOME']}/bin/atc"
 
 
+def test_a_rank_is_started_bound_to_its_cores(docker_run):
+    """`invoke run` and `invoke job` start each rank through a wrapper that execs it under
+    taskset (or numactl): the image has one of them on the PATH of a plain `docker run`,
+    and the wrapper, given a plan of core 0 for local rank 0, starts Python on core 0 only."""
+    from ascend_build.cluster.launch import RANK_WRAPPER
+    found = docker_run("sh", "-c", "command -v taskset || command -v numactl")
+    assert found.returncode == 0 and found.stdout.strip(), "neither taskset nor numactl in the image"
+    bound = docker_run("env", "LOCAL_RANK=0", "ASCEND_BUILD_RANK_CPUS=0", "sh", "-c", RANK_WRAPPER,
+                       "-c", "import os; print(sorted(os.sched_getaffinity(0)))")
+    assert bound.returncode == 0, bound.stderr
+    assert bound.stdout.strip().splitlines()[-1] == "[0]", bound.stdout
+
+
 def test_plain_docker_run_has_the_environment(docker_run, cell):
     # No login shell and no profile: only image ENV can make these work.
     code = ("import json, os, sys, tbe.common; "

@@ -5,6 +5,8 @@ schemas."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import pytest
 
 from ascend_build.cluster import facts, k8s
 from ascend_build.cluster import ranktable as rt
+from ascend_build.cluster.launch import RANK_WRAPPER
 from ascend_build.errors import UserError
 from tests.doubles.cluster_hosts import make_server
 
@@ -126,7 +129,8 @@ def test_run_hostfile_prints_each_nodes_command_with_the_multi_node_flags(tmp_pa
     out = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
                  "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("# binding") and
+             not line.startswith("#   rank") and not line.startswith("# torch_npu")]
     assert lines[0] == "# node 0 of 2: on node-a (master)" and lines[2] == "# node 1 of 2: on node-b"
     node1 = shlex.split(lines[3])
     for flag in ("--network=host", "--ipc=host", "memlock=-1:-1", "nofile=65536:65536",
@@ -134,7 +138,22 @@ def test_run_hostfile_prints_each_nodes_command_with_the_multi_node_flags(tmp_pa
                  f"{table}:/etc/ascend-build/hccl.json:ro", "HCCL_CONNECT_TIMEOUT=1800", "NODE_RANK=1",
                  "MASTER_ADDR=node-a", "WORLD_SIZE=16", "RANK_TABLE_FILE=/etc/ascend-build/hccl.json"):
         assert flag in node1, flag
+    # No NPU here: bound as the usual 910B server would be (4 NUMA nodes x 48 cores, 2 cards each),
+    # each rank started through the wrapper, torch_npu told the same ranges (coarse: the image's
+    # torch_npu is not here to read).
+    assert "# binding: numa, from preview: the usual 910B server" in out.stdout
+    assert "--cpuset-cpus=0-191" in node1
+    assert "ASCEND_BUILD_RANK_CPUS=" + " ".join(f"{24 * i}-{24 * i + 23}" for i in range(8)) in node1
+    assert "CPU_AFFINITY_CONF=1," + ",".join(f"npu{i}:{24 * i}-{24 * i + 23}" for i in range(8)) in node1
     assert node1[node1.index("img") + 1:] == ["torchrun", "--nnodes=2", "--node_rank=1", "--nproc_per_node=8",
+                                               "--master_addr=node-a", "--master_port=29500", "--no_python", "sh",
+                                               "-c", RANK_WRAPPER, "train.py", "--epochs", "1"]
+    unbound = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
+                     "--host-root", str(tmp_path), "--bind", "off", "--", "train.py", "--epochs", "1")
+    assert "# binding: off (--bind off): every rank starts unbound" in unbound.stdout
+    plain = shlex.split(unbound.stdout.splitlines()[-1])
+    assert not any(a.startswith(("--cpuset-cpus", "CPU_AFFINITY_CONF", "ASCEND_BUILD_RANK_CPUS")) for a in plain)
+    assert plain[plain.index("img") + 1:] == ["torchrun", "--nnodes=2", "--node_rank=1", "--nproc_per_node=8",
                                                "--master_addr=node-a", "--master_port=29500", "train.py",
                                                "--epochs", "1"]
     low = invoke("run", "--dry", "--image", "img", "--hostfile", str(hostfile), "--runtime", "runc",
@@ -182,7 +201,9 @@ def test_the_ascendjob_is_valid_against_the_operators_crd_schema(tmp_path):
     assert spec["replicaSpecs"]["Master"]["replicas"] == 1 and spec["replicaSpecs"]["Worker"]["replicas"] == 1
     container = spec["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["name"] == "ascend" and container["image"] == IMAGE
-    assert container["resources"]["limits"] == {"huawei.com/Ascend910": 8}
+    # Whole CPUs and memory, requests equal to limits: Guaranteed QoS (16 CPUs, 64Gi per card).
+    assert container["resources"]["limits"] == {"huawei.com/Ascend910": 8, "cpu": 128, "memory": "512Gi"}
+    assert container["resources"]["requests"] == container["resources"]["limits"]
     # Something the schema refuses is refused (the check can fail).
     broken = json.loads(json.dumps(job))
     broken["spec"]["replicaSpecs"]["Master"]["replicas"] = "one"
@@ -224,12 +245,15 @@ def test_run_hostfile_launches_a_mindspore_image_with_msrun(tmp_path):
                  "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
     assert out.returncode == 0, out.stderr
     assert "# launcher: msrun (mindspore, by the image's name" in out.stderr
-    node1 = shlex.split(out.stdout.splitlines()[3])
+    node1 = shlex.split(out.stdout.splitlines()[-1])
     assert "NODE_RANK=1" in node1 and "RANK_TABLE_FILE=/etc/ascend-build/hccl.json" in node1
+    # msrun binds its workers itself, from each device's ranges (msrun takes them as lo-hi only).
+    bind = "{" + ",".join(f'"device{i}":["{24 * i}-{24 * i + 23}"]' for i in range(8)) + "}"
     assert node1[node1.index(image) + 1:] == [
         "msrun", "--worker_num=16", "--local_worker_num=8", "--master_addr=node-a", "--master_port=29500",
-        "--node_rank=1", "--log_dir=msrun_log", "--join=True", "--cluster_time_out=1800",
+        "--node_rank=1", "--log_dir=msrun_log", "--join=True", "--cluster_time_out=1800", f"--bind_core={bind}",
         "--rank_table_file=/etc/ascend-build/hccl.json", "train.py", "--epochs", "1"]
+    assert "--cpuset-cpus=0-191" in node1 and not any(a.startswith("CPU_AFFINITY_CONF") for a in node1)
     # One host, four cards, asked for by --msrun on an image whose name says nothing.
     one = invoke("run", "--dry", "--image", "img", "--msrun", "--devices", "0-3", "--runtime", "runc",
                  "--host-root", str(tmp_path), "--", "train.py")
@@ -298,7 +322,7 @@ def test_a_mindspore_ascendjob_has_a_scheduler_without_npus_and_a_worker_per_ser
     assert "resources" not in sched["containers"][0] and "affinity" not in sched
     assert {"name": "ASCEND_BUILD_ROLE", "value": "scheduler"} in sched["containers"][0]["env"]
     worker = spec["replicaSpecs"]["Worker"]["template"]["spec"]
-    assert worker["containers"][0]["resources"]["limits"] == {"huawei.com/Ascend910": 8}
+    assert worker["containers"][0]["resources"]["limits"] == {"huawei.com/Ascend910": 8, "cpu": 128, "memory": "512Gi"}
     assert "msrun" in worker["containers"][0]["command"][2]
     # The indexed Job for MindSpore: the same launch script, valid for Kubernetes.
     service, indexed = k8s.indexed_job("ms", IMAGE, 2, 8, ["train.py"], framework="mindspore")["items"]
@@ -311,3 +335,113 @@ def test_a_mindspore_ascendjob_has_a_scheduler_without_npus_and_a_worker_per_ser
                  "--output", str(tmp_path / "job.yaml"), "--", "train.py")
     assert out.returncode == 0 and "# framework: mindspore (by the image's name" in out.stderr, out.stderr
     assert "Scheduler:" in (tmp_path / "job.yaml").read_text()
+
+
+# ---------------------------------------------------------------- cores in a pod
+
+TORCHRUN_SPAWNS = r"""#!/bin/bash
+# torchrun STAND-IN: prints how it was started, then starts each local rank as torchrun
+# does (LOCAL_RANK set; --no_python: the command itself, else python -u SCRIPT)
+echo "torchrun $*"
+nproc=1; direct=0; args=()
+for a in "$@"; do
+    case "$a" in --nproc_per_node=*) nproc=${a#*=} ;; --no_python) direct=1 ;; --*) ;; *) args+=("$a") ;; esac
+done
+for ((r = 0; r < nproc; r++)); do
+    if [ "$direct" = 1 ]; then LOCAL_RANK=$r "${args[@]}"; else LOCAL_RANK=$r python -u "${args[@]}"; fi
+done
+"""
+SHOW = ('import os; print(f"local {os.environ[\'LOCAL_RANK\']} cores {sorted(os.sched_getaffinity(0))} '
+        'conf {os.environ.get(\'CPU_AFFINITY_CONF\', \'none\')}")')
+
+
+def _pod(tmp_path: Path, cores: list[int], **env: str) -> subprocess.CompletedProcess:
+    """The torch launch script in a stand-in pod of 2 processes whose cgroup allows `cores`
+    (taskset here), with a torchrun that really starts the ranks."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "torchrun").write_text(TORCHRUN_SPAWNS)
+    (fake / "torchrun").chmod(0o755)
+    if not (fake / "python").exists():
+        (fake / "python").symlink_to(sys.executable)
+    (tmp_path / "show.py").write_text(SHOW)
+    base = {"PATH": f"{fake}:/usr/bin:/bin", "MASTER_ADDR": "train-0.train", "MASTER_PORT": "29500", "NNODES": "1",
+            "NPROC_PER_NODE": "2"}
+    return subprocess.run(["taskset", "-c", ",".join(map(str, cores)), "bash", "-c", k8s.launch_script(),
+                           "ascend-launch", str(tmp_path / "show.py")], env={**base, **env}, capture_output=True,
+                          text=True, cwd=tmp_path)
+
+
+def test_the_launch_script_binds_each_rank_within_what_the_pod_got(tmp_path):
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    if len(cores) < 2:
+        pytest.skip("the tests may use 1 core here")
+    out = _pod(tmp_path, cores, ASCEND_BUILD_MIN_CORES="1", ASCEND_BUILD_AFFINITY="2")
+    assert out.returncode == 0, out.stderr
+    conf = f"2,npu0:{cores[0]}-{cores[0]},npu1:{cores[1]}-{cores[1]}"
+    assert f"local 0 cores [{cores[0]}] conf {conf}" in out.stdout and f"local 1 cores [{cores[1]}] conf {conf}" \
+        in out.stdout, out.stdout + out.stderr
+    assert f"ascend-build launch: local rank 1: cores {cores[1]} (1)" in out.stderr
+    # Under the minimum (5 by default): said, and the ranks start unbound.
+    few = _pod(tmp_path, cores)
+    assert "under 5 for each of its 2 ranks: they start unbound" in few.stderr
+    assert f"local 1 cores {cores} conf none" in few.stdout and "--no_python" not in few.stdout
+    off = _pod(tmp_path, cores, ASCEND_BUILD_BIND="off", ASCEND_BUILD_MIN_CORES="1")
+    assert "--bind off: every rank starts unbound" in off.stdout and f"local 0 cores {cores}" in off.stdout
+
+
+def test_the_mindspore_launch_script_gives_msrun_each_devices_cores(tmp_path):
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    if len(cores) < 2:
+        pytest.skip("the tests may use 1 core here")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "msrun").write_text('#!/bin/sh\necho "msrun $*"\n')
+    (fake / "msrun").chmod(0o755)
+    (fake / "python").symlink_to(sys.executable)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "NNODES": "1", "NPROC_PER_NODE": "2", "MASTER_ADDR": "ms-0.ms",
+           "MASTER_PORT": "29500", "ASCEND_BUILD_MIN_CORES": "1"}
+    out = subprocess.run(["taskset", "-c", ",".join(map(str, cores)), "bash", "-c",
+                          k8s.launch_script(framework="mindspore"), "ascend-launch", "train.py"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    bind = f'--bind_core={{"device0":["{cores[0]}-{cores[0]}"],"device1":["{cores[1]}-{cores[1]}"]}}'
+    assert f"--cluster_time_out=1800 {bind} train.py" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_in_pod_planner_splits_the_pods_cores_evenly():
+    space: dict = {}
+    exec(compile(k8s.PLANNER, "planner", "exec"), space)        # __name__ is not __main__: nothing runs
+    slices = space["plan"](list(range(96, 192)), 4, 5)
+    assert [space["text"](s) for s in slices] == ["96-119", "120-143", "144-167", "168-191"]
+    assert space["plan"](list(range(8)), 2, 5) is None
+    assert space["text"]([0, 1, 2, 7, 9, 10]) == "0-2,7,9-10"
+
+
+def test_job_pods_ask_for_whole_cpus_and_memory_with_requests_equal_to_limits(tmp_path):
+    import kubernetes_validate
+    cores = k8s.PodCores(96, "768Gi", "even", 5, 2)
+    service, job = k8s.indexed_job("train", IMAGE, 2, 8, ["train.py"], cores=cores)["items"]
+    kubernetes_validate.validate(job, "1.30", strict=True)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"] == container["resources"]["limits"] == \
+        {"huawei.com/Ascend910": 8, "cpu": 96, "memory": "768Gi"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (env["ASCEND_BUILD_BIND"], env["ASCEND_BUILD_MIN_CORES"], env["ASCEND_BUILD_AFFINITY"]) == ("even", "5", "2")
+    # --cpus 0: nothing asked (Burstable, as before); the ranks still split what the pod may use.
+    none = k8s.ascend_job("train", IMAGE, 2, 8, ["train.py"], cores=k8s.PodCores(0))["items"][1]
+    master = none["spec"]["replicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert master["resources"]["limits"] == {"huawei.com/Ascend910": 8}
+    for bad, message in ((k8s.PodCores(16), "--cpus 16 for 8 cards: 2 each, under the 5 each rank needs. Ask for at "
+                                            "least 40"),
+                         (k8s.PodCores(bind="0:0-23"), "explicit host ranges cannot be given"),
+                         (k8s.PodCores(memory="lots"), "--memory 'lots': a Kubernetes quantity"),
+                         (k8s.PodCores(-2), "--cpus -2")):
+        with pytest.raises(UserError, match=re.escape(message)):
+            k8s.indexed_job("train", IMAGE, 2, 8, ["train.py"], cores=bad)
+    out = invoke("job", "--image", IMAGE, "--kind", "indexed", "--cpus", "64", "--memory", "256Gi", "--devices", "4",
+                 "--output", str(tmp_path / "job.yaml"), "--", "train.py")
+    assert out.returncode == 0, out.stderr
+    assert "# torch_npu: CPU_AFFINITY_CONF mode 1 (the image is not here to read which torch_npu it has" in out.stderr
+    text = (tmp_path / "job.yaml").read_text()
+    assert "cpu: 64\n" in text and "memory: 256Gi\n" in text and "value: numa\n" in text

@@ -5,6 +5,7 @@ host's driver cannot run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,94 @@ def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(
     assert out.returncode == 0, out.stderr
     assert "for this host (driver 24.1.0, chip 310b): torch line 2.4.0" in out.stdout
     assert "cann8.0.0-310b-" in out.stdout and "linux/arm64" in out.stdout
+
+
+# ---------------------------------------------------------------- NUMA: which cores each card's ranks get
+
+def test_doctor_shows_each_numa_node_with_its_cpus_and_cards(tmp_path):
+    from tests.doubles.host_roots import kunpeng_920
+    checks = by_name(doc.examine(kunpeng_920(tmp_path), "alice"))
+    assert checks["NUMA node 0"].found == "CPUs 0-47 (48 of 48 allowed), cards 0, 1"
+    assert checks["NUMA node 3"].found == "CPUs 144-191 (48 of 48 allowed), cards 6, 7"
+    binding = checks["core binding"]
+    assert binding.state == "ok", binding
+    # The Huawei NIC beside the NPUs (class 0x02) is not taken for a card: 8 cards, in bus order.
+    assert binding.found == ("8 cards on 4 NUMA nodes (by sysfs: each card's PCI numa_node); allowed CPUs 0-191 "
+                             "(online CPUs)")
+
+
+def test_npu_smis_topology_comes_first_and_a_cgroup_that_starves_a_node_is_named(tmp_path):
+    from tests.doubles.host_roots import kunpeng_920
+    checks = by_name(doc.examine(kunpeng_920(tmp_path, allowed="0-95", topo=True), "alice"))
+    assert checks["NUMA node 2"].found == "CPUs 96-143 (0 of 48 allowed), cards 4, 5"
+    binding = checks["core binding"]
+    assert binding.state == "warn" and "by npu-smi info -t topo" in binding.found
+    assert "allowed CPUs 0-95 (cgroup /sys/fs/cgroup/cpuset.cpus.effective)" in binding.found
+    assert binding.cause == "this process may use none of the CPUs of the NUMA node of cards 4, 5, 6, 7"
+    assert "--bind even" in binding.fix
+
+
+def test_a_card_without_numa_information_is_said(tmp_path):
+    from tests.doubles.host_roots import add_numa
+    root = add_numa(make_host(tmp_path, cards=2), {0: "0-23", 1: "24-47"}, [0, None])
+    checks = by_name(doc.examine(root, "alice"))
+    assert checks["core binding"].state == "warn" and checks["core binding"].cause == "no NUMA node known for card 1"
+    assert checks["NUMA node 1"].found == "CPUs 24-47 (24 of 24 allowed), cards none"
+
+
+def test_the_allowed_cpus_come_from_this_processs_cgroup(tmp_path):
+    from ascend_build.host import topology
+    v2 = tmp_path / "v2"
+    (v2 / "proc/self").mkdir(parents=True)
+    (v2 / "proc/self/cgroup").write_text("0::/kubepods.slice/pod1/ctr\n")
+    (v2 / "sys/fs/cgroup/kubepods.slice/pod1").mkdir(parents=True)
+    (v2 / "sys/fs/cgroup/cpuset.cpus.effective").write_text("0-191\n")
+    # The container's own cgroup has no cpuset file (controller off there): its parent's counts.
+    (v2 / "sys/fs/cgroup/kubepods.slice/pod1/cpuset.cpus.effective").write_text("4-7,100\n")
+    assert topology.cgroup_cpus(v2) == ((4, 5, 6, 7, 100), "/sys/fs/cgroup/kubepods.slice/pod1/cpuset.cpus.effective")
+    v1 = tmp_path / "v1"
+    (v1 / "proc/self").mkdir(parents=True)
+    (v1 / "proc/self/cgroup").write_text("12:cpuset:/docker/abc\n11:memory:/docker/abc\n")
+    (v1 / "sys/fs/cgroup/cpuset/docker/abc").mkdir(parents=True)
+    (v1 / "sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus").write_text("0-3\n")
+    assert topology.cgroup_cpus(v1) == ((0, 1, 2, 3), "/sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus")
+    # On the host itself the process's own affinity counts too.
+    here = topology.read_topology(Path("/"))
+    assert set(here.allowed) <= os.sched_getaffinity(0) and "this process's affinity" in here.allowed_from
+
+
+def test_npu_smis_topology_table_is_read_by_its_cpu_affinity_column():
+    from ascend_build.host import topology
+    text = ("        NPU0   NPU1   CPU Affinity   NUMA Affinity\n"
+            "NPU0    X      HCCS   0-23,96-119    0\n"
+            "NPU1    HCCS   X      24-47          1\n"
+            "Legend:\n  X    = Self\n")
+    assert topology.parse_topo(text) == {0: tuple(range(24)) + tuple(range(96, 120)), 1: tuple(range(24, 48))}
+    assert topology.parse_topo("+---+\n| NPU Name |\n") == {}
+    assert topology.cpulist((0, 1, 2, 5, 7, 8)) == "0-2,5,7-8" and topology.parse_cpulist("0-2,5,7-8") == \
+        (0, 1, 2, 5, 7, 8)
+
+
+def test_doctor_json_carries_the_numa_facts_and_cluster_checks_compare_them(tmp_path):
+    from ascend_build.cluster import checks as cl
+    from ascend_build.cluster import facts
+    from tests.doubles.cluster_hosts import make_server
+    from tests.doubles.host_roots import add_numa
+    nodes = {n: f"{48 * n}-{48 * n + 47}" for n in range(4)}
+    written = []
+    for n, allowed in ((1, None), (2, "0-95")):
+        root = add_numa(make_server(tmp_path / f"node-{n}", n), nodes, [c // 2 for c in range(8)], allowed)
+        out = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--user", "alice", "--json", "--root",
+                              str(root)], cwd=ROOT, capture_output=True, text=True)
+        written.append(tmp_path / f"node-{n}.json")
+        written[-1].write_text(out.stdout)
+    a, b = facts.load(written)
+    assert a.numa is not None and a.numa["cards"]["7"] == 3 and a.numa["nodes"]["3"] == "144-191"
+    assert b.numa is not None and b.numa["allowed"] == "0-95"
+    found = by_name(cl.examine([a, b]))["NUMA across hosts"]
+    assert found.state == "warn" and found.found == "node-1: 4 nodes, allowed 0-191; node-2: 4 nodes, allowed 0-95"
+    assert "--node-rank N" in found.fix
+    # A facts file written before the NUMA facts still reads.
+    old = json.loads(written[0].read_text())
+    del old["facts"]["numa"]
+    assert facts.HostFacts.from_json(old, "old.json").numa is None

@@ -127,3 +127,10 @@ def test_a_preview_for_a_310b_image_on_a_machine_without_npus(tmp_path):
     assert "/dev/davinci1" not in cmd
     server = compose("docker", RunOptions("img"), tmp_path, preview=True)
     assert pairs(server, "--device")[:8] == [f"/dev/davinci{n}" for n in range(8)]
+
+
+def test_a_bound_launch_gives_the_container_exactly_its_ranks_cores(tmp_path):
+    root = stand_in_host(tmp_path)
+    cmd = compose("docker", RunOptions("img", ("torchrun", "train.py"), cpuset="0-23,48-71"), root)
+    assert "--cpuset-cpus=0-23,48-71" in cmd and cmd.index("--cpuset-cpus=0-23,48-71") < cmd.index("img")
+    assert not any(c.startswith("--cpuset-cpus") for c in compose("docker", RunOptions("img"), root))

@@ -50,11 +50,13 @@ def net_setup() -> str:
 # on it), so a rebuild downloads no package twice; the mount is never part of a layer.
 _INSTALL = {"apt": "apt_install", "dnf": "dnf_install"}
 _PACKAGE_CACHE = {"apt": "/var/cache/apt/archives", "dnf": "/var/cache/dnf"}
+# taskset (util-linux) binds each rank to its cores (cluster/binding.py): essential on Debian
+# and Ubuntu, named for openEuler's minimal images.
 _PACKAGES = {
     "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
            "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
     "dnf": "bash ca-certificates curl xz tar gzip gcc gcc-c++ make cmake unzip pciutils net-tools which "
-           "procps-ng zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel readline-devel",
+           "procps-ng util-linux zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel readline-devel",
 }
 _PYTHON_PACKAGES = {"apt": "python3 python3-dev python3-venv python3-pip",
                     "dnf": "python3 python3-devel python3-pip"}

@@ -82,7 +82,8 @@ def host_driver(root: Path) -> str | None:
 
 
 def host_chip(root: Path) -> str | None:
-    """The chip from `npu-smi info` (910B2 -> 910b, 910_93 / A3 -> A3, 310B4 -> 310b: a board)."""
+    """The chip from `npu-smi info` (910B2 -> 910b, 910_93 / A3 -> A3, 310B4 -> 310b: a board,
+    Ascend950PR / 950DT -> 950: a 910B-class server, no source naming other devices)."""
     smi = next((root / p.lstrip("/") for p in NPU_SMI if (root / p.lstrip("/")).is_file()), None)
     if smi is None:
         return None
@@ -94,6 +95,8 @@ def host_chip(root: Path) -> str | None:
         return "A3"
     if is_310b_name(out):
         return "310b"
+    if re.search(r"\b(Ascend)?950[A-Z]*\b", out):
+        return "950"
     if re.search(r"\b910B\d?\b", out):
         return "910b"
     if re.search(r"\b(Ascend)?910[A-Z]?\b", out):

@@ -59,6 +59,12 @@ def test_an_a3_host_refuses_a_910b_image(tmp_path):
     assert checks["image chip"].blocking and "A2 and A3 need different packages" in checks["image chip"].cause
 
 
+def test_a_950_host_is_named_and_refuses_a_910b_image(tmp_path):
+    checks = by_name(doc.examine(make_host(tmp_path, chip="Ascend950PR"), "alice", image()))
+    assert checks["chip"].found == "950"
+    assert checks["image chip"].blocking and "invoke build --chip 950" in checks["image chip"].fix
+
+
 def test_the_ascend_docker_runtime_is_seen_in_the_engine_config(tmp_path):
     with_runtime = by_name(doc.examine(make_host(tmp_path / "a", runtime=True), "alice"))
     without = by_name(doc.examine(make_host(tmp_path / "b"), "alice"))

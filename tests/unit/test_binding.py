@@ -145,7 +145,11 @@ def test_the_rank_wrapper_binds_real_processes_here():
     if len(cores) < 2:
         pytest.skip(f"this machine lets the tests use {len(cores)} core")
     plan = f"{cores[0]} {cores[1]}"
-    code = "import os; print(sorted(os.sched_getaffinity(0)), sorted(os.sched_getaffinity(os.fork() or 0)))"
+    # The child (a dataloader worker's stand-in) reports its cores through a pipe: one writer of stdout.
+    code = ("import os\nr, w = os.pipe()\npid = os.fork()\n"
+            "if pid == 0:\n    os.write(w, str(sorted(os.sched_getaffinity(0))).encode())\n    os._exit(0)\n"
+            "os.close(w)\nchild = os.read(r, 200).decode()\nos.waitpid(pid, 0)\n"
+            "print(sorted(os.sched_getaffinity(0)), child)")
     for rank in (0, 1):
         out = subprocess.run(["sh", "-c", RANK_WRAPPER, "-c", code], capture_output=True, text=True,
                              env={**os.environ, "LOCAL_RANK": str(rank), "ASCEND_BUILD_RANK_CPUS": plan,

@@ -7,7 +7,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import shlex
+import ssl
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -36,6 +38,14 @@ class Network:
     def proxy_url(self) -> str | None:
         """The proxy for this host's own requests (the index is https)."""
         return self.proxy.get("https_proxy") or self.proxy.get("http_proxy") or None
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """urllib's opener for this host's own requests (index pages): the CA bundle and the proxy."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_bundle) if self.ca_bundle else None)
+        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
+        if self.proxy_url:
+            handlers.append(urllib.request.ProxyHandler({"https": self.proxy_url, "http": self.proxy_url}))
+        return urllib.request.build_opener(*handlers)
 
     def host_env(self) -> dict[str, str]:
         """The environment of a tool run on this host (uv): this process's, with the CA

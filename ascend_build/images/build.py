@@ -70,7 +70,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
     if torch_src.named:
         print(torch_src.describe())
     if not site.dry:
-        torch_index.reach(torch_src, site.net)     # seconds, not pip's minutes of retries
+        torch_index.reach(torch_src, site.net)     # seconds, before CANN downloads and pip's minutes of retries
     toolkit, kernels, nnal = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())

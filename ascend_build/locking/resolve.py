@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import subprocess
 import tempfile
 import urllib.parse
@@ -25,7 +24,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from ..engine.network import Network
+from ..engine.network import Network, redact
 from ..errors import UserError
 from ..matrix.model import Matrix, Stack
 from . import torch_index
@@ -67,14 +66,10 @@ class Index:
         return found
 
     def _read(self, url: str) -> list[tuple[str, str]]:
-        ctx = ssl.create_default_context(cafile=str(self.net.ca_bundle) if self.net.ca_bundle else None)
-        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
-        if self.net.proxy_url:
-            handlers.append(urllib.request.ProxyHandler({"https": self.net.proxy_url, "http": self.net.proxy_url}))
         req = urllib.request.Request(url, headers={
             "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
         try:
-            with urllib.request.build_opener(*handlers).open(req, timeout=60) as resp:
+            with self.net.opener().open(req, timeout=60) as resp:
                 body, kind = resp.read(), resp.headers.get("Content-Type", "")
         except OSError as exc:
             raise UserError(f"{_redact(url)}: {exc}; check --pip-index-url, --ca-bundle and --proxy") from None
@@ -253,7 +248,7 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
                          f"under a tag for any platform: left out of this {arch} lock")
         picked = [p for p in picked if p not in foreign]
         if not picked:
-            raise UserError(f"{name}=={version}: {'the torch index ' + torch_index.redact(only) if only else 'the index'} "
+            raise UserError(f"{name}=={version}: {'the torch index ' + redact(only) if only else 'the index'} "
                             f"has no wheel for CPython {python} on {arch} (stack {stack.name}); the image would have "
                             f"to build it from source")
         project = {"torch": "torch", "torch-npu": "torch_npu", "mindspore": "mindspore"}.get(name)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ..engine.network import Network
+from ..engine.network import Network, redact
 from ..errors import UserError
 from ..matrix.model import Stack
 
@@ -90,13 +89,9 @@ def reach(src: TorchSource, net: Network, timeout: float = REACH_TIMEOUT, projec
     if src.index is None:
         return
     url = f"{src.index.rstrip('/')}/{project}/"
-    ctx = ssl.create_default_context(cafile=str(net.ca_bundle) if net.ca_bundle else None)
-    handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
-    if net.proxy_url:
-        handlers.append(urllib.request.ProxyHandler({"https": net.proxy_url, "http": net.proxy_url}))
     request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     try:
-        with urllib.request.build_opener(*handlers).open(request, timeout=timeout) as resp:
+        with net.opener().open(request, timeout=timeout) as resp:
             resp.read(1)
     except (OSError, urllib.error.HTTPError) as exc:
         why = f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else str(getattr(exc, "reason", exc))
@@ -121,6 +116,3 @@ def refuse_cuda(found: list[str], where: str, src: TorchSource) -> None:
                            f"serves this torch release" if src.named else
                            "name a CPU index for this arch in the stack's torch_index"))
 
-
-def redact(url: str) -> str:
-    return re.sub(r"//[^/@]+@", "//***@", url)

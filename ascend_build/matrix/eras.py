@@ -74,11 +74,20 @@ def ops_version_names(text: str) -> set[str]:
     return {v.strip().strip('"') for k, v in pairs if k.strip().lower() in ("version", "version_dir")}
 
 
-def era_of(version: str) -> Era:
+def cann_key(version: str) -> tuple[int, int, int, int]:
+    """A CANN version for ordering: 8.0.RC3 < 8.0.0 < 8.1.RC1 < 9.0.1 (an RC before its release);
+    (0, 0, 0, 0) for a name that is not one."""
     m = re.match(r"(\d+)\.(\d+)\.(RC)?(\d+)", version, re.I)
     if not m:
+        return (0, 0, 0, 0)
+    return (int(m[1]), int(m[2]), 0 if m[3] else 1, int(m[4]))
+
+
+def era_of(version: str) -> Era:
+    major, minor, released, patch = cann_key(version)
+    if (major, minor) == (0, 0):
         return ERAS["arch"]
-    major, minor, rc, patch = int(m[1]), int(m[2]), bool(m[3]), int(m[4])
+    rc = not released
     if (major, minor) < (8, 0) or ((major, minor) == (8, 0) and rc and patch <= 2):
         return ERAS["noarch"]
     if major >= 9:

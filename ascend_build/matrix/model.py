@@ -16,7 +16,7 @@ from ..platforms import ARCHES, PLATFORMS, Platform
 from ..platforms import get as get_platform
 from . import schema as s
 from .eras import NNAL as NNAL_FILE
-from .eras import Era, era_of
+from .eras import Era, cann_key, era_of
 from .yamlsource import Located, load
 
 PLATFORM_ARCH = {name: p.arch for name, p in PLATFORMS.items()}   # for the schema
@@ -1075,14 +1075,6 @@ def torch_atb_fits(m: Matrix, st: Stack, cann: CannRelease, os: OSBase, python: 
         raise UserError(f"torch_atb (NNAL's Python plugin, --torch-atb) is built for Python {', '.join(atb.pythons)} "
                         f"only ({atb.source}); this image's Python is {python}. Choose "
                         + (f"--python {' or '.join(fits)}" if fits else "another stack") + ", or build without torch_atb")
-
-
-def cann_key(version: str) -> tuple[int, int, int, int]:
-    """A CANN version for ordering: 8.0.RC3 < 8.0.0 < 8.1.RC1 < 9.0.1 (an RC before its release)."""
-    m = re.match(r"(\d+)\.(\d+)\.(RC)?(\d+)", version, re.I)
-    if not m:
-        return (0, 0, 0, 0)
-    return (int(m[1]), int(m[2]), 0 if m[3] else 1, int(m[4]))
 
 
 def cann_series(version: str) -> str:

@@ -74,6 +74,23 @@ def ci_matrix(c, matrix="matrix.yaml"):
     print(json.dumps({"include": ci_cells(load_matrix(matrix))}, separators=(",", ":")))
 
 
+def _update_tags(path: Path, location: str, dry: bool) -> None:
+    from ascend_build.matrix.upstream import pytorch_git
+    text, notes = pytorch_git.update(path, location)
+    for line in notes:
+        print(line)
+    changed = text != path.read_text()
+    if dry or not changed:
+        print(f"{path}: torch_npu_tags " + ("would change" if changed else "is current"))
+        if dry and changed:
+            raise Exit(code=1)
+        return
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    print(f"wrote {path}; review with `git diff {path}`")
+
+
 @task(auto_shortflags=False, help={**MATRIX_HELP,
                                    "check": "only check that images/ and docs/support.md are current; fail if stale"})
 @user_errors
@@ -289,6 +306,8 @@ SOURCE_HELP = {
     "pip_index_url": BUILD_HELP["pip_index_url"], "docker": BUILD_HELP["docker"], "dry": BUILD_HELP["dry"],
     "proxy": BUILD_HELP["proxy"], "no_proxy": BUILD_HELP["no_proxy"], "network": BUILD_HELP["network"],
     "repository": "the repository builder images are tagged into (default ascend-builder)",
+    "emulated": "compile under qemu with the image's gcc, not with the flavor's cross compiler (an aarch64 "
+                "builder on another machine cross-compiles by default: about 6 times faster)",
 }
 BUILDER_HELP = {
     **SOURCE_HELP, "debootstrap": "make a missing Debian base image here with debootstrap (the offline flavors)",
@@ -314,42 +333,54 @@ def _site(base_image, ca_bundle, pip_index_url, dry, proxy=None, no_proxy=None, 
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
             pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
             network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
-            repository="ascend-builder"):
+            repository="ascend-builder", emulated=False):
     """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
     from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, debootstrap=debootstrap,
-                 retest=retest, keep_failed=keep_failed, no_cache=no_cache, pip_on=pip_on)
+                 retest=retest, keep_failed=keep_failed, no_cache=no_cache, pip_on=pip_on, emulated=emulated)
     build_builder(m, m.builder_cell(torch, flavor, python, platform), site, eng.for_task("docker", docker, dry),
                   repository)
 
 
-def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix, repository):
+def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, dry, matrix, repository,
+                submodule_src=None):
     from ascend_build.images.sources import WheelRequest, build_wheel
     m = load_matrix(matrix)
     engine = eng.for_task("docker", docker, dry)
-    req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src)
+    req = WheelRequest(kind, torch, flavor, python, platform, None if src in (None, "upstream") else src,
+                       tuple(submodule_src or ()))
     print(build_wheel(m, req, site, engine, repository))
 
 
-@task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the stack's release branch)"})
+@task(auto_shortflags=False, iterable=["base_image", "submodule_src"], help={
+    **SOURCE_HELP, "src": "a checkout with its submodules, a git bundle or a source tarball, or URL@REF (default: "
+                          "the stack's release tag, torch_npu_tags, with its submodules at their pinned commits)",
+    "submodule_src": "a bundle, tarball or checkout of a submodule (op-plugin, nlohmann) at its pinned commit, for "
+                     "a --src that lacks it (repeatable)"})
 @user_errors
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
               pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-              network=None, repository="ascend-builder"):
+              network=None, repository="ascend-builder", emulated=False, submodule_src=None):
     """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("torch_npu", torch, flavor, python, platform, src,
-                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix, repository)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, emulated=emulated),
+                docker, dry, matrix, repository, submodule_src)
 
 
-@task(auto_shortflags=False, iterable=["base_image"], help={**SOURCE_HELP, "src": "PATH or URL@REF (default: the matrix's pinned ref)"})
+@task(auto_shortflags=False, iterable=["base_image", "submodule_src"], help={
+    **SOURCE_HELP, "src": "a checkout, bundle or tarball of Ascend apex, or URL@REF (default: the matrix's pinned "
+                          "commit)",
+    "submodule_src": "a bundle or checkout of NVIDIA apex holding the commit apex's build script checks out: its "
+                     "clone reads it instead of the network"})
 @user_errors
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
          pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-         network=None, repository="ascend-builder"):
+         network=None, repository="ascend-builder", emulated=False, submodule_src=None):
     """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
     _wheel_task("apex", torch, flavor, python, platform, src,
-                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network), docker, dry, matrix, repository)
+                _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, emulated=emulated),
+                docker, dry, matrix, repository, submodule_src)
 
 
 RUN_HELP = {
@@ -696,18 +727,23 @@ def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform
     "from": "read this ascend-deployer wheel or unpacked folder instead of fetching upstream.deployer (repeatable)",
     "from_docs": "read the copies of the documents upstream.docs names from this folder (each by its file name) "
                  "instead of fetching them over HTTPS",
+    "pytorch_git": "read torch_npu's release tags (commit, version, submodules, offline flags) from this copy of "
+                   "Ascend/pytorch (a clone, a mirror, or a git URL) into torch_npu_tags; nothing else is read",
     "dry": "print what would change; write nothing",
     "check": "write nothing; exit 1 when upstream has news (a changed imported part, or a newer ascend-deployer)",
     "pip_index_url": "the pip index to fetch ascend-deployer from (default: pip's own settings)",
     "ca_bundle": "CA bundle for pip behind a TLS proxy", "proxy": "proxy URL for pip"})
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
-           proxy=None, from_docs=None):
+           proxy=None, from_docs=None, pytorch_git=None):
     """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
     wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
     from ascend_build.matrix.upstream import update as upd
     load_matrix(matrix)                         # a missing or broken matrix is refused first
     path = Path(matrix)
+    if pytorch_git:
+        _update_tags(path, pytorch_git, dry or check)
+        return
     pip_args = upd.pip_options(pip_index_url, ca_bundle, proxy)
     if from_docs and not Path(from_docs).is_dir():
         raise UserError(f"--from-docs {from_docs}: no such folder")

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -257,11 +258,12 @@ def _probe(kind: str, client: str) -> tuple[Engine | None, str]:
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None,
-        cwd: Path | None = None, inherit: bool = True) -> int:
+        cwd: Path | None = None, inherit: bool = True, show_line: Callable[[str], str | None] | None = None) -> int:
     """Run a command, streaming its output (and into `log` when given). Returns its exit
     code; raises `Interrupted` when it ended because of Ctrl-C, whichever process the
     signal reached first (see interrupts). `env` adds to this process's environment, or
-    with `inherit=False` is the whole of it."""
+    with `inherit=False` is the whole of it. `show_line`: what to print for each line
+    (None: nothing; the log still gets every line)."""
     full_env = {**os.environ, **(env or {})} if inherit else dict(env or {})
     tail: deque[str] = deque(maxlen=50)     # the last lines: a cancelled build says so there
     fh = None
@@ -278,7 +280,10 @@ def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = No
                 for line in (proc.stdout if fh and proc.stdout else ()):
                     assert fh is not None
                     fh.write(line)
-                    sys.stdout.write(line)
+                    shown = show_line(line) if show_line else line
+                    if shown is not None:
+                        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
+                        sys.stdout.flush()
                     tail.append(line)
                 code = proc.wait()
         except KeyboardInterrupt:

@@ -37,6 +37,7 @@ class Site:
     cache_registry: str | None = None      # registry repository for layer cache
     no_cache: bool = False                 # rebuild every step, download every file again
     pip_on: PipOn = "auto"
+    emulated: bool = False                 # source builds: compile under qemu, not with the cross compiler
     debootstrap: bool = False              # make a missing Debian base here (debootstrap)
     retest: bool = False                   # a tested image with the same content tag: test it again
     keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)

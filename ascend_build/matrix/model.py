@@ -122,6 +122,12 @@ class Builder:
     pythons: tuple[str, ...]
     toolset: str = ""  # manylinux: the gcc-toolset root, {gcc} filled in; "": the image's own gcc
     cann_from: str = ""   # offered for stacks on this CANN release and later ("": any)
+    # The Debian image (build machine's arch) whose g++-N-aarch64-linux-gnu packages cross-
+    # compile for this flavor's aarch64 images; "": compiled by the image's own gcc only.
+    cross: str = ""
+    # The platform tag auditwheel gives its wheels (the glibc it ships); manylinux images say
+    # so themselves (AUDITWHEEL_PLAT).
+    wheel_plat: str = ""
 
     def serves(self, st: Stack) -> bool:
         """This flavor builds for the stack: its gcc, one of its Pythons, its CANN era."""
@@ -341,9 +347,11 @@ class Matrix:
     images: list[ImageSpec]
     cann_python_deps: list[str] = field(default_factory=list)
     builders: dict[str, Builder] = field(default_factory=dict)
-    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)     # torch_npu, apex (apex: its nvidia too)
     torch_atb: TorchAtb | None = None
     chip_support: dict[str, ChipSupport] = field(default_factory=dict)
+    torch_npu_build: dict = field(default_factory=dict)         # flags, env, submodules (offline builds)
+    torch_npu_tags: dict[str, dict] = field(default_factory=dict)   # version -> tag, commit, submodules
 
     def builder_cell(self, stack: str | None = None, flavor: str | None = None, python: str | None = None,
                      platform: str | None = None) -> BuilderCell:
@@ -653,10 +661,14 @@ _SCHEMA = s.record({
         "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
         "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
     }, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}"),
-        "cann_from": s.string(VERSION, "a CANN version like 9.0.1")})),
+        "cann_from": s.string(VERSION, "a CANN version like 9.0.1"),
+        "cross": s.string(r"\S+", "a Debian image with g++-N-aarch64-linux-gnu for the flavor's gccs"),
+        "wheel_plat": s.string(r"manylinux_2_[0-9]+", "the wheels' platform tag, like manylinux_2_31")})),
     "sources": s.record({
         "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
-        "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")}),
+        "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")},
+                         {"nvidia": s.record({"repo": s.string(r"\S+", "a git URL"),
+                                              "ref": s.string(r"[0-9a-f]{40}", "a 40-digit commit")})}),
     }),
     "images": s.list_of(s.record({
         "stack": s.string(),
@@ -674,6 +686,21 @@ _SCHEMA = s.record({
         "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 310b"),
                             s.map_of(s.one_of(*ARCHES), _file_entry())),
     })),
+    # How a torch_npu source build runs offline (hand-written, with its source).
+    "torch_npu_build": s.record({
+        "source": s.string(),
+        "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag like --disable_rpc"), non_empty=False),
+        "env": s.map_of(s.string(r"[A-Z_]+", "an environment variable"), s.string(), non_empty=False),
+        "submodules": s.list_of(s.string(r"third_party/\S+", "a submodule path like third_party/op-plugin")),
+    }),
+    # Imported: each torch_npu release's tag, its commit and its submodules' commits.
+    "torch_npu_tags": s.map_of(s.string(VERSION, "a torch_npu version"), s.record({
+        "tag": s.string(r"v\S+", "a release tag like v6.0.rc3-pytorch2.1.0"),
+        "commit": s.string(r"[0-9a-f]{40}", "a 40-digit commit"),
+        "submodules": s.map_of(s.string(r"third_party/\S+", "a submodule path"),
+                               s.string(r"[0-9a-f]{40}", "a 40-digit commit"), non_empty=False),
+        "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag"), non_empty=False),
+    }), non_empty=False),
     "torch_npu_branches": s.map_of(s.string(VERSION, "a torch_npu version"),
                                    s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
     "upstream": s.record({"deployer": s.list_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a release like \"26.0.0\""))},
@@ -808,7 +835,8 @@ def _build(path: Path, src: Located) -> Matrix:
                         i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
               for i in d["images"]]
     builders = {k: Builder(k, v["image"], v["family"], tuple(v["gcc"]), v["python"], tuple(v["pythons"]),
-                           v.get("toolset", ""), str(v.get("cann_from", "")))
+                           v.get("toolset", ""), str(v.get("cann_from", "")), v.get("cross", ""),
+                           v.get("wheel_plat", ""))
                 for k, v in d["builders"].items()}
     atb = d.get("torch_atb")
     torch_atb = TorchAtb(tuple(atb["pythons"]), {str(k): str(v) for k, v in atb["glibc"].items()}, atb["source"]) \
@@ -817,7 +845,8 @@ def _build(path: Path, src: Located) -> Matrix:
              for k, v in (d.get("chip_support") or {}).items()}
     return Matrix(path, src, dict(d["defaults"]), oses, pythons, cann, stacks, images,
                   list(d["cann_python_deps"]), builders, {k: dict(v) for k, v in d["sources"].items()},
-                  torch_atb, chips)
+                  torch_atb, chips, dict(d.get("torch_npu_build") or {}),
+                  {str(k): dict(v) for k, v in (d.get("torch_npu_tags") or {}).items()})
 
 
 def _check_semantics(m: Matrix, c: s.Checker) -> None:

@@ -44,3 +44,23 @@ def test_each_python_has_what_a_setup_py_build_imports(host, bcell):
         out = host.run(f"{python} -c 'import setuptools, wheel, yaml, numpy; "
                        f"from setuptools import Extension, setup; print(setuptools.__version__)'")
         assert out.rc == 0, out.stderr
+
+
+def test_a_cross_builder_compiles_for_the_image_outside_qemu(host, labels):
+    """compile-on=cross: every name a build calls (CC, plain gcc and g++ in stub scripts,
+    cc) is the cross compiler through its ccache; it makes aarch64 code, and its compiler
+    proper is a program of the build machine (ELF machine not aarch64)."""
+    from ascend_build.images.kinds import LABEL_PREFIX
+    if labels.get(f"{LABEL_PREFIX}.compile-on", "native") != "cross":
+        out = host.run('od -An -j18 -N2 -tu2 "$($CC -print-prog-name=cc1)"')
+        assert out.rc == 0 and out.stdout.strip() in ("183", "62"), out.stdout    # its own machine's gcc
+        return
+    for name in ("$CC", "$CXX", "gcc", "g++", "cc", "c++"):
+        assert host.run(f'{name} -dumpmachine').stdout.strip() == "aarch64-linux-gnu", name
+        resolved = host.run(f'readlink -f "$(command -v {name})"').stdout.strip()
+        assert resolved == "/opt/cross/bin/ccache", f"{name} resolves to {resolved}"
+    machine = host.run('od -An -j18 -N2 -tu2 "$($CC -print-prog-name=cc1)"').stdout.strip()
+    assert machine != "183", "the cross compiler's cc1 is an aarch64 program"
+    out = host.run("printf 'int main(void) { return 0; }\\n' > /tmp/x.c && gcc -o /tmp/x /tmp/x.c && /tmp/x "
+                   "&& od -An -j18 -N2 -tu2 /tmp/x")
+    assert out.rc == 0 and out.stdout.strip() == "183", out.stderr

@@ -1,20 +1,26 @@
-"""Source builds for real (issue: the builder): the Debian 11 builder (gcc 10) is built
-and tested, the stand-in torch_npu and apex trees (tests/doubles) are compiled in it
-into cached wheels, and a linux/arm64 runtime image installs them; inside that image
-the extension reports that gcc 10 from the builder compiled it."""
+"""Source builds for real (issue: the builder; issue: real sources): the Debian 11 builder
+(gcc 10) is built and tested, with its cross compiler (the default on this x86_64 machine)
+and without (--emulated: the image's gcc under qemu); the stand-in torch_npu tree, shaped
+after the real one (codegen, an op-plugin submodule, stubs from a hard-coded gcc, CMake,
+offline flags), and the stand-in apex (its build script clones NVIDIA apex) are compiled
+in it into cached wheels, and a linux/arm64 runtime image installs them; inside that
+image the extensions report that gcc 10 from the builder compiled them."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import BULLSEYE, CA, DOUBLES, REPO, image_exists
+from ascend_build.images.wheel_arch import foreign_in_wheel
+from ascend_build.matrix.upstream import pytorch_git
+from tests.doubles import standin_repos as sr
+from tests.integration.conftest import BULLSEYE, CA, REPO, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
 BUILDER_REPO = "ascend-build-test/builder"
-BUILDER = f"{BUILDER_REPO}:torch2.1.0-debian11-gcc10-py3.9-arm64"
+BUILDER = f"{BUILDER_REPO}:torch2.1.0-debian11-gcc10-py3.9-cross-arm64"
+EMULATED = f"{BUILDER_REPO}:torch2.1.0-debian11-gcc10-py3.9-arm64"
 COMMON = ["--torch", "2.1.0", "--python", "3.9", "--platform", "linux/arm64",
           "--base-image", f"debian:bullseye={BULLSEYE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
 
@@ -25,6 +31,17 @@ def cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def standin(tmp_path_factory) -> Path:
+    """The stand-in torch_npu as a plain tree with its op-plugin submodule in place."""
+    return sr.plain_tree(tmp_path_factory.mktemp("standin") / "torch_npu_src")
+
+
+@pytest.fixture(scope="module")
+def apex_tree(tmp_path_factory) -> sr.Apex:
+    return sr.make_apex(tmp_path_factory.mktemp("apex"))
+
+
+@pytest.fixture(scope="module")
 def builder(engine, bullseye_arm64_base, cache):
     out = invoke(cache, "builder", "--repository", BUILDER_REPO, "--flavor", "debian11", *COMMON)
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
@@ -32,47 +49,98 @@ def builder(engine, bullseye_arm64_base, cache):
 
 
 @pytest.fixture(scope="module")
-def torch_npu_wheel(builder, cache) -> Path:
-    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
+def torch_npu_build(builder, cache, standin):
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(standin), *COMMON)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    wheel = Path(out.stdout.strip().splitlines()[-1])
-    assert wheel.is_file() and wheel.name.startswith("torch_npu-2.1.0.post8+standin-cp39-cp39-linux_aarch64")
+    return out
+
+
+@pytest.fixture(scope="module")
+def torch_npu_wheel(torch_npu_build) -> Path:
+    wheel = Path(torch_npu_build.stdout.strip().splitlines()[-1])
+    assert wheel.is_file() and wheel.name.startswith("torch_npu-2.1.0.post8-cp39-cp39-linux_aarch64"), wheel
     return wheel
+
+
+def test_the_default_build_cross_compiles_outside_qemu(torch_npu_build, torch_npu_wheel):
+    out = torch_npu_build.stdout
+    assert "runs as x86_64, no qemu, makes aarch64-linux-gnu code" in out, out[-3000:]
+    # the offline build's flags, said in the output; the stand-in's CMake stops without them
+    assert "offline build: ci/build.sh --disable_torchair --disable_rpc; BUILD_WITHOUT_SHA=1" in out
+    assert "torch_npu: source" in out and "(checked)" in out
+    tags, foreign = foreign_in_wheel(str(torch_npu_wheel), "aarch64")
+    assert foreign == [] and tags == ["cp39-cp39-linux_aarch64"]
+
+
+def test_the_emulated_build_compiles_under_qemu_and_makes_the_same_wheel(engine, builder, cache, standin,
+                                                                         torch_npu_wheel, tmp_path):
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--emulated",
+                 "--src", str(standin), *COMMON)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "runs as aarch64, makes aarch64-linux-gnu code" in out.stdout
+    assert image_exists(engine, EMULATED)
+    wheel = Path(out.stdout.strip().splitlines()[-1])
+    assert wheel.name == torch_npu_wheel.name and wheel.parent != torch_npu_wheel.parent   # its own cache key
+    assert foreign_in_wheel(str(wheel), "aarch64")[1] == []
+
+
+def test_the_release_branch_and_a_missing_submodule_are_refused_before_compiling(builder, cache, tmp_path):
+    repos = sr.make_repos(tmp_path / "up")
+    tags = tmp_path / "matrix.yaml"
+    tags.write_text(pytorch_git.update(Path("matrix.yaml").resolve(), str(repos.torch_npu))[0])
+    branch = sr.checkout(repos, tmp_path / "branch", ref=sr.BRANCH)
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(branch),
+                 "--matrix", str(tags), *COMMON)
+    assert out.returncode == 2 and f"not torch_npu 2.1.0.post8 (tag {sr.TAG})" in out.stderr, out.stderr
+    bare = sr.checkout(repos, tmp_path / "nosub", submodules=False)
+    out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(bare),
+                 "--matrix", str(tags), *COMMON)
+    assert out.returncode == 2 and f"needs it at commit {repos.op_plugin_commit}" in out.stderr, out.stderr
+    assert "building from" not in out.stdout
 
 
 def test_builder_was_tested_then_tagged(engine, builder):
     assert "tests/builder_image" in builder.stdout and "tested and tagged" in builder.stdout
+    assert "compilers: gcc-10 for aarch64 on the build machine (linux/amd64), from debian:bullseye" in builder.stdout
     assert " failed" not in builder.stdout
     assert image_exists(engine, BUILDER)
 
 
-def test_wheel_cache_is_keyed_and_reused(torch_npu_wheel, cache):
+def test_wheel_cache_is_keyed_and_reused(torch_npu_wheel, cache, standin):
     meta = (torch_npu_wheel.parent / "meta.json").read_text()
     assert '"python": "3.9"' in meta and '"gcc": 10' in meta and '"revision": "tree-' in meta
-    again = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "torch_npu_src"), *COMMON)
+    again = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(standin), *COMMON)
     assert again.returncode == 0
     assert "reusing" in again.stdout and Path(again.stdout.strip().splitlines()[-1]) == torch_npu_wheel
 
 
 def test_failed_compile_keeps_its_log_and_caches_nothing(builder, cache, tmp_path):
-    broken = tmp_path / "torch_npu_src"
-    shutil.copytree(DOUBLES / "torch_npu_src", broken)
-    (broken / "csrc" / "standin.c").write_text("this is not C;\n")
+    broken = sr.plain_tree(tmp_path / "torch_npu_src")
+    (broken / "csrc" / "npu.cpp").write_text("this is not C++;\n")
     before = set((cache / "wheels" / "torch_npu").glob("*")) if (cache / "wheels" / "torch_npu").exists() else set()
     out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(broken), *COMMON)
     assert out.returncode == 4 and "Traceback" not in out.stderr     # BuildFailed
     assert "torch_npu build failed" in out.stderr and "nothing was cached" in out.stderr
     log = Path(out.stderr.split("Log: ")[1].split()[0])
     assert log.is_file() and "error" in log.read_text()
+    # the first compiler error, quoted
+    assert "First error:" in out.stderr and "npu.cpp:1" in out.stderr.split("First error:")[1]
     assert set((cache / "wheels" / "torch_npu").glob("*")) == before
 
 
 @pytest.fixture(scope="module")
-def runtime(engine, torch_npu_wheel, packages, pinned_matrix, cache):
-    apex = invoke(cache, "apex", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(DOUBLES / "apex_src"), *COMMON)
+def runtime(engine, torch_npu_wheel, packages, pinned_matrix, cache, standin, apex_tree):
+    # offline: NVIDIA apex from the site's copy (its build script's clone reads it), the
+    # torch_npu built above in the build venv
+    apex = invoke(cache, "apex", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(apex_tree.tree),
+                  "--submodule-src", str(apex_tree.nvidia), *COMMON)
     assert apex.returncode == 0, apex.stdout[-3000:] + apex.stderr[-2000:]
+    assert f"apex: NVIDIA apex {apex_tree.nvidia_commit} from" in apex.stdout
+    assert f"torch_npu in the build venv: {torch_npu_wheel.name} (built here)" in apex.stdout
+    assert "and torch_npu 2.1.0.post8" in (Path(apex.stdout.split("log: ")[1].split()[0]).read_text()
+                                           if "log: " in apex.stdout else apex.stdout)
     out = invoke(cache, "build", "--builder-repository", BUILDER_REPO, "--os", "debian11", "--builder-flavor", "debian11",
-                 "--torch-npu-src", str(DOUBLES / "torch_npu_src"), "--packages", str(packages), "--offline",
+                 "--torch-npu-src", str(standin), "--packages", str(packages), "--offline",
                  "--require-pins", "--repository", REPO, "--matrix", str(pinned_matrix), *COMMON)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     tag = f"{REPO}:cann8.0.rc3-910b-debian11-py3.9-torch2.1.0-arm64"
@@ -92,7 +160,7 @@ def test_extension_in_the_image_was_compiled_by_the_builders_gcc(engine, runtime
     gcc = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", BUILDER, "bash", "-c",
                                         "$CC -dumpfullversion"), capture_output=True, text=True)
     assert gcc.returncode == 0, gcc.stderr
-    code = ("import torch_npu._standin as t, apex_standin._standin as a; "
+    code = ("import torch_npu._standin as t, apex._standin as a, apex.contrib as c; assert c.ASCEND; "
             "print(t.compiler()); print(a.compiler())")
     got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", tag, "python", "-c", code),
                          capture_output=True, text=True)
@@ -103,7 +171,7 @@ def test_extension_in_the_image_was_compiled_by_the_builders_gcc(engine, runtime
 
 
 def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, runtime, packages, pinned_matrix, cache):
-    """The source-built torch_npu (2.1.0.post8+standin) went through the engine's shared
+    """The source-built torch_npu (2.1.0.post8) went through the engine's shared
     wheel cache; the same cell built afterwards from the lock (the release wheel, by sha256)
     must not be offered it: `==2.1.0.post8` matches any local label, and pip would stop on
     its hash."""

@@ -6,17 +6,17 @@ installs that wheel; inside the image the extension reports that gcc 13 from the
 compiled it."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import CA, DOUBLES, REPO, TRIXIE, image_exists
+from tests.doubles import standin_repos as sr
+from tests.integration.conftest import CA, REPO, TRIXIE, image_exists
 from tests.integration.conftest import invoke_cached as invoke
 
 BUILDER_REPO = "ascend-build-test/builder"
-BUILDER = f"{BUILDER_REPO}:torch2.10.0-debian13-gcc13-py3.13-arm64"
+BUILDER = f"{BUILDER_REPO}:torch2.10.0-debian13-gcc13-py3.13-cross-arm64"   # trixie's gcc-13 cross compiler
 COMMON = ["--torch", "2.10.0", "--python", "3.13", "--platform", "linux/arm64",
           "--base-image", f"debian:trixie={TRIXIE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
 
@@ -28,12 +28,9 @@ def cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory) -> Path:
-    """The stand-in torch_npu tree, versioned for the 2.10.0 line."""
-    tree = tmp_path_factory.mktemp("standin-2100") / "torch_npu_src"
-    shutil.copytree(DOUBLES / "torch_npu_src", tree)
-    setup = tree / "setup.py"
-    setup.write_text(setup.read_text().replace('"2.1.0.post8+standin"', '"2.10.0+standin"'))
-    return tree
+    """The stand-in torch_npu tree, versioned for the 2.10.0 line (its tag's submodules:
+    op-plugin and nlohmann)."""
+    return sr.plain_tree(tmp_path_factory.mktemp("standin-2100") / "torch_npu_src", version="2.10.0", nlohmann=True)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +45,8 @@ def torch_npu_wheel(builder, cache, src) -> Path:
     out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian13", "--src", str(src), *COMMON)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     wheel = Path(out.stdout.strip().splitlines()[-1])
-    assert wheel.is_file() and wheel.name.startswith("torch_npu-2.10.0+standin-cp313-cp313-linux_aarch64"), wheel
+    assert wheel.is_file() and wheel.name.startswith("torch_npu-2.10.0-cp313-cp313-linux_aarch64"), wheel
+    assert "runs as x86_64, no qemu, makes aarch64-linux-gnu code" in out.stdout
     return wheel
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.images.render import render_all
-from ascend_build.images.sources import checkout, find_cached, parse_source, tree_hash
+from ascend_build.images.sources import find_cached
+from ascend_build.images.trees import checkout, parse_source, tree_hash
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +139,8 @@ done
     src = tmp_path / "src"
     (src / "ci").mkdir(parents=True)
     (src / "ci" / "build.sh").write_text("echo build\n")
+    (src / "third_party" / "op-plugin").mkdir(parents=True)        # the release's submodule, as a plain tree
+    (src / "third_party" / "op-plugin" / "README.md").write_text("op-plugin\n")
     ca = tmp_path / "ca.pem"
     ca.write_text("pem\n")
     opts = Site(cache=tmp_path / "cache", work=tmp_path / "work", ca_bundle=ca,

@@ -1,0 +1,305 @@
+"""Source trees for torch_npu and apex builds, the way a site can have them offline: a
+local checkout with its submodules, a git bundle per repository, or a source tarball per
+repository (`git archive` records its commit), or online a clone of the release tag with
+the submodules at their pinned commits. Each is checked against the commit it must be,
+before anything compiles."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine import interrupts
+from ..errors import UserError
+
+IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
+ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a tree must be: the release's commit and its submodules' (None: not known)."""
+    what: str                                   # "torch_npu 2.1.0.post8 (tag v6.0.rc3-pytorch2.1.0)"
+    commit: str | None = None
+    version: str | None = None                  # what its setup.py / version.txt must say
+    submodules: dict[str, str] = field(default_factory=dict)      # path -> commit
+    urls: dict[str, str] = field(default_factory=dict)            # path -> where it comes from
+
+
+@dataclass(frozen=True)
+class Checkout:
+    path: Path
+    revision: str       # commit plus every submodule's, or a content hash of a plain tree
+    origin: str
+
+
+def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def parse_source(text: str) -> tuple[str, str | None]:
+    """`PATH`, or `URL@REF` / `URL#REF` (the ref after the last slash)."""
+    if Path(text).exists():
+        return str(Path(text).resolve()), None
+    head, sep, tail = text.rpartition("/")
+    for mark in ("#", "@"):
+        if mark in tail:
+            name, ref = tail.split(mark, 1)
+            return f"{head}{sep}{name}", ref
+    return text, None
+
+
+def tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part in IGNORED or part.endswith(".egg-info") for part in rel.parts) or not path.is_file():
+            continue
+        digest.update(str(rel).encode() + b"\0" + oct(path.stat().st_mode & 0o777).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return "tree-" + digest.hexdigest()[:24]
+
+
+def head_commit(path: Path) -> str | None:
+    """The commit checked out at `path`, when it is the top of a git checkout (a submodule's
+    folder has a .git file)."""
+    if not (path / ".git").exists():
+        return None
+    out = _git("rev-parse", "HEAD", cwd=path)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def tar_commit(archive: Path) -> str | None:
+    """The commit `git archive` wrote into a tarball's header, if any."""
+    try:
+        with tarfile.open(archive) as tar:
+            comment = tar.pax_headers.get("comment", "")
+    except (tarfile.TarError, OSError) as e:
+        raise UserError(f"{archive}: not a readable tarball ({e})") from None
+    comment = comment.strip()
+    return comment if len(comment) == 40 and all(c in "0123456789abcdef" for c in comment) else None
+
+
+def bundle_has(bundle: Path, commit: str) -> bool:
+    """Does the bundle carry `commit` (as a head, or in the history of one)?"""
+    with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
+        _git("init", "-q", "--bare", tmp)
+        fetched = _git("--git-dir", tmp, "fetch", "-q", str(bundle), "refs/*:refs/*")
+        if fetched.returncode != 0:
+            raise UserError(f"{bundle}: not a git bundle git can read: {fetched.stderr.strip()[-200:]}")
+        return _git("--git-dir", tmp, "cat-file", "-e", f"{commit}^{{commit}}").returncode == 0
+
+
+def tree_version(root: Path) -> str | None:
+    """The version a torch_npu tree builds: setup.py's VERSION, or version.txt."""
+    from ..matrix.upstream.pytorch_git import _VERSION
+    setup = root / "setup.py"
+    if setup.is_file():
+        m = _VERSION.search(setup.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+    txt = root / "version.txt"
+    return txt.read_text().strip() if txt.is_file() else None
+
+
+# ---------------------------------------------------------------------------- one tree
+
+def _extract(archive: Path, dest: Path) -> None:
+    """A tarball's files under dest, its single top folder (git archive --prefix) taken off."""
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name not in ("pax_global_header",)]
+        tops = {m.name.split("/", 1)[0] for m in members}
+        strip = len(tops) == 1 and any("/" in m.name for m in members)
+        tmp = dest.parent / (dest.name + ".x")
+        tar.extractall(tmp, members=members, filter="data") if hasattr(tarfile, "data_filter") \
+            else tar.extractall(tmp, members=members)
+    os.replace(tmp / next(iter(tops)) if strip else tmp, dest)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _materialize(location: Path, commit: str | None, dest: Path) -> str | None:
+    """A tree from a bundle or a tarball at dest; the commit it is (None when not known)."""
+    if location.name.endswith(ARCHIVES):
+        got = tar_commit(location)
+        if commit and got and got != commit:
+            raise UserError(f"{location} is commit {got[:12]}, not {commit[:12]}")
+        _extract(location, dest)
+        return got
+    if location.name.endswith(".bundle"):
+        out = _git("clone", "-q", "--no-checkout", str(location), str(dest))
+        if out.returncode != 0:
+            raise UserError(f"{location}: not a git bundle git can read: {out.stderr.strip()[-200:]}")
+        target = commit or "HEAD"
+        out = _git("-c", "advice.detachedHead=false", "checkout", "-q", target, cwd=dest)
+        if out.returncode != 0:
+            raise UserError(f"{location} does not carry commit {target[:12]}: {out.stderr.strip()[-200:]}")
+        return head_commit(dest)
+    raise UserError(f"{location}: a source is a folder (a checkout or a plain tree), a git bundle (.bundle) "
+                    f"or a tarball ({', '.join(ARCHIVES)})")
+
+
+def _clone(url: str, ref: str, dest: Path) -> None:
+    out = _git("clone", "-q", "--depth", "1", "--branch", ref, url, str(dest))
+    if out.returncode != 0:                         # a commit, not a branch or tag: fetch it by id
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for step in (["init", "-q"], ["fetch", "-q", "--depth", "1", url, ref], ["checkout", "-q", "FETCH_HEAD"]):
+            out = _git(*step, cwd=dest)
+            if out.returncode != 0:
+                break
+    if out.returncode != 0:
+        raise UserError(f"cannot fetch {url}@{ref}: {out.stderr.strip()[-300:]}\n"
+                        f"Pass the source instead: a checkout with its submodules, a git bundle or a tarball "
+                        f"(--src PATH, --submodule-src PATH).")
+
+
+# ---------------------------------------------------------------------------- checks
+
+def _subdir_empty(path: Path) -> bool:
+    return not path.is_dir() or not any(p for p in path.iterdir() if p.name != ".git")
+
+
+def _gitmodules_urls(root: Path) -> dict[str, str]:
+    out = _git("config", "-f", str(root / ".gitmodules"), "--get-regexp", r"submodule\..*\.url") \
+        if (root / ".gitmodules").is_file() else None
+    urls = {}
+    for line in (out.stdout.splitlines() if out and out.returncode == 0 else []):
+        key, _, url = line.partition(" ")
+        urls[key[len("submodule."):-len(".url")]] = url
+    return urls
+
+
+def verify(root: Path, expect: Expected, plain: bool, known: dict[str, str] | None = None) -> dict[str, str]:
+    """Refuse a tree that is not what it must be, before compiling; the submodules' commits
+    (`known`: those checked already, as tarballs of their commit)."""
+    urls = {**_gitmodules_urls(root), **expect.urls}
+    if expect.commit and not plain:
+        got = head_commit(root)
+        if got and got != expect.commit:
+            raise UserError(f"{root} is commit {got[:12]}, not {expect.what}, which is commit {expect.commit[:12]}: "
+                            f"check out that tag (a release branch moves on after the release)")
+    if expect.version:
+        got_version = tree_version(root)
+        if got_version and got_version != expect.version:
+            raise UserError(f"{root} builds torch_npu {got_version}, not {expect.version} ({expect.what}); "
+                            f"a source build must be the stack's release")
+    found: dict[str, str] = {}
+    for sub, commit in sorted(expect.submodules.items()):
+        where = root / sub
+        source = urls.get(sub, "its repository, as .gitmodules names it")
+        if _subdir_empty(where):
+            raise UserError(f"{sub} is missing or empty in {root}: {expect.what} needs it at commit {commit} "
+                            f"({source}). In a checkout: git submodule update --init {sub}; offline: "
+                            f"--submodule-src with a bundle or tarball of that commit")
+        got = head_commit(where)
+        if got and got != commit:
+            raise UserError(f"{sub} in {root} is commit {got[:12]}, but {expect.what} needs {commit} ({source}): "
+                            f"git submodule update {sub}")
+        found[sub] = got or (known or {}).get(sub) or "tree"
+    return found
+
+
+# ---------------------------------------------------------------------------- assembly
+
+def _destination(cache: Path, key: str) -> Path:
+    return cache / "sources" / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _publish(tmp: Path, dest: Path) -> None:
+    with interrupts.deferred():
+        try:
+            os.replace(tmp, dest)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not dest.is_dir():              # not a concurrent run that got there first
+                raise
+
+
+def _place_submodules(root: Path, expect: Expected, given: list[Path], online: bool) -> dict[str, str]:
+    """Fill each needed submodule folder that is empty: from the given bundles/tarballs (the
+    one that is its commit), else online from .gitmodules' URL at the pinned commit. The
+    commits placed."""
+    placed: dict[str, str] = {}
+    urls = {**_gitmodules_urls(root), **expect.urls}
+    for sub, commit in sorted(expect.submodules.items()):
+        where = root / sub
+        if not _subdir_empty(where):
+            continue
+        source = next((g for g in given if _provides(g, commit)), None)
+        shutil.rmtree(where, ignore_errors=True)
+        where.parent.mkdir(parents=True, exist_ok=True)
+        if source is not None:
+            _materialize(source, commit, where)
+            placed[sub] = commit
+        elif online and sub in urls:
+            _clone(urls[sub], commit, where)
+            placed[sub] = commit
+    return placed
+
+
+def _provides(location: Path, commit: str) -> bool:
+    if location.is_dir():
+        return head_commit(location) == commit
+    if location.name.endswith(ARCHIVES):
+        return tar_commit(location) == commit
+    if location.name.endswith(".bundle"):
+        return bundle_has(location, commit)
+    return False
+
+
+def checkout(location: str, ref: str | None, cache: Path, expect: Expected | None = None,
+             submodule_sources: list[Path] | None = None) -> Checkout:
+    """The tree to build, checked against `expect`: a folder as given (a plain tree or a
+    checkout), else a copy in the cache made from a bundle, a tarball or a clone."""
+    expect = expect or Expected("the source")
+    given = list(submodule_sources or [])
+    for g in given:
+        if not g.exists():
+            raise UserError(f"--submodule-src {g}: no such file or folder")
+    path = Path(location)
+    if path.is_dir() and ref is None and not given:
+        plain = head_commit(path) is None
+        subs = verify(path, expect, plain)
+        return Checkout(path.resolve(), _revision(path, plain, subs), str(path.resolve()))
+    commit = expect.commit
+    key = f"{location}@{ref}@{commit}@" + ",".join(sorted(map(str, given)))
+    dest = _destination(cache, key)
+    if not (dest / ".ascend-build-source").is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=dest.parent))
+        try:
+            tree = tmp / "tree"
+            if path.is_dir():
+                shutil.copytree(path, tree, symlinks=True)
+            elif path.is_file():
+                _materialize(path, commit, tree)
+            else:
+                _clone(location, ref or commit or "HEAD", tree)
+            placed = _place_submodules(tree, expect, given, online=not path.exists())
+            plain = head_commit(tree) is None
+            subs = verify(tree, expect, plain, placed)
+            got = head_commit(tree) or (tar_commit(path) if path.is_file() and path.name.endswith(ARCHIVES) else None)
+            if commit and got and got != commit:
+                raise UserError(f"{location} is commit {got[:12]}, not {expect.what}, commit {commit[:12]}")
+            (tree / ".ascend-build-source").write_text(_revision(tree, plain and not got, subs, got) + "\n")
+            _publish(tree, dest)
+        finally:
+            with interrupts.deferred():
+                shutil.rmtree(tmp, ignore_errors=True)
+    revision = (dest / ".ascend-build-source").read_text().strip()
+    return Checkout(dest, revision, f"{location}@{ref}" if ref else location)
+
+
+def _revision(root: Path, plain: bool, subs: dict[str, str], commit: str | None = None) -> str:
+    """What the wheel cache keys on: the commit and every submodule's, or the tree's hash."""
+    top = commit or head_commit(root)
+    if plain and not top:
+        return tree_hash(root)
+    if any(c == "tree" for c in subs.values()):
+        return f"{top}+{tree_hash(root)}"
+    return top + "".join(f"+{p}@{c}" for p, c in sorted(subs.items()))  # type: ignore[operator]

@@ -1,0 +1,152 @@
+"""torch_npu's releases as git tags, read from a copy of Ascend/pytorch (`invoke update
+--pytorch-git PATH|URL`): each release tag's commit, the version its setup.py builds, the
+commits of the submodules a build compiles, and the offline flags its ci/build.sh takes.
+
+Release branches move on after a release (branch v2.1.0-6.0.rc3 builds 2.1.0.post9 today,
+where 2.1.0.post8 is the tag v6.0.rc3-pytorch2.1.0), so a source build names a tag and
+checks its commit; the version comes from the tree itself, never from the tag's name."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import UserError
+
+# v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
+RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.(?:rc\d+|\d+))-pytorch(\d+\.\d+\.\d+)$")
+_VERSION = re.compile(r"^VERSION\s*=\s*['\"]([^'\"]+)['\"]", re.M)
+BEGIN = "# BEGIN torch_npu_tags: written by `invoke update --pytorch-git`; do not edit"
+END = "# END torch_npu_tags"
+
+
+@dataclass(frozen=True)
+class TagRecord:
+    version: str                       # what the tree's setup.py builds
+    tag: str
+    commit: str
+    submodules: dict[str, str]         # path -> commit, the ones a build compiles
+    flags: tuple[str, ...]             # the offline flags its ci/build.sh takes
+
+
+def _git(gitdir: Path, *args: str) -> str:
+    out = subprocess.run(["git", "--git-dir", str(gitdir), *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise UserError(f"git {' '.join(args)} in {gitdir}: {out.stderr.strip()[-300:]}")
+    return out.stdout
+
+
+def git_dir(location: str, work: Path) -> tuple[Path, str]:
+    """The git directory of a local copy (a checkout or a bare mirror), or of a bare clone
+    of a URL made in `work`; and how to name it in the matrix."""
+    path = Path(location)
+    if path.exists():
+        for candidate in (path / ".git", path):
+            if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
+                return candidate, location
+        raise UserError(f"--pytorch-git {location}: not a git checkout or a bare repository")
+    dest = work / "pytorch.git"
+    out = subprocess.run(["git", "clone", "--bare", "--quiet", location, str(dest)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise UserError(f"--pytorch-git {location}: cannot clone: {out.stderr.strip()[-300:]}\n"
+                        f"Pass a local copy of Ascend/pytorch (a clone or mirror with its tags) instead.")
+    return dest, location
+
+
+def tree_version(gitdir: Path, commit: str) -> str | None:
+    """The version a tree builds: setup.py's VERSION, or version.txt (from 2.10)."""
+    setup = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:setup.py"],
+                           capture_output=True, text=True).stdout
+    m = _VERSION.search(setup)
+    if m:
+        return m.group(1)
+    txt = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:version.txt"],
+                         capture_output=True, text=True)
+    return txt.stdout.strip() or None if txt.returncode == 0 else None
+
+
+def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[dict[str, TagRecord], list[str]]:
+    """Every release tag's record by version, and what was skipped or doubled (said, not hidden)."""
+    records: dict[str, TagRecord] = {}
+    notes: list[str] = []
+    refs = _git(gitdir, "for-each-ref", "--format=%(refname:strip=2) %(objectname) %(*objectname)", "refs/tags")
+    for line in sorted(refs.splitlines()):
+        parts = line.split()
+        if not parts or not RELEASE_TAG.match(parts[0]):
+            continue
+        tag, commit = parts[0], parts[2] if len(parts) > 2 else parts[1]
+        version = tree_version(gitdir, commit)
+        if not version:
+            notes.append(f"{tag}: no VERSION in setup.py nor version.txt; skipped")
+            continue
+        links = {}
+        for entry in _git(gitdir, "ls-tree", "-r", commit, "third_party").splitlines():
+            mode, kind, sha, path = entry.split(maxsplit=3)
+            if kind == "commit" and path in submodules:
+                links[path] = sha
+        build = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:ci/build.sh"],
+                               capture_output=True, text=True).stdout
+        record = TagRecord(version, tag, commit, links, tuple(f for f in flags if f in build))
+        if version in records and records[version].commit != commit:
+            notes.append(f"{version}: built by both {records[version].tag} and {tag}; kept {records[version].tag}")
+            continue
+        records[version] = record
+    return records, notes
+
+
+def _key(version: str) -> tuple:
+    from packaging.version import InvalidVersion, Version
+    try:
+        return (0, Version(version), "")
+    except InvalidVersion:
+        return (1, Version("0"), version)
+
+
+def render(records: dict[str, TagRecord], origin: str) -> str:
+    lines = [BEGIN,
+             f"# Read from {origin}: every tag v<TorchNPU>-pytorch<torch>, its commit, the version its",
+             "# setup.py (or version.txt) builds, its submodules' commits (torch_npu_build.submodules",
+             "# only) and the offline flags its ci/build.sh takes.",
+             "torch_npu_tags:"]
+    for version in sorted(records, key=_key):
+        r = records[version]
+        subs = ", ".join(f"{p}: {c}" for p, c in sorted(r.submodules.items()))
+        lines.append(f"  \"{version}\": {{tag: {r.tag}, commit: {r.commit},")
+        lines.append(f"    submodules: {{{subs}}}, flags: [{', '.join(r.flags)}]}}")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def splice(text: str, region: str, file: str) -> str:
+    begin, end = text.find(BEGIN), text.find(END)
+    if begin < 0 or end < begin:
+        raise UserError(f"{file}: no torch_npu_tags part; it is the text between the lines\n  {BEGIN}\n  {END}")
+    end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+    return text[:begin] + region + text[end:]
+
+
+def update(matrix_path: Path, location: str) -> tuple[str, list[str]]:
+    """The matrix text with its torch_npu_tags part read again from `location`, and notes."""
+    import yaml
+
+    from ..model import load_text
+    text = matrix_path.read_text()
+    data = yaml.safe_load(text) or {}
+    build = data.get("torch_npu_build") or {}
+    with tempfile.TemporaryDirectory(prefix="ascend-pytorch-") as tmp:
+        gitdir, origin = git_dir(location, Path(tmp))
+        records, notes = read_tags(gitdir, list(build.get("submodules") or []), list(build.get("flags") or []))
+    if not records:
+        raise UserError(f"--pytorch-git {location}: no release tags (v<TorchNPU>-pytorch<torch>) found")
+    # a local copy is named by what it copies: no path of this machine goes into the matrix
+    repo = str((data.get("sources") or {}).get("torch_npu", {}).get("repo", "Ascend/pytorch"))
+    shown = f"a copy of {repo}" if Path(location).exists() else origin
+    new_text = splice(text, render(records, shown), str(matrix_path))
+    load_text(new_text, matrix_path)             # a valid matrix, or nothing is written
+    stacks = {str(st.get("torch_npu")) for st in (data.get("stacks") or {}).values() if st.get("torch_npu")}
+    missing = sorted(v for v in stacks if v not in records)
+    notes.append(f"release tags read: {len(records)}; stacks' torch_npu with a tag: {len(stacks) - len(missing)} "
+                 f"of {len(stacks)}" + (f" (none for {', '.join(missing)})" if missing else ""))
+    return new_text, notes

@@ -1,1 +1,0 @@
-"""STAND-IN Ascend apex (test double): not the real package."""

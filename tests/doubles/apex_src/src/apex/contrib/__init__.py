@@ -1,0 +1,2 @@
+"""STAND-IN Ascend apex addition (test double)."""
+ASCEND = True

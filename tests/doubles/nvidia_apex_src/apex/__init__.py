@@ -1,0 +1,1 @@
+"""STAND-IN apex (test double): not the real package."""

@@ -64,3 +64,17 @@ def test_a_cross_builder_compiles_for_the_image_outside_qemu(host, labels):
     out = host.run("printf 'int main(void) { return 0; }\\n' > /tmp/x.c && gcc -o /tmp/x /tmp/x.c && /tmp/x "
                    "&& od -An -j18 -N2 -tu2 /tmp/x")
     assert out.rc == 0 and out.stdout.strip() == "183", out.stderr
+    # links as the image's own gcc does: Debian's cross gcc alone passes --as-needed, which
+    # drops the NEEDED entries of libraries no symbol is taken from
+    out = host.run("printf 'int f(void) { return 1; }\\n' > /tmp/l.c && CCACHE_DISABLE=1 gcc -shared -fPIC "
+                   "-o /tmp/l.so /tmp/l.c -lm && readelf -d /tmp/l.so")
+    assert out.rc == 0 and "[libm.so.6]" in out.stdout, out.stdout + out.stderr
+
+
+def test_libraries_record_their_rpath_as_the_manylinux_toolchains_do(host, bcell):
+    """$ORIGIN paths as DT_RPATH, searched before LD_LIBRARY_PATH (a runtime image puts CANN's
+    lib64 there, with a libnpu_profiler.so of its own), not DT_RUNPATH, searched after."""
+    out = host.run("printf 'int f(void) { return 1; }\\n' > /tmp/r.c && CCACHE_DISABLE=1 $CC -shared -fPIC "
+                   "-o /tmp/r.so /tmp/r.c ${LDFLAGS:-} -Wl,-rpath,'$ORIGIN/lib' && readelf -d /tmp/r.so")
+    assert out.rc == 0, out.stderr
+    assert "(RPATH)" in out.stdout and "(RUNPATH)" not in out.stdout, out.stdout

@@ -8,6 +8,7 @@ image the extensions report that gcc 10 from the builder compiled them."""
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,17 @@ def test_the_default_build_cross_compiles_outside_qemu(torch_npu_build, torch_np
     assert "torch_npu: source" in out and "(checked)" in out
     tags, foreign = foreign_in_wheel(str(torch_npu_wheel), "aarch64")
     assert foreign == [] and tags == ["cp39-cp39-linux_aarch64"]
+
+
+def test_the_extension_keeps_its_origin_path_ahead_of_ld_library_path(torch_npu_wheel, tmp_path):
+    """DT_RPATH, as upstream's manylinux toolchain writes it: with DT_RUNPATH the image's
+    LD_LIBRARY_PATH (CANN's lib64, with its own libnpu_profiler.so) would win, and the real
+    source-built torch_npu failed to import for that reason."""
+    with zipfile.ZipFile(torch_npu_wheel) as whl:
+        name = next(n for n in whl.namelist() if n.startswith("torch_npu/_standin") and n.endswith(".so"))
+        whl.extract(name, tmp_path)
+    out = subprocess.run(["readelf", "-d", str(tmp_path / name)], capture_output=True, text=True)
+    assert "(RPATH)" in out.stdout and "$ORIGIN/lib" in out.stdout and "(RUNPATH)" not in out.stdout, out.stdout
 
 
 def test_the_emulated_build_compiles_under_qemu_and_makes_the_same_wheel(engine, builder, cache, standin,

@@ -55,6 +55,6 @@ setup(
     version=VERSION,
     packages=["torch_npu"],
     package_data={"torch_npu": ["lib/*.so"]},
-    ext_modules=[Extension("torch_npu._standin", ["csrc/standin.c"])],
+    ext_modules=[Extension("torch_npu._standin", ["csrc/standin.c"], extra_link_args=["-Wl,-rpath,$ORIGIN/lib"])],
     cmdclass={"build_ext": Build},
 )

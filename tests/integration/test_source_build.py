@@ -99,7 +99,7 @@ def test_the_emulated_build_compiles_under_qemu_and_makes_the_same_wheel(engine,
 def test_the_release_branch_and_a_missing_submodule_are_refused_before_compiling(builder, cache, tmp_path):
     repos = sr.make_repos(tmp_path / "up")
     tags = tmp_path / "matrix.yaml"
-    tags.write_text(pytorch_git.update(Path("matrix.yaml").resolve(), str(repos.torch_npu))[0])
+    tags.write_text(pytorch_git.update(Path(__file__).resolve().parents[2] / "matrix.yaml", str(repos.torch_npu))[0])
     branch = sr.checkout(repos, tmp_path / "branch", ref=sr.BRANCH)
     out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(branch),
                  "--matrix", str(tags), *COMMON)

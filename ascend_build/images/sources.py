@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from .. import engine as eng
 from ..engine import interrupts
@@ -26,7 +27,7 @@ from .kinds import BUILDER, content_tag, readable_tag
 from .options import Site
 from .progress import Progress
 from .render import builder_dockerfile, net_setup
-from .trees import Checkout, Expected, bundle_has, checkout, parse_source
+from .trees import Checkout, Expected, checkout, parse_source, repository_with
 
 
 @dataclass(frozen=True)
@@ -47,26 +48,25 @@ SOURCE_KINDS = {
 
 # ---------------------------------------------------------------------------- builders
 
-def compile_on(bcell: BuilderCell, site: Site) -> str:
+CompileOn = Literal["native", "cross"]
+
+
+def compile_on(bcell: BuilderCell, site: Site) -> CompileOn:
     """Where a builder's compilers run: "cross" (the flavor's cross compiler, on the build
-    machine's arch) for an aarch64 builder made on another machine, unless --emulated;
-    else "native" (the image's own gcc: natively, or under qemu)."""
+    machine's arch) for an aarch64 builder made on another machine that has one, unless
+    --emulated; else "native" (the image's own gcc: natively, or under qemu)."""
     here = host_platform()
-    if bcell.arch != "aarch64" or here is None or here.arch == bcell.arch or site.emulated:
-        return "native"
-    if not bcell.flavor.cross:
-        print(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
-              f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
+    if bcell.arch != "aarch64" or here is None or here.arch == bcell.arch or site.emulated or not bcell.flavor.cross:
         return "native"
     return "cross"
 
 
-def builder_name(bcell: BuilderCell, site: Site) -> str:
-    return bcell.name + ("-cross" if compile_on(bcell, site) == "cross" else "")
-
-
 def builder_tag(repository: str, bcell: BuilderCell, site: Site) -> str:
-    return readable_tag(repository, builder_name(bcell, site), bcell.target)
+    return readable_tag(repository, _builder_name(bcell, compile_on(bcell, site)), bcell.target)
+
+
+def _builder_name(bcell: BuilderCell, compiling: CompileOn) -> str:
+    return bcell.name + ("-cross" if compiling == "cross" else "")
 
 
 def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine | None,
@@ -91,17 +91,19 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     here = host_platform()
     compiling = compile_on(bcell, site)
     if compiling == "cross" and here is not None:
-        build_args |= {"COMPILE_ON": "cross", "CROSS_BASE_IMAGE": site.base(bcell.flavor.cross, here)}
-    if compiling == "cross":
-        print(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {bcell.flavor.cross}; "
+        build_args |= {"COMPILE_ON": "cross", "CROSS_BASE_IMAGE": site.base(cross, here)}
+        print(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {cross}; "
               f"Python, CMake and make run in the image (--emulated: everything under qemu)")
+    elif bcell.target.emulated() and not cross and not site.emulated:
+        print(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
+              f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
     content = content_tag(rendered.text, build_args, {})
     # The venvs made on the build machine for the image's machine when cross-building
     # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
     host_args = site.pip_args(bcell.target, wanted, bcell.flavor.image.replace("{arch}", here.arch) if here else None)
     print("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
                                           if host_args["PIP_ON"] == "native" else f"in the image ({bcell.platform})"))
-    name = builder_name(bcell, site)
+    name = _builder_name(bcell, compiling)
     tags = BUILDER.tags(repository, name, content, bcell.target)
     work = site.work / f"builder-{name}-{bcell.target.suffix}"
     ctx = work / "context"
@@ -127,7 +129,6 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
         if host_args["PIP_ON"] == "native":
             steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(here), said, make)
         if compiling == "cross":
-            cross_suite = matrix.debootstrap_suite(bcell.flavor.cross)
             cross_make = ((lambda ref, platform: debian_base(engine, cross_suite, platform, ref))
                           if site.debootstrap and cross_suite else None)
             steps.check_base(engine, build_args["CROSS_BASE_IMAGE"], str(here), said, cross_make)
@@ -292,7 +293,7 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     if given:
         if not pinned_url:
             raise UserError(f"apex: {entry.name} clones no NVIDIA apex; --submodule-src is for that clone")
-        repo = nvidia_repository(given[0], pinned or "", cache)
+        repo = repository_with(given[0], pinned or "", cache, "NVIDIA apex")
         mounts.append((repo, NVIDIA_IN_BUILD))
         script += f"git config --global url.{NVIDIA_IN_BUILD}.insteadOf {shlex.quote(pinned_url)}; "
         print(f"apex: NVIDIA apex {pinned} from {given[0]} (its build script's clone reads it; no network)")
@@ -311,33 +312,6 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
         key += f"\0torch_npu={release}"
         print(f"apex: torch_npu in the build venv: the released torch_npu {release} (none built here)")
     return ApexInputs(tuple(mounts), script, key)
-
-
-def nvidia_repository(location: Path, commit: str, cache: Path) -> Path:
-    """A git repository holding NVIDIA apex's `commit`: a checkout's .git, or a bundle
-    fetched into the cache. A tarball cannot be: the build script checks out by commit."""
-    if location.is_dir():
-        gitdir = location / ".git" if (location / ".git").is_dir() else location
-        ok = subprocess.run(["git", "--git-dir", str(gitdir), "cat-file", "-e", f"{commit}^{{commit}}"],
-                            capture_output=True).returncode == 0
-        if not ok:
-            raise UserError(f"--submodule-src {location}: NVIDIA apex there has no commit {commit}, which the apex "
-                            f"build script checks out")
-        return gitdir.resolve()
-    if location.name.endswith(".bundle"):
-        if not bundle_has(location, commit):
-            raise UserError(f"--submodule-src {location}: the bundle does not carry NVIDIA apex {commit}")
-        dest = cache / "sources" / f"nvidia-apex-{commit[:16]}.git"
-        if not dest.is_dir():
-            tmp = Path(tempfile.mkdtemp(prefix=".nvidia-", dir=dest.parent if dest.parent.is_dir() else None))
-            subprocess.run(["git", "clone", "-q", "--bare", str(location), str(tmp / "r.git")], check=True,
-                           capture_output=True)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / "r.git", dest)
-            shutil.rmtree(tmp, ignore_errors=True)
-        return dest
-    raise UserError(f"--submodule-src {location}: NVIDIA apex must be a git bundle or a checkout (the apex build "
-                    f"script checks out commit {commit}; a tarball has no history)")
 
 
 def check_python(kind: SourceKind, src: Checkout, python: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..engine import interrupts
 from ..errors import UserError
+from ..matrix.upstream.pytorch_git import VERSION_LINE
 
 IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz")
@@ -97,10 +98,9 @@ def bundle_has(bundle: Path, commit: str) -> bool:
 
 def tree_version(root: Path) -> str | None:
     """The version a torch_npu tree builds: setup.py's VERSION, or version.txt."""
-    from ..matrix.upstream.pytorch_git import _VERSION
     setup = root / "setup.py"
     if setup.is_file():
-        m = _VERSION.search(setup.read_text(errors="replace"))
+        m = VERSION_LINE.search(setup.read_text(errors="replace"))
         if m:
             return m.group(1)
     txt = root / "version.txt"
@@ -116,8 +116,10 @@ def _extract(archive: Path, dest: Path) -> None:
         tops = {m.name.split("/", 1)[0] for m in members}
         strip = len(tops) == 1 and any("/" in m.name for m in members)
         tmp = dest.parent / (dest.name + ".x")
-        tar.extractall(tmp, members=members, filter="data") if hasattr(tarfile, "data_filter") \
-            else tar.extractall(tmp, members=members)
+        if hasattr(tarfile, "data_filter"):          # Python 3.11.4 and later: no links out of the tree
+            tar.extractall(tmp, members=members, filter="data")
+        else:
+            tar.extractall(tmp, members=members)
     os.replace(tmp / next(iter(tops)) if strip else tmp, dest)
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -303,3 +305,31 @@ def _revision(root: Path, plain: bool, subs: dict[str, str], commit: str | None 
     if any(c == "tree" for c in subs.values()):
         return f"{top}+{tree_hash(root)}"
     return top + "".join(f"+{p}@{c}" for p, c in sorted(subs.items()))  # type: ignore[operator]
+
+
+def repository_with(location: Path, commit: str, cache: Path, what: str) -> Path:
+    """A git repository holding `commit` for a build script that clones and checks it out:
+    a checkout's (or a mirror's) git directory as it is, or a bundle cloned into the cache.
+    A tarball cannot be one: it has no history."""
+    if location.is_dir():
+        gitdir = location / ".git" if (location / ".git").is_dir() else location
+        if _git("--git-dir", str(gitdir), "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+            raise UserError(f"--submodule-src {location}: {what} there has no commit {commit}, which the build "
+                            f"script checks out")
+        return gitdir.resolve()
+    if not location.name.endswith(".bundle"):
+        raise UserError(f"--submodule-src {location}: {what} must be a git bundle or a checkout (the build script "
+                        f"checks out commit {commit}; a tarball has no history)")
+    if not bundle_has(location, commit):
+        raise UserError(f"--submodule-src {location}: the bundle does not carry {what} {commit}")
+    dest = _destination(cache, f"{location}@{commit}")
+    if not dest.is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".repo-", dir=dest.parent))
+        out = _git("clone", "-q", "--bare", str(location), str(tmp / "r.git"))
+        if out.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UserError(f"--submodule-src {location}: {out.stderr.strip()[-200:]}")
+        _publish(tmp / "r.git", dest)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest

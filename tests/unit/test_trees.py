@@ -201,7 +201,9 @@ def test_apex_takes_nvidia_apex_from_the_site_and_refuses_what_cannot_be_checked
     assert "pip install --no-cache-dir --no-deps torch_npu==2.1.0.post8" in got.script   # none built here
     assert apex.nvidia_commit in got.key
     bundle = sr.bundle(apex.nvidia, tmp_path / "nvidia.bundle")
-    assert apex_inputs(m, src, [bundle], tmp_path / "cache", bcell).mounts[0][0].name.startswith("nvidia-apex-")
+    from_bundle = apex_inputs(m, src, [bundle], tmp_path / "cache", bcell).mounts[0][0]
+    assert from_bundle.is_relative_to(tmp_path / "cache" / "sources")
+    assert sr.git("--git-dir", str(from_bundle), "cat-file", "-t", apex.nvidia_commit, cwd=tmp_path) == "commit"
     archive = sr.tarball(apex.nvidia, apex.nvidia_commit, tmp_path / "nvidia.tar.gz", "apex")
     with pytest.raises(UserError, match="must be a git bundle or a checkout"):
         apex_inputs(m, src, [archive], tmp_path / "cache", bcell)

@@ -17,7 +17,7 @@ from ...errors import UserError
 
 # v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
 RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.(?:rc\d+|\d+))-pytorch(\d+\.\d+\.\d+)$")
-_VERSION = re.compile(r"^VERSION\s*=\s*['\"]([^'\"]+)['\"]", re.M)
+VERSION_LINE = re.compile(r"^VERSION\s*=\s*['\"]([^'\"]+)['\"]", re.M)
 BEGIN = "# BEGIN torch_npu_tags: written by `invoke update --pytorch-git`; do not edit"
 END = "# END torch_npu_tags"
 
@@ -59,7 +59,7 @@ def tree_version(gitdir: Path, commit: str) -> str | None:
     """The version a tree builds: setup.py's VERSION, or version.txt (from 2.10)."""
     setup = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:setup.py"],
                            capture_output=True, text=True).stdout
-    m = _VERSION.search(setup)
+    m = VERSION_LINE.search(setup)
     if m:
         return m.group(1)
     txt = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:version.txt"],

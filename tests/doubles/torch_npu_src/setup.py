@@ -14,9 +14,9 @@ SUBMODULES = ["third_party/op-plugin"]
 def check_submodules():
     empty = [s for s in SUBMODULES if not os.path.isdir(os.path.join(BASE, s)) or not os.listdir(os.path.join(BASE, s))]
     if len(empty) == len(SUBMODULES):
-        print(" --- Trying to initialize submodules")
+        print("standin: every submodule folder is empty: git submodule update (fails offline)")
         if subprocess.call(["git", "submodule", "update", "--init", "--recursive"], cwd=BASE) != 0:
-            print(" --- Submodule initalization failed")
+            print("standin: submodules could not be fetched")
             sys.exit(1)
 
 

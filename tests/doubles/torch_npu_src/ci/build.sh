@@ -9,7 +9,7 @@ for arg in "$@"; do
         --python=*) py_version="${arg#--python=}" ;;
         --disable_torchair) export DISABLE_INSTALL_TORCHAIR=TRUE ;;
         --disable_rpc) export DISABLE_RPC_FRAMEWORK=TRUE ;;
-        *) echo "ERROR Unsupported parameters: $arg" >&2; exit 1 ;;
+        *) echo "build.sh: unknown option $arg" >&2; exit 1 ;;
     esac
 done
 [ -n "$py_version" ] || { echo "build.sh: --python=X is required" >&2; exit 1; }

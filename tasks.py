@@ -15,7 +15,7 @@ from ascend_build.cli import localize
 from ascend_build.engine import interrupts
 from ascend_build.engine.network import Network, ca_setting, proxy_settings
 from ascend_build.errors import BuildFailed, UserError
-from ascend_build.images import batch, steps
+from ascend_build.images import batch, finish, steps
 from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
 from ascend_build.images.options import Inputs, Site, parse_base_images
@@ -176,6 +176,9 @@ BUILD_HELP = {
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
     "builder_repository": "the repository of the builder images for source builds (default ascend-builder)",
     "no_cache": "rebuild every step (ignore the layer cache) and download every file again",
+    "reproducible": "every time in the image is SOURCE_DATE_EPOCH (default: the checkout's last commit), so the "
+                    "same inputs give the same layers and image ID (podman; docker 20.10 cannot, and says why); "
+                    "`invoke verify` checks such an image",
     "pip_on": "where pip installs the Python packages: auto (default: on the build machine when it cross-builds), "
               "native (on the build machine, for the image's arch: no qemu) or target (in the image)",
     "all": "build every image of the matrix's `images:`; one failing does not stop the others",
@@ -208,13 +211,14 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           cache_registry=None, all=False, no_cache=False, proxy=None, no_proxy=None, network=None, for_host=None,
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
           retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None, mindspore=None,
-          torch_index_url=None, torch_atb=False):
+          torch_index_url=None, torch_atb=False, reproducible=False):
     """Build a runtime image, run its tests, and tag it only if they pass; with
     --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, torch_index_url=torch_index_url,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
                  require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on,
-                 debootstrap=debootstrap, retest=retest, keep_failed=keep_failed, run_as=run_as)
+                 debootstrap=debootstrap, retest=retest, keep_failed=keep_failed, run_as=run_as,
+                 epoch=finish.epoch() if reproducible else None)
     site.user(None)            # a malformed --run-as is refused before anything runs
     inputs = Inputs(repository=repository, wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
                     apex_wheel=_path(apex_wheel), torch_npu_src=torch_npu_src, apex_src=apex_src,
@@ -237,8 +241,39 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
             raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
         return
     cell = m.cell(torch, os, python, chip, platform, torch_atb=torch_atb)
+    if reproducible and requirements:
+        print("note: --reproducible makes the runtime image's bits identical; the user layer on it is built as "
+              "always (its times are its build's)", file=sys.stderr)
     layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(requirements, layer_name, layer_wheelhouse))
     batch.build_cell(m, cell, site, inputs, layers, engine, docker)
+
+
+@task(auto_shortflags=False, iterable=["packages", "base_image"], help={
+    "image": "the image to check (tag or id): a runtime image built with --reproducible",
+    "against": "compare with this image instead of rebuilding (e.g. a rebuild kept with --keep, or another "
+               "registry's copy)",
+    "keep": "keep the rebuild, tagged REPOSITORY:verify-CONTENT-ARCH",
+    **{k: BUILD_HELP[k] for k in ("packages", "offline", "base_image", "ca_bundle", "pip_index_url",
+                                  "torch_index_url", "proxy", "no_proxy", "network", "wheelhouse", "apex_wheel",
+                                  "torch_npu_wheel", "engine", "docker")}, **MATRIX_HELP})
+@user_errors
+def verify(c, image=None, against=None, keep=False, packages=None, offline=False, base_image=None, ca_bundle=None,
+           pip_index_url=None, torch_index_url=None, proxy=None, no_proxy=None, network=None, wheelhouse=None,
+           apex_wheel=None, torch_npu_wheel=None, engine="docker", docker=None, matrix="matrix.yaml"):
+    """Rebuild an image from the inputs its labels record and compare the two, layer by layer."""
+    from ascend_build.images import verify as check
+    if not image:
+        raise UserError("--image REF: the image to verify")
+    if against:
+        lines = check.compare(eng.detect(engine, docker), image, against)
+    else:
+        site = _site(base_image, ca_bundle, pip_index_url, False, proxy, no_proxy, network,
+                     torch_index_url=torch_index_url, packages=tuple(Path(p) for p in packages or ["packages"]),
+                     offline=offline)
+        inputs = Inputs(wheelhouse=_path(wheelhouse), torch_npu_wheel=_path(torch_npu_wheel),
+                        apex_wheel=_path(apex_wheel))
+        lines = check.verify(load_matrix(matrix), image, site, inputs, engine, docker, keep)
+    print("\n".join(lines) + f"\nverified: {image} is the same bytes, layer for layer")
 
 
 def _framework_stack(m, torch, mindspore):

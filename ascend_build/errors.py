@@ -1,7 +1,8 @@
 """Errors a user can act on. Everything the tool refuses is one of these: tasks print
 them and exit with the class's code, never with a traceback. The codes (README, "Exit
 codes"): 2 bad input (options, matrix.yaml), 3 a CANN package or source missing or
-corrupt, 4 a build failed, 5 an image's tests failed, 6 no usable container engine;
+corrupt, 4 a build failed, 5 an image's tests failed, 6 no usable container engine,
+7 `invoke verify` found an image and its rebuild differ (images/verify.py: Differs);
 130 interrupted (interrupts.Interrupted)."""
 from __future__ import annotations
 

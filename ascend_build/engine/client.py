@@ -39,6 +39,7 @@ class BuildRequest:
     cache_ref: str | None = None       # a registry repository:tag for layer cache
     no_cache: bool = False
     network: str | None = None         # "host": RUN steps on the host's network
+    epoch: int | None = None           # --reproducible: the time every layer and the config take (SOURCE_DATE_EPOCH)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,9 @@ class Engine:
     def build_command(self, req: BuildRequest) -> tuple[list[str], dict[str, str]]:
         env: dict[str, str] = {}
         if self.mode == "buildx":
-            cmd = [self.client, "buildx", "build", "--load", "--progress=plain"]
+            # rewrite-timestamp: BuildKit >= 0.13 clamps every file's time to SOURCE_DATE_EPOCH.
+            load = (["--output", "type=docker,rewrite-timestamp=true"] if req.epoch is not None else ["--load"])
+            cmd = [self.client, "buildx", "build", *load, "--progress=plain"]
         elif self.mode == "classic-buildkit":
             cmd = [self.client, "build", "--progress=plain"]
             env["DOCKER_BUILDKIT"] = "1"
@@ -67,6 +70,12 @@ class Engine:
         # leaves them empty. QEMU_CPU: faster emulation, same bytes (emulation.py).
         args = {"TARGETARCH": req.platform.split("/")[1], "BUILDPLATFORM": _build_platform(),
                 **emulation.build_args(platform_of(req.platform)), **req.build_args}
+        if req.epoch is not None:
+            # RUN steps see it (the stages declare the ARG): CPython then writes hash-based
+            # .pyc files, not ones stamped with the time they were compiled.
+            args["SOURCE_DATE_EPOCH"] = str(req.epoch)
+            if self.mode == "podman":
+                cmd += ["--timestamp", str(req.epoch)]     # every file of every new layer, and the config
         for key, value in sorted(args.items()):
             cmd += ["--build-arg", f"{key}={value}"]
         for key, value in sorted(req.labels.items()):
@@ -106,6 +115,18 @@ class Engine:
         if self.kind == "podman" and args and args[0] in ("run", "create"):
             return [self.client, args[0], *_podman_limits(), *args[1:]]
         return [self.client, *args]
+
+    def reproducible(self) -> str | None:
+        """None when this engine makes a --reproducible build's layers identical run to run;
+        else why it cannot."""
+        if self.mode == "podman":
+            return None
+        if self.mode == "buildx":
+            return None      # rewrite-timestamp (BuildKit >= 0.13; an older one refuses the option)
+        return (f"docker {self.version}'s built-in BuildKit cannot rewrite file times (rewrite-timestamp needs "
+                "buildx with BuildKit 0.13 or newer): every layer a RUN or COPY makes keeps the times its files "
+                "were written, so the project writes those layers again after the build, with the epoch's times "
+                "(a pass over every byte; `--engine podman` does it while building)")
 
     def describe(self) -> str:
         """One line for the start of a build: which client, which version, which builder."""

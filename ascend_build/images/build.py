@@ -16,7 +16,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..engine.network import describe as describe_network
-from ..errors import PackageError, PackageMissing, UserError
+from ..errors import BuildFailed, PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
 from ..locking import lock as locks
 from ..locking import torch_index
@@ -44,6 +44,7 @@ class Plan:
     build_args: dict[str, str]
     host_args: dict[str, str]        # how this machine builds it: not part of the content tag
     content: str
+    epoch: int | None                # --reproducible: SOURCE_DATE_EPOCH (part of the content tag)
     tags: Tags
     labels: dict[str, str]
     work: Path
@@ -53,11 +54,20 @@ class Plan:
         return f"{self.cell.name} ({self.cell.platform})"
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
-          client: str | None = None, run_tests=None) -> Built:
-    """Build, test and tag one runtime image. An image with the same content tag is here
-    already only if it passed its tests when it was tagged (the content tag hashes every
-    input): it is taken as it is, in seconds, unless --no-cache or --retest."""
+@dataclass(frozen=True)
+class Prepared:
+    """Everything decided before the engine builds: the plan, and what runs it."""
+    plan: Plan
+    site: Site
+    engine: eng.Engine
+    dockerfile: Path
+    lock: locks.Lock | None
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
+            client: str | None = None) -> Prepared:
+    """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
+    network settings) before the first engine command."""
     cell = matrix.aliased(cell)
     # Who the image runs as: this build's --run-as, else the matrix's default.
     site = replace(site, run_as=site.run_as or matrix.defaults.get("run_as"))
@@ -74,12 +84,42 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
     toolkit, kernels, nnal = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
     print(engine.describe())
+    if site.epoch is not None:
+        cannot = engine.reproducible()
+        print(f"reproducible: every time in the image is SOURCE_DATE_EPOCH={site.epoch}"
+              + (f"; {cannot}" if cannot else ""))
     print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
                  locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
                  torch_src)
+    return Prepared(plan, site, engine, dockerfile, lock)
+
+
+def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildRequest:
+    plan, site = p.plan, p.site
+    return eng.BuildRequest(dockerfile=p.dockerfile, context=ctx, platform=plan.cell.platform,
+                            build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
+                            iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
+                            epoch=plan.epoch, cache_ref=steps.cache_ref(p.engine, site.cache_registry, plan.work.name))
+
+
+def _say_how(p: Prepared) -> None:
+    for line in describe_network(p.site.net):
+        print(line)
+    native = p.plan.host_args["PIP_ON"] == "native"
+    print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {p.plan.cell.arch}, no qemu"
+                                          if native else f"in the image ({p.plan.cell.platform})"))
+
+
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
+          client: str | None = None, run_tests=None) -> Built:
+    """Build, test and tag one runtime image. An image with the same content tag is here
+    already only if it passed its tests when it was tagged (the content tag hashes every
+    input): it is taken as it is, in seconds, unless --no-cache or --retest."""
+    p = prepare(matrix, cell, site, inputs, engine_kind, client)
+    plan, site, engine, cell = p.plan, p.site, p.engine, p.plan.cell
     ctx = plan.work / "context"
     test = run_tests or steps.run_image_tests
     if not site.dry and not site.no_cache:
@@ -87,23 +127,16 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
                              lambda image: test(image, matrix.path, engine))
         if reused:
             return Built(cell, reused, plan.tags, None, plan.content)
-    for line in describe_network(site.net):
-        print(line)
-    native = plan.host_args["PIP_ON"] == "native"
-    print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {cell.arch}, no qemu"
-                                          if native else f"in the image ({cell.platform})"))
+    _say_how(p)
     if not site.dry:
         _check_bases(engine, matrix, cell, plan, site)
     with steps.secrets(site.net, fresh=site.no_cache) as secrets:
-        req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                               build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
-                               iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
-                               cache_ref=steps.cache_ref(engine, site.cache_registry, plan.work.name))
+        req = _request(p, secrets, ctx)
         if site.dry:
-            print(f"# stage {toolkit.path} -> {ctx}/cann/toolkit/, {kernels.path} -> {ctx}/cann/kernels/"
-                  + (f", {nnal.path} -> {ctx}/cann/nnal/" if nnal else ""))
+            print(f"# stage {plan.toolkit.path} -> {ctx}/cann/toolkit/, {plan.kernels.path} -> {ctx}/cann/kernels/"
+                  + (f", {plan.nnal.path} -> {ctx}/cann/nnal/" if plan.nnal else ""))
             print(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
-                  + (str(lock.where) if lock else "the matrix's specifiers (not locked)"))
+                  + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content)
         try:
@@ -111,12 +144,49 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
             image_id = steps.build_test_tag(
                 engine, req, plan.what, plan.tags, plan.work / "build.log",
                 lambda image: test(image, matrix.path, engine),
-                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags.readable, plan.work).image,
+                lambda image: finish.runtime(engine, image, cell, plan.requirements, plan.tags.readable, plan.work,
+                                             _reproducible(engine, plan)).image,
                 keep_failed=site.keep_failed)
         finally:
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
     return Built(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def rebuild(matrix: Matrix, p: Prepared) -> str:
+    """The prepared image built again, every step (--no-cache), with its project files, and
+    neither tested nor tagged: returns its id (`invoke verify` compares it and removes it)."""
+    plan, engine = p.plan, p.engine
+    _say_how(p)
+    _check_bases(engine, matrix, plan.cell, plan, p.site)
+    ctx = plan.work / "context"
+    log = plan.work / "rebuild.log"
+    with steps.secrets(p.site.net, fresh=True) as secrets:
+        req = replace(_request(p, secrets, ctx), no_cache=True)
+        try:
+            _stage(plan, ctx)
+            assert req.iidfile is not None
+            req.iidfile.unlink(missing_ok=True)
+            cmd, env = engine.build_command(req)
+            print(f"rebuilding {plan.what}; log: {log}", flush=True)
+            if eng.run(cmd, env, log) != 0:
+                raise BuildFailed(f"the rebuild of {plan.what} failed; log: {log}")
+            candidate = req.iidfile.read_text().strip()
+            try:
+                return finish.runtime(engine, candidate, plan.cell, plan.requirements, plan.tags.readable, plan.work,
+                                      _reproducible(engine, plan)).image
+            finally:
+                with interrupts.deferred():
+                    steps.remove_untagged(engine, [candidate])
+        finally:
+            with interrupts.deferred():
+                shutil.rmtree(ctx, ignore_errors=True)
+
+
+def _reproducible(engine: eng.Engine, plan: Plan) -> finish.Reproducible | None:
+    if plan.epoch is None:
+        return None
+    return finish.Reproducible(plan.epoch, frozenset(steps.layers_of(engine, plan.build_args["BASE_IMAGE"])))
 
 
 def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
@@ -228,6 +298,8 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                           PYTHON_URLS=" ".join(cell.python_source.urls))
     if inputs.apex_wheel:
         build_args["APEX_WHEEL"] = inputs.apex_wheel.name
+    if site.epoch is not None:
+        build_args["SOURCE_DATE_EPOCH"] = str(site.epoch)
     hashes = {pkg.path.name: pkg.sha256 for pkg in packages}
     for wheel in inputs.wheels():
         hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
@@ -241,13 +313,15 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                             " ".join(pkg.path.name for pkg in packages),
                             f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
                             _cann_sums(cell, *packages), f"{user[0]}:{user[1]}" if user else "root")
+    if site.epoch is not None:
+        labels[label("source-date-epoch")] = str(site.epoch)     # what `invoke verify` rebuilds with
     if cell.stack.torch_atb:
         labels[label("torch-atb")] = "yes"     # the image suite checks it, as the cell asked
     if torch_src and torch_src.test_only:
         labels[label("test-only")] = (f"torch from the site's index in place of {torch_src.named} "
                                       f"({torch_index.TEST_ONLY_SWITCH}): not an image to ship")
     return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
-                site.pip_args(cell.target, cell.os.image), content, tags, labels,
+                site.pip_args(cell.target, cell.os.image), content, site.epoch, tags, labels,
                 site.work_dir(f"{name}-{cell.target.suffix}", engine_kind))
 
 

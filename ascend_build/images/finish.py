@@ -19,7 +19,7 @@ from .. import engine as eng
 from ..errors import BuildFailed
 from ..matrix import Cell
 from . import probe as probes
-from . import sbom
+from . import restamp, sbom
 from .render import FINISH_TAR, ROOT, finish_dockerfile
 
 
@@ -56,10 +56,26 @@ def files_tar(files: dict[str, bytes], when: int) -> bytes:
     return out.getvalue()
 
 
-def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, bytes], work: Path) -> str:
+@dataclass(frozen=True)
+class Reproducible:
+    """--reproducible: the build's SOURCE_DATE_EPOCH and the base image's layers (kept as
+    they are; every later one has its times from the epoch)."""
+    epoch: int
+    base: frozenset[str]
+
+
+def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, bytes], work: Path,
+        reproducible: Reproducible | None = None) -> str:
     """The candidate with `files` added in one reproducible layer; returns the new image's
     id. The candidate is built FROM under a temporary tag (BuildKit resolves local images
-    by name), which is removed again."""
+    by name), which is removed again. --reproducible: through the engine's archive
+    instead (restamp.py), so that the config holds nothing of this one run."""
+    if reproducible is not None:
+        print("reproducible: the project's files and a config from the inputs only (save, rewrite, load)"
+              + ("; every layer after the base's written again with the epoch's times (this engine cannot)"
+                 if engine.mode == "classic-buildkit" else ""), flush=True)
+        return restamp.finish(engine, candidate, files_tar(files, reproducible.epoch), reproducible.epoch,
+                              reproducible.base, engine.mode == "classic-buildkit", work)
     ctx = work / "finish-context"
     shutil.rmtree(ctx, ignore_errors=True)
     ctx.mkdir(parents=True)
@@ -115,15 +131,16 @@ def manifest_text(cell: Cell, found: dict) -> str:
 
 
 def runtime(engine: eng.Engine, candidate: str, cell: Cell, requirements: dict[str, str], ref: str,
-            work: Path) -> Written:
+            work: Path, reproducible: Reproducible | None = None) -> Written:
     """Manifest, the lock as installed (requirements/<layer>.txt) and SBOM into a runtime candidate."""
     found = probes.probe(engine, candidate, cell.platform, _globs(cell))
     found["requirements"] = dict(requirements)          # the candidate does not carry them yet
     labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
-    manifest, document = manifest_text(cell, found), sbom.make(labels, ref, found, epoch())
+    when = epoch() if reproducible is None else reproducible.epoch
+    manifest, document = manifest_text(cell, found), sbom.make(labels, ref, found, when)
     files = {f"{probes.REQUIREMENTS}/{layer}.txt": text.encode() for layer, text in requirements.items()}
     files |= {probes.MANIFEST: manifest.encode(), probes.SBOM_PATH: document.encode()}
-    return _written(engine, candidate, cell.platform, files, work, manifest, document)
+    return _written(engine, candidate, cell.platform, files, work, manifest, document, reproducible)
 
 
 def layer(engine: eng.Engine, candidate: str, cell: Cell, name: str, lock_text: str, ref: str,
@@ -140,9 +157,11 @@ def layer(engine: eng.Engine, candidate: str, cell: Cell, name: str, lock_text: 
     return _written(engine, candidate, cell.platform, files, work, manifest, document)
 
 
-def _written(engine, candidate, platform, files, work: Path, manifest: str, document: str) -> Written:
+def _written(engine, candidate, platform, files, work: Path, manifest: str, document: str,
+             reproducible: Reproducible | None = None) -> Written:
     work.mkdir(parents=True, exist_ok=True)
     (work / "manifest.txt").write_text(manifest)
     (work / "sbom.cdx.json").write_text(document)
     print(f"package manifest: {work / 'manifest.txt'}\nsbom: {work / 'sbom.cdx.json'}", flush=True)
-    return Written(add(engine, candidate, platform, files, work), work / "manifest.txt", work / "sbom.cdx.json")
+    return Written(add(engine, candidate, platform, files, work, reproducible), work / "manifest.txt",
+                   work / "sbom.cdx.json")

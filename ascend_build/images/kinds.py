@@ -70,8 +70,8 @@ def _common(platform: str, content: str, base: str) -> dict[str, str]:
 
 def _runtime_labels(cell: Cell, content: str, base: str, apex: str, packages: str, lock: str,
                     cann_sums: str, user: str = "root") -> dict[str, str]:
-    return {**_common(cell.platform, content, base), label("python"): cell.python, label("chip"): cell.chip,
-            label("apex"): apex, label("cann-packages"): packages, label("lock"): lock,
+    return {**_common(cell.platform, content, base), label("stack"): cell.stack.name, label("os"): cell.os.name,
+            label("python"): cell.python, label("chip"): cell.chip, label("apex"): apex, label("cann-packages"): packages, label("lock"): lock,
             label("cann-sha256"): cann_sums, "org.opencontainers.image.version": cell.name,
             # published: torch_npu was released for this CANN; compatible: Huawei's grid says so.
             label("pairing"): cell.pairing, label("runs-on"): " ".join(cell.cann.runs_on),

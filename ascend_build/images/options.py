@@ -36,6 +36,7 @@ class Site:
     network: str | None = None             # "host": RUN steps share the host's network
     cache_registry: str | None = None      # registry repository for layer cache
     no_cache: bool = False                 # rebuild every step, download every file again
+    epoch: int | None = None               # --reproducible: every time in the image is this SOURCE_DATE_EPOCH
     pip_on: PipOn = "auto"
     emulated: bool = False                 # source builds: compile under qemu, not with the cross compiler
     debootstrap: bool = False              # make a missing Debian base here (debootstrap)

@@ -4,6 +4,7 @@ it, and the tags set only after the tests passed. Runtime builds (build.py) and 
 and wheel builds (sources.py) both stand on this module; it knows neither."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -160,6 +161,15 @@ def image_id(engine: eng.Engine, ref: str) -> str | None:
     out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True,
                          text=True)
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def layers_of(engine: eng.Engine, ref: str) -> list[str]:
+    """The image's layers (diff_ids), oldest first."""
+    out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .RootFS.Layers}}", ref),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise EngineError(f"cannot read the layers of {ref}: {out.stderr.strip()[:300]}")
+    return list(json.loads(out.stdout) or [])
 
 
 def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:

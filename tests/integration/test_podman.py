@@ -3,7 +3,9 @@ image built by `invoke build --engine podman` from the same Dockerfile (bind, se
 cache mounts, the build machine's stages, the same build context), its image suite run
 through testinfra's podman backend before the tag, the secrets scan on podman's own image,
 `invoke test --image`, push and join to the local registry, and `invoke run --dry` on a
-910B host's layout.
+910B host's layout. It is built --reproducible: `invoke verify` builds it again from its
+labels and finds the same image ID, names the layer and file planted in a copy, and the
+rebuild's push to the registry uploads no layer.
 
 podman and docker share no image store and no layer cache. So that this module proves
 what differs with podman without installing the OS packages under qemu a second time,
@@ -13,9 +15,14 @@ load`; every later stage (the venv, CANN, torch, torch_npu, the project's files)
 builds itself."""
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
+import re
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -83,13 +90,17 @@ def invoke(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, **kw)
 
 
+def site_args(podman_base, pinned_matrix, ca_bundle) -> list[str]:
+    return ["--base-image", f"debian:bookworm={podman_base}", "--matrix", str(pinned_matrix),
+            *(["--ca-bundle", str(ca_bundle)] if ca_bundle else [])]
+
+
 @pytest.fixture(scope="module")
 def podman_built(podman, podman_base, packages, pinned_matrix, ca_bundle):
     started = time.monotonic()
     out = invoke("build", "--engine", "podman", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
                  "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
-                 "--base-image", f"debian:bookworm={podman_base}", "--repository", REPO, "--matrix", str(pinned_matrix),
-                 *(["--ca-bundle", str(ca_bundle)] if ca_bundle else []),
+                 *site_args(podman_base, pinned_matrix, ca_bundle), "--repository", REPO, "--reproducible",
                  env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     assert "pip runs on the build machine" in out.stdout, "the fast path with podman too"
@@ -152,3 +163,121 @@ def test_run_dry_gives_podman_the_npus(podman_built, tmp_path):
     assert line.startswith(("podman run", "/usr/bin/podman run"))
     assert "--device /dev/davinci0" in line and "--device /dev/davinci1" in line and "/dev/davinci2" not in line
     assert "--device /dev/davinci_manager" in line and "--runtime" not in line
+
+
+@pytest.fixture(scope="module")
+def verified(podman, podman_built, podman_base, packages, pinned_matrix, ca_bundle):
+    """`invoke verify` of the reproducible image: rebuilt from its labels, every step,
+    and compared; the rebuild kept (--keep) for the tests below."""
+    started = time.monotonic()
+    out = invoke("verify", "--image", podman_built[1], "--engine", "podman", "--packages", str(packages), "--offline",
+                 *site_args(podman_base, pinned_matrix, ca_bundle), "--keep",
+                 env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
+    print(f"invoke verify (rebuild and compare): {time.monotonic() - started:.0f} s")
+    kept = next((line.split()[-1] for line in out.stdout.splitlines() if line.startswith("the rebuild is kept as ")),
+                None)
+    return out, kept
+
+
+def test_verify_rebuilds_the_same_image(podman, podman_built, verified):
+    out, kept = verified
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    image_id = subprocess.run(podman.command("image", "inspect", "--format", "{{.Id}}", podman_built[1]),
+                              capture_output=True, text=True).stdout.strip()
+    assert f"image ID: the same, sha256:{image_id}" in out.stdout
+    assert f"verified: {podman_built[1]} is the same bytes, layer for layer" in out.stdout
+    rows = [line for line in out.stdout.splitlines() if re.match(r"\s+\d+  sha256:", line)]
+    assert len(rows) > 10 and all(" same: " in row for row in rows), rows
+    assert kept and image_exists(podman, kept)
+
+
+def plant(podman, image: str, ref: str) -> tuple[int, str]:
+    """A copy of `image` with one file of one layer changed (a byte appended), loaded as
+    `ref`: (the layer's index, the file). The smallest layer with a file under
+    usr/local/Ascend (the CANN toolkit's), so the copy costs little."""
+    saved = subprocess.run(podman.command("save", image), capture_output=True, check=True).stdout
+    outer = tarfile.open(fileobj=io.BytesIO(saved))
+    manifest = json.load(outer.extractfile("manifest.json"))
+    config = json.load(outer.extractfile(manifest[0]["Config"]))
+    sizes = [(outer.getmember(name).size, i, name) for i, name in enumerate(manifest[0]["Layers"])]
+
+    def cann_file(name: str):
+        inner = tarfile.open(fileobj=io.BytesIO(outer.extractfile(name).read()))
+        return inner, next((m for m in inner.getmembers() if m.isfile() and m.name.startswith("usr/local/Ascend/")),
+                           None)
+    index, inner, target = next((i, *found) for _, i, name in sorted(sizes) if (found := cann_file(name))[1])
+    new = io.BytesIO()
+    with tarfile.open(fileobj=new, mode="w", format=tarfile.PAX_FORMAT) as out:
+        for m in inner.getmembers():
+            data = inner.extractfile(m).read() if m.isfile() else None
+            if m.name == target.name:
+                data += b"# planted\n"
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data) if data is not None else None)
+    layer = new.getvalue()
+    config["rootfs"]["diff_ids"][index] = "sha256:" + hashlib.sha256(layer).hexdigest()
+    text = json.dumps(config).encode()
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as out:
+        for i, member in enumerate(manifest[0]["Layers"]):
+            data = layer if i == index else outer.extractfile(member).read()
+            info = tarfile.TarInfo(f"{i}.tar")
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+        for name, data in (("config.json", text), ("manifest.json", json.dumps(
+                [{"Config": "config.json", "RepoTags": [ref],
+                  "Layers": [f"{i}.tar" for i in range(len(manifest[0]["Layers"]))]}]).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+    loaded = subprocess.run(podman.command("load"), input=archive.getvalue(), capture_output=True)
+    assert loaded.returncode == 0, loaded.stderr.decode()
+    return index, target.name
+
+
+def test_verify_names_the_layer_and_file_planted_in_a_copy(podman, podman_built, verified):
+    kept = verified[1]
+    assert kept, "the rebuild was not kept"
+    planted = "ascend-build-test/podman-runtime:planted"
+    index, path = plant(podman, podman_built[1], planted)
+    out = invoke("verify", "--image", planted, "--against", kept, "--engine", "podman")
+    assert out.returncode == 7, out.stdout[-3000:] + out.stderr[-3000:]     # Differs
+    lines = out.stderr.splitlines()
+    row = next(i for i, line in enumerate(lines) if re.match(rf"\s+{index}  sha256:", line))
+    assert "DIFFERS" in lines[row] and "1 in their content: " in lines[row + 1] and path in lines[row + 1]
+    others = [line for line in lines if re.match(r"\s+\d+  sha256:", line) and line is not lines[row]]
+    assert others and all(" same: " in line for line in others)
+    assert "image ID: sha256:" in out.stderr
+
+
+def test_the_rebuilds_push_uploads_no_layer(podman, podman_built, verified, registry):
+    """The image pushed, then its rebuild to another tag of the same repository, through a
+    relay that counts what podman sends: the registry has every layer already, so the
+    second push sends only its questions (HEAD per blob) and the manifest."""
+    from tests.relay import Relay
+    kept = verified[1]
+    assert kept, "the rebuild was not kept"
+    relay = Relay(int(registry.rsplit(":", 1)[1]))
+    sent = []
+    try:
+        for image, tag in ((podman_built[1], "built"), (kept, "rebuilt")):
+            before = relay.sent
+            out = subprocess.run(podman.command("push", "--tls-verify=false", image,
+                                                f"127.0.0.1:{relay.port}/podman-verify:{tag}"),
+                                 capture_output=True, text=True)
+            assert out.returncode == 0, out.stderr
+            time.sleep(0.5)
+            sent.append(relay.sent - before)
+    finally:
+        relay.close()
+    print(f"bytes sent to the registry: the image {sent[0]:,}, its rebuild {sent[1]:,}")
+    assert sent[0] > 100 << 20 and sent[1] < 64 << 10, sent
+
+
+def test_verify_refuses_an_image_not_built_reproducibly(built, pinned_matrix):
+    """docker's image of the main lane was built without --reproducible: nothing to compare against."""
+    tag = f"ascend-build-test/runtime:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
+    assert built.returncode == 0
+    out = invoke("verify", "--image", tag, "--matrix", str(pinned_matrix))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "was not built with --reproducible" in out.stderr and "--reproducible`, then verify" in out.stderr

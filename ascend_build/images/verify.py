@@ -1,0 +1,136 @@
+"""`invoke verify`: is this image what its inputs make? The image's labels name the cell
+(stack, OS, Python, chip, platform, user), its SOURCE_DATE_EPOCH and its content tag; its
+SBOM the repository it was built into. The image is built again from them (every step,
+--reproducible), after checking that the inputs here (this checkout's Dockerfile and
+lock, the CANN packages, the wheels) make the same content tag, then the two are held
+side by side, layer by layer: which layer differs, which files in it and how."""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, replace
+
+from .. import engine as eng
+from ..errors import UserError
+from ..matrix import Matrix
+from . import build as runtime_build
+from . import imagediff, sbom, steps
+from .kinds import label
+from .options import Inputs, Site
+
+
+class Differs(UserError):
+    """`invoke verify`: the image and its rebuild are not the same bytes."""
+
+    exit_code = 7
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an image's labels say it was built from."""
+    stack: str
+    os: str
+    python: str
+    chip: str
+    platform: str
+    user: str
+    epoch: int | None
+    content: str
+    torch_atb: bool
+    apex: str
+
+
+def recorded(engine: eng.Engine, ref: str) -> Recorded:
+    out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise UserError(f"no image {ref} in {engine.client}'s store: pull it first (`{engine.client} pull {ref}`)")
+    labels = json.loads(out.stdout) or {}
+    missing = [k for k in ("stack", "os", "python", "chip", "platform", "content-tag") if label(k) not in labels]
+    if missing:
+        raise UserError(f"{ref} does not say what it was built from (no {', '.join(label(k) for k in missing)} "
+                        f"label): `invoke verify` checks runtime images this project built")
+    epoch = labels.get(label("source-date-epoch"))
+    return Recorded(labels[label("stack")], labels[label("os")], labels[label("python")], labels[label("chip")],
+                    labels[label("platform")], labels.get(label("user"), "root"), int(epoch) if epoch else None,
+                    labels[label("content-tag")], labels.get(label("torch-atb")) == "yes",
+                    labels.get(label("apex"), "absent"))
+
+
+def repository(engine: eng.Engine, ref: str, platform: str) -> str:
+    """The repository the image was built into, as its SBOM names it (the SBOM is part of
+    the image, so the rebuild must be made under the same name)."""
+    text = sbom.stored(engine, ref, platform)
+    try:
+        name = json.loads(text or "")["metadata"]["component"]["name"]
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"{ref} carries no SBOM naming its repository: `invoke verify` checks runtime images this "
+                        f"project built") from None
+    return str(name)
+
+
+def report(a: imagediff.Saved, b: imagediff.Saved) -> tuple[bool, list[str]]:
+    """(identical, lines): each layer, the same or what differs in it, then the image IDs."""
+    diffs = imagediff.compare(a, b)
+    lines = [f"{'layer':>5}  {'image':<19}  {'rebuilt':<19}  made by"]
+    for d in diffs:
+        mark = "same" if d.same else "DIFFERS"
+        lines.append(f"{d.index:>5}  {(d.a or '-')[:19]:<19}  {(d.b or '-')[:19]:<19}  {mark}: "
+                     f"{(d.step or 'the base image')[:90]}")
+        if not d.same:
+            lines.append(f"{'':>7}{d.why(6)}")
+    config = imagediff.config_differences(a, b)
+    same_layers = all(d.same for d in diffs)
+    if a.id == b.id:
+        lines.append(f"image ID: the same, {a.id}")
+    else:
+        lines.append(f"image ID: {a.id} against {b.id}" + (f"; config fields that differ: {', '.join(config)}"
+                                                           if config else ""))
+    return same_layers and a.id == b.id, lines
+
+
+def compare(engine: eng.Engine, image: str, other: str) -> list[str]:
+    """Hold two images side by side; raise Differs (with the report) when they are not
+    the same bytes, else return the report."""
+    common = frozenset(steps.layers_of(engine, image)) & frozenset(steps.layers_of(engine, other))
+    a, b = imagediff.load(engine, image, skip=common), imagediff.load(engine, other, skip=common)
+    same, lines = report(a, b)
+    if not same:
+        raise Differs("\n".join([f"{image} and {other} differ:", *lines]))
+    return lines
+
+
+def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: str = "docker",
+           client: str | None = None, keep: bool = False) -> list[str]:
+    """Rebuild `image` from the inputs its labels record and compare the two."""
+    engine = eng.detect(engine_kind, client)
+    rec = recorded(engine, image)
+    if rec.epoch is None:
+        raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
+                        f"so no rebuild can match it. Build it with `invoke build --torch {rec.stack} --os {rec.os} "
+                        f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
+    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb)
+    repo = repository(engine, image, rec.platform)
+    site = replace(site, epoch=rec.epoch, no_cache=True, run_as=rec.user)
+    inputs = replace(inputs, repository=repo)
+    print(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
+          f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
+    p = runtime_build.prepare(matrix, cell, site, inputs, engine.kind, client)
+    if p.plan.content != rec.content:
+        raise UserError(
+            f"the inputs here make {p.plan.content}, not the image's {rec.content}: not the same inputs, so nothing "
+            f"was rebuilt. The content tag hashes the rendered Dockerfile (this checkout), the CANN packages "
+            f"({', '.join(pkg.path.name for pkg in (p.plan.toolkit, p.plan.kernels, p.plan.nnal) if pkg)}), the "
+            f"lock and the wheels (the image's apex: {rec.apex}): check out the project's revision that built it "
+            f"and give the same packages (--packages) and wheels (--apex-wheel, --wheelhouse)")
+    rebuilt = runtime_build.rebuild(matrix, p)
+    try:
+        lines = compare(engine, image, rebuilt)
+    finally:
+        if keep:
+            kept = f"{repo}:verify-{rec.content}-{p.plan.cell.target.suffix}"
+            subprocess.run(engine.command("tag", rebuilt, kept), capture_output=True)
+            print(f"the rebuild is kept as {kept}")
+        else:
+            steps.remove_untagged(engine, [rebuilt])
+    return lines

@@ -1,0 +1,93 @@
+"""The package's floors, written down once: each room (a subpackage or top-level module of
+ascend_build) imports only rooms on floors below its own, so nothing climbs back up and no
+circle can form. Read from the code's own imports (ast), relative and absolute, anywhere
+in a module (an import inside a function climbs as much as one at the top)."""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Top first. tasks.py sits above them all.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("cluster",),
+    ("host",),
+    ("images",),
+    ("locking",),
+    ("matrix",),
+    ("engine",),
+    ("platforms",),
+    ("hashing", "errors"),
+)
+FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def _imports(path: Path, package: Path) -> list[tuple[int, str]]:
+    """(line, the ascend_build module imported, dotted below ascend_build) of one file."""
+    rel = path.relative_to(package).with_suffix("")
+    here = list(rel.parts[:-1])            # the package the file is in
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                if node.module:
+                    found.append((node.lineno, ".".join(base + [node.module])))
+                else:
+                    found += [(node.lineno, ".".join(base + [alias.name])) for alias in node.names]
+            elif node.module and node.module.split(".")[0] == "ascend_build":
+                rest = node.module.split(".")[1:]
+                if rest:
+                    found.append((node.lineno, ".".join(rest)))
+                else:
+                    found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, ".".join(alias.name.split(".")[1:])) for alias in node.names
+                      if alias.name.split(".")[0] == "ascend_build" and "." in alias.name]
+    return found
+
+
+def climbs(package: Path) -> list[str]:
+    """Every import that reaches a room on the same floor or above, or a room no floor names."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        room = rel.parts[0].removesuffix(".py")
+        if room == "__init__":
+            continue
+        if room not in FLOOR:
+            problems.append(f"{rel}: room {room!r} is on no floor (FLOORS in {Path(__file__).name})")
+            continue
+        for line, target in _imports(path, package):
+            other = target.split(".")[0]
+            if other == room:
+                continue
+            if other not in FLOOR:
+                problems.append(f"{rel}:{line}: imports {target}, a room on no floor")
+            elif FLOOR[other] <= FLOOR[room]:
+                problems.append(f"{rel}:{line}: {room} imports {target}, which is not below it")
+    return problems
+
+
+def test_no_import_climbs_a_floor():
+    rooms = {p.name.removesuffix(".py") for p in (ROOT / "ascend_build").iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    assert rooms == set(FLOOR), "every room of the package on one floor, and no floor for a room that is gone"
+    assert climbs(ROOT / "ascend_build") == []
+
+
+def test_a_planted_upward_import_is_found(tmp_path):
+    """The check can fail: the engine (low) importing the cluster room (high), once
+    relative inside a function and once absolute."""
+    copy = tmp_path / "ascend_build"
+    shutil.copytree(ROOT / "ascend_build", copy, ignore=shutil.ignore_patterns("__pycache__", "templates"))
+    client = copy / "engine" / "client.py"
+    client.write_text(client.read_text() + "\n\ndef planted():\n    from ..cluster import facts\n    return facts\n"
+                      "\n\nimport ascend_build.images.kinds  # noqa\n")
+    found = climbs(copy)
+    assert any(p.startswith("engine/client.py:") and "engine imports cluster," in p for p in found), found
+    assert any("engine imports images.kinds" in p for p in found), found
+    assert len(found) == 2

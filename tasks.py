@@ -14,7 +14,7 @@ from ascend_build import engine as eng
 from ascend_build.cli import localize
 from ascend_build.engine import interrupts
 from ascend_build.engine.network import Network, ca_setting, proxy_settings
-from ascend_build.errors import BuildFailed, UserError
+from ascend_build.errors import BuildFailed, TestsFailed, UserError
 from ascend_build.images import batch, finish, steps
 from ascend_build.images import packages as pkgs
 from ascend_build.images import render as rnd
@@ -69,9 +69,15 @@ def matrix(c, matrix="matrix.yaml"):
 @task(auto_shortflags=False, help=MATRIX_HELP)
 @user_errors
 def ci_matrix(c, matrix="matrix.yaml"):
-    """Print the CI build matrix (JSON) derived from the matrix's `images:` list."""
+    """Print the CI build matrix (JSON) from the matrix's `images:` list."""
     import json
-    print(json.dumps({"include": ci_cells(load_matrix(matrix))}, separators=(",", ":")))
+
+    from ascend_build.locking.lock import ci_cells as buildable
+    m = load_matrix(matrix)
+    cells, left = buildable(m, m.path.parent)
+    for cell, why in left:      # CI builds with --require-pins: a cell without its lock would only fail there
+        print(f"ci-matrix: left out {cell.name}-{cell.target.suffix}: {why}", file=sys.stderr)
+    print(json.dumps({"include": ci_cells(m, cells)}, separators=(",", ":")))
 
 
 def _update_tags(path: Path, location: str, dry: bool) -> None:
@@ -95,7 +101,7 @@ def _update_tags(path: Path, location: str, dry: bool) -> None:
                                    "check": "only check that images/ and docs/support.md are current; fail if stale"})
 @user_errors
 def render(c, matrix="matrix.yaml", check=False):
-    """Render templates/ + matrix.yaml into images/, and matrix.yaml into docs/support.md."""
+    """Render templates/ and matrix.yaml into images/ and docs/support.md."""
     report = rnd.render(load_matrix(matrix), check=check)
     if check:
         bad = report.stale + report.extra
@@ -212,8 +218,9 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
           pip_on="auto", requirements=None, layer_name=None, layer_wheelhouse=None, debootstrap=False,
           retest=False, keep_failed=False, builder_repository="ascend-builder", run_as=None, mindspore=None,
           torch_index_url=None, torch_atb=False, reproducible=False):
-    """Build a runtime image, run its tests, and tag it only if they pass; with
-    --requirements, then a user layer on it, the same way."""
+    """Build a runtime image, test it, and tag it only if the tests pass.
+
+    With --requirements, then a user layer on it, the same way."""
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, torch_index_url=torch_index_url,
                  packages=tuple(Path(p) for p in packages or ["packages"]), offline=offline,
                  require_pins=require_pins, cache_registry=cache_registry, no_cache=no_cache, pip_on=pip_on,
@@ -260,7 +267,7 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
 def verify(c, image=None, against=None, keep=False, packages=None, offline=False, base_image=None, ca_bundle=None,
            pip_index_url=None, torch_index_url=None, proxy=None, no_proxy=None, network=None, wheelhouse=None,
            apex_wheel=None, torch_npu_wheel=None, engine="docker", docker=None, matrix="matrix.yaml"):
-    """Rebuild an image from the inputs its labels record and compare the two, layer by layer."""
+    """Rebuild an image from the inputs its labels record and compare the two."""
     from ascend_build.images import verify as check
     if not image:
         raise UserError("--image REF: the image to verify")
@@ -295,7 +302,9 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
         found = eng.detect(engine, docker)
         if steps.image_id(found, image) is None:
             raise UserError(f"no image {image} in {found.client}'s store: build it (`invoke build`) or pull it")
-        code = steps.run_image_tests(image, Path(matrix), found)
+        if steps.run_image_tests(image, Path(matrix), found) != 0:
+            raise TestsFailed(f"the image suite failed on {image} (above)")
+        return
     elif (matrix, engine, docker) != ("matrix.yaml", "docker", None):
         raise UserError("--matrix, --engine and --docker choose what the image suite runs on: give --image REF "
                         "(the whole suite uses the committed matrix and starts its engines itself)")
@@ -310,7 +319,7 @@ def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
                               env={**_os.environ, "ASCEND_BUILD_TEST_TIMINGS": timings}).returncode
         Path(timings).unlink(missing_ok=True)
     if code != 0:
-        raise Exit(code=code)
+        raise Exit(code=code)       # pytest's own code for the whole suite
 
 
 @task(auto_shortflags=False, iterable=["platform"], help={
@@ -369,7 +378,7 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
             pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
             network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
             repository="ascend-builder", emulated=False):
-    """Build, test and tag the builder image (gcc toolchain + torch per Python) for a stack."""
+    """Build, test and tag a stack's builder image (gcc toolchain, torch per Python)."""
     from ascend_build.images.sources import build_builder
     m = load_matrix(matrix)
     site = _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, debootstrap=debootstrap,
@@ -397,7 +406,7 @@ def _wheel_task(kind, torch, flavor, python, platform, src, site: Site, docker, 
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
               pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
               network=None, repository="ascend-builder", emulated=False, submodule_src=None):
-    """Build only the torch_npu wheel from source, in the builder; prints the cached wheel's path."""
+    """Build the torch_npu wheel from source in the builder; print the wheel's path."""
     _wheel_task("torch_npu", torch, flavor, python, platform, src,
                 _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, emulated=emulated),
                 docker, dry, matrix, repository, submodule_src)
@@ -412,7 +421,7 @@ def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, 
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
          pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
          network=None, repository="ascend-builder", emulated=False, submodule_src=None):
-    """Build only the Ascend apex wheel from source, in the builder; prints the cached wheel's path."""
+    """Build the Ascend apex wheel from source in the builder; print the wheel's path."""
     _wheel_task("apex", torch, flavor, python, platform, src,
                 _site(base_image, ca_bundle, pip_index_url, dry, proxy, no_proxy, network, emulated=emulated),
                 docker, dry, matrix, repository, submodule_src)
@@ -498,9 +507,10 @@ def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_ho
         dry=False, force=False, engine="docker", hostfile=None, torchrun=False, msrun=False, framework="auto",
         nproc_per_node=None, master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False,
         bind="numa", bind_min_cores="5"):
-    """Run an image on a 910B host with its NPUs: `invoke run --image REF [-- CMD...]`; on
-    all cards with the image's launcher (--torchrun; msrun for MindSpore), or on many
-    servers (--hostfile)."""
+    """Run an image on a 910B host with its NPUs, on one card, all cards or many servers.
+
+    `invoke run --image REF [-- CMD...]`; on all cards with the image's launcher
+    (--torchrun; msrun for MindSpore), or on many servers (--hostfile)."""
     # invoke joins the words after `--` without quoting; take them from argv as typed.
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if msrun and framework not in ("auto", "mindspore"):
@@ -584,9 +594,10 @@ def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_
 @user_errors
 def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", docker=None,
            cluster=None):
-    """Check a 910B host (driver, devices, group, runtime, chip, NPU network) and an image
-    against it; or many hosts before a multi-node job; or explain an error. Exit 1 when
-    something blocks."""
+    """Check a 910B host and an image against it, many hosts, or explain an error.
+
+    The host: driver, devices, group, runtime, chip, NPU network; many hosts before a
+    multi-node job. Exit 1 when something blocks."""
     import getpass
     import platform as host
 
@@ -644,8 +655,10 @@ def _fact_files(given: list[str]) -> list[Path]:
     "output": "write hccl.json here (default: print it)"})
 @user_errors
 def ranktable(c, hosts=None, chip=None, devices="all", output=None):
-    """Write the HCCL rank table (hccl.json, as the Ascend operator writes it) for hosts
-    from their facts files: no ssh needed, each host runs `invoke doctor --json` itself."""
+    """Write the HCCL rank table (hccl.json) for hosts, from their facts files.
+
+    As the Ascend operator writes it: no ssh needed, each host runs `invoke doctor
+    --json` itself."""
     from ascend_build.cluster import facts
     from ascend_build.cluster import ranktable as rt
     from ascend_build.host.run import parse_devices
@@ -677,7 +690,9 @@ def ranktable(c, hosts=None, chip=None, devices="all", output=None):
 def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
         hccl_timeout="1800", framework="auto", output=None, cpus=None, memory=None, bind="numa",
         bind_min_cores="5"):
-    """Kubernetes manifests for a multi-node run: `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
+    """Kubernetes manifests for a multi-node run (an AscendJob or an indexed Job).
+
+    `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
     from ascend_build.cluster import binding, k8s
     from ascend_build.cluster.launch import framework_for
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
@@ -771,8 +786,10 @@ def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
            proxy=None, from_docs=None, pytorch_git=None):
-    """Import Huawei's release data (CANN files and sha256, drivers, torch_npu pairings and
-    wheels) into the imported part of matrix.yaml; the rest stays byte for byte."""
+    """Import Huawei's release data into the imported part of matrix.yaml.
+
+    CANN files and sha256, drivers, torch_npu pairings and wheels; the rest of the file
+    stays byte for byte."""
     from ascend_build.matrix.upstream import update as upd
     load_matrix(matrix)                         # a missing or broken matrix is refused first
     path = Path(matrix)
@@ -826,8 +843,9 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
 @user_errors
 def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refresh=False, check=False, dry=False,
          pip_index_url=None, ca_bundle=None, proxy=None, mindspore=None, torch_index_url=None):
-    """Lock every Python package of the runtime images (exact versions, sha256) per stack,
-    Python and arch under locks/, for pip's hash-checking mode. Without --refresh only
+    """Lock the runtime images' Python packages (exact versions, sha256) under locks/.
+
+    Per stack, Python and arch, for pip's hash-checking mode. Without --refresh only
     missing and stale locks are made."""
     from ascend_build.locking import lock as locks
     m = load_matrix(matrix)
@@ -881,8 +899,10 @@ def _lock(matrix, stacks, pythons, platforms, refresh, dry, pip_index_url, ca_bu
     "engine": "docker (default) or podman", "docker": "the container client to use"})
 @user_errors
 def sbom(c, image=None, output=None, fresh=False, engine="docker", docker=None):
-    """The image's SBOM (CycloneDX JSON): OS packages, CANN installers with the sha256 the
-    build verified, Python packages with their wheels' sha256 where locked."""
+    """Print the image's SBOM (CycloneDX JSON).
+
+    OS packages, CANN installers with the sha256 the build verified, Python packages
+    with their wheels' sha256 where locked."""
     from ascend_build.images import sbom as sboms
     from ascend_build.images.kinds import label
     _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")

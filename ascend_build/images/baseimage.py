@@ -21,6 +21,7 @@ from pathlib import Path
 from .. import engine as eng
 from ..engine import emulation
 from ..errors import UserError
+from ..matrix import stack_flag
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
 
@@ -145,6 +146,6 @@ def advice(matrix, image: str, stack=None, platform: str | None = None, task: st
                  f"{stack.name} --flavor {offline[0]}{where} --debootstrap`." if offline else "")
         return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"
     debian = matrix.offline_os(stack) if stack is not None else None
-    other = (f" Without a registry, the Debian cell of this line builds: `invoke build --torch {stack.name} --os "
+    other = (f" Without a registry, the Debian cell of this line builds: `invoke build {stack_flag(stack.name)} --os "
              f"{debian.name}{where} --debootstrap` (Python {stack.python_for(debian)})." if debian else "")
     return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"

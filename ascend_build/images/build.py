@@ -198,7 +198,8 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
                         + (f"The Debian cell of this line builds without a registry: "
-                           f"`invoke build --torch {cell.stack.name} --os {other.name} --debootstrap`" if other else ""))
+                           f"`invoke build {stack_flag(cell.stack.name)} --os {other.name} --debootstrap`" if other
+                           else ""))
     return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
 
 

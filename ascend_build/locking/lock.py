@@ -170,6 +170,19 @@ def for_cell(matrix: Matrix, cell: Cell, root: Path) -> Lock | None:
     return lock
 
 
+def ci_cells(matrix: Matrix, root: Path) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+    """The `images:` cells CI can build as it does (--require-pins: each needs its lock),
+    and those it cannot, each with why and the command that makes its lock."""
+    ready, left = [], []
+    for cell in matrix.image_cells():
+        if read(root, cell.stack.name, cell.python, cell.arch, cell.stack.layers) is None:
+            left.append((cell, f"no {cell.arch} lock; `invoke lock {stack_flag(cell.stack.name)} --python "
+                               f"{cell.python} --platform {cell.platform}` makes one"))
+        else:
+            ready.append(cell)
+    return ready, left
+
+
 def unlocked(matrix: Matrix, cell: Cell) -> dict[str, str]:
     """Requirement files for a cell without a lock: today's specifiers, resolved at build
     time by pip (not reproducible; `--require-pins` refuses it)."""

@@ -510,7 +510,8 @@ class Matrix:
             having = [n for n, s in self.stacks.items() if chip in self.cann[s.cann].kernels]
             raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
                             f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}"
-                            + (f". Stacks on a CANN with {chip} kernels: --torch {', '.join(having)}" if having else ""))
+                            + (f". Stacks on a CANN with {chip} kernels: {', '.join(stack_flag(n) for n in having)}"
+                               if having else ""))
         if arch not in cann.kernels[chip]:
             raise UserError(f"CANN {cann.version}'s {chip} kernels are published for "
                             f"{', '.join(cann.kernels[chip])} only, not {arch}: build --platform "

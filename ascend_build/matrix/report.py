@@ -189,8 +189,9 @@ def mindspore_table(matrix: Matrix) -> str:
     return text
 
 
-def ci_matrix(matrix: Matrix) -> list[dict[str, str]]:
-    """The CI build matrix, derived from `images:` so no image list is written twice."""
+def ci_matrix(matrix: Matrix, cells: list[Cell] | None = None) -> list[dict[str, str]]:
+    """The CI build matrix, derived from `images:` so no image list is written twice
+    (`cells`: those of them CI builds, by default all)."""
     return [{"name": f"{c.name}-{c.target.suffix}", "torch": c.stack.name, "os": c.os.name,
              "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner}
-            for c in matrix.image_cells()]
+            for c in (matrix.image_cells() if cells is None else cells)]

@@ -240,7 +240,8 @@ def test_run_hostfile_launches_a_mindspore_image_with_msrun(tmp_path):
     hostfile.write_text("node-a\nnode-b\n")
     table = tmp_path / "hccl.json"
     table.write_text("{}")
-    image = "ascend-runtime:cann9.0.0-910b-debian12-py3.11-mindspore2.9.0-arm64"
+    # A registry name no engine here holds (a built MindSpore image would be known by its label).
+    image = "never-built.invalid/ascend-runtime:cann9.0.0-910b-debian12-py3.11-mindspore2.9.0-arm64"
     out = invoke("run", "--dry", "--image", image, "--hostfile", str(hostfile), "--runtime", "runc",
                  "--host-root", str(tmp_path), "--rank-table", str(table), "--", "train.py", "--epochs", "1")
     assert out.returncode == 0, out.stderr

@@ -1,6 +1,7 @@
 """Locks: reading, staleness, the layer split, the wheel choice per target, and the
 refusals. The resolver's output and the index are doubles here (resolve.compile_cell and
-Index.files); tests/integration/test_lock_real.py runs the real uv against PyPI."""
+Index.files); tests/integration/test_build_train_26.py runs the real `invoke lock` (uv against
+PyPI, under the test-only switch) and builds from the lock it made."""
 from __future__ import annotations
 
 import re

@@ -17,8 +17,23 @@ def test_committed_images_are_current():
 
 
 def test_rendering_is_byte_stable():
-    m = load_matrix(ROOT / "matrix.yaml")
-    assert [r.text for r in render_all(m)] == [r.text for r in render_all(m)]
+    """Every Dockerfile rendered in two other processes, with other string hash seeds (the
+    order of any set or dict built from strings) and another working directory, is this
+    process's, byte for byte."""
+    import hashlib
+    import json
+    import subprocess
+    here = {str(r.path): hashlib.sha256(r.text.encode()).hexdigest() for r in render_all(load_matrix(ROOT / "matrix.yaml"))}
+    script = ("import hashlib, json, sys; sys.path.insert(0, sys.argv[1]); "
+              "from ascend_build.images.render import render_all; from ascend_build.matrix import load_matrix; "
+              "print(json.dumps({str(r.path): hashlib.sha256(r.text.encode()).hexdigest() "
+              "for r in render_all(load_matrix(sys.argv[1] + '/matrix.yaml'))}))")
+    for seed in ("1", "4242"):
+        out = subprocess.run([sys.executable, "-c", script, str(ROOT)], cwd="/", capture_output=True, text=True,
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == here, f"PYTHONHASHSEED={seed} renders other bytes"
+    assert len(here) > 100
 
 
 def test_every_file_says_it_is_generated():

@@ -197,3 +197,28 @@ def test_images_entries_carry_user_layers(tmp_path):
     matrix.write_text(text.replace("name: nlp}", "name: NLP}"))
     out = invoke("matrix", "--matrix", str(matrix))
     assert out.returncode == 2 and "images[1].layers[0].name" in out.stderr
+
+
+def test_invoke_list_shows_each_tasks_first_sentence_whole():
+    """`invoke --list` shows a docstring's first line: each task's opens with a whole sentence."""
+    import json
+    out = invoke("--list", "--list-format=json")
+    assert out.returncode == 0, out.stderr
+    listed = {t["name"]: t["help"] or "" for t in json.loads(out.stdout)["tasks"]}
+    assert len(listed) > 20 and "verify" in listed
+    cut = [f"{name}: {text}" for name, text in listed.items() if not text.rstrip().endswith(".")]
+    assert cut == [], cut
+
+
+def test_every_exit_code_is_in_the_readme_and_the_tasks_page():
+    """Each error class's code (and 0, 1, 130) is in README's exit-code sentence and in
+    docs/tasks.md's, and neither names a code no class has."""
+    from ascend_build import errors
+    from ascend_build.engine.interrupts import Interrupted
+    from ascend_build.images.verify import Differs
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.UserError)]
+    codes = {c.exit_code for c in classes + [Differs, Interrupted]} | {0, 1}
+    for page, start in ((ROOT / "README.md", "Exit codes: "), (ROOT / "docs" / "tasks.md", "Exit codes: ")):
+        text = page.read_text().split(start, 1)[1].split("interrupted", 1)[0] + "interrupted"
+        said = {int(n) for n in re.findall(r"(?:^|[;,] )(\d+) ", text.replace("\n", " "))}
+        assert said == codes, (page.name, said, codes)

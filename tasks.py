@@ -259,7 +259,8 @@ def build(c, torch=None, os=None, python=None, chip=None, platform=None, package
     "image": "the image to check (tag or id): a runtime image built with --reproducible",
     "against": "compare with this image instead of rebuilding (e.g. a rebuild kept with --keep, or another "
                "registry's copy)",
-    "keep": "keep the rebuild, tagged REPOSITORY:verify-CONTENT-ARCH",
+    "keep": "keep the rebuild: tagged REPOSITORY:verify-CONTENT-ARCH when it is the image's bytes (tested), "
+            "else untagged (by its id)",
     **{k: BUILD_HELP[k] for k in ("packages", "offline", "base_image", "ca_bundle", "pip_index_url",
                                   "torch_index_url", "proxy", "no_proxy", "network", "wheelhouse", "apex_wheel",
                                   "torch_npu_wheel", "engine", "docker")}, **MATRIX_HELP})

@@ -126,11 +126,17 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
     rebuilt = runtime_build.rebuild(matrix, p)
     try:
         lines = compare(engine, image, rebuilt)
-    finally:
+    except Differs:
+        # Not the tested image: never tagged (the rebuild was not tested), kept by id if asked.
         if keep:
-            kept = f"{repo}:verify-{rec.content}-{p.plan.cell.target.suffix}"
-            subprocess.run(engine.command("tag", rebuilt, kept), capture_output=True)
-            print(f"the rebuild is kept as {kept}")
+            print(f"the rebuild differs and was not tested: kept untagged, {rebuilt}")
         else:
             steps.remove_untagged(engine, [rebuilt])
+        raise
+    if keep:       # the same bytes as the image, which passed its tests when it was tagged
+        kept = f"{repo}:verify-{rec.content}-{p.plan.cell.target.suffix}"
+        subprocess.run(engine.command("tag", rebuilt, kept), capture_output=True)
+        print(f"the rebuild is kept as {kept}")
+    else:
+        steps.remove_untagged(engine, [rebuilt])
     return lines

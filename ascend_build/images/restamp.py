@@ -39,7 +39,8 @@ def iso(epoch: int) -> str:
 
 def config_of(config: dict, added: list[str], epoch: int, base_layers: int) -> dict:
     """The candidate's config with `added` layers (diff_ids), every time of this build the
-    epoch, and what varies run to run gone. The base image's history stays as it is."""
+    epoch, and what varies run to run gone. The base image's history, up to its last
+    layer, stays as it is."""
     out = {k: v for k, v in config.items() if k not in VARIES}
     out["created"] = iso(epoch)
     for key in ("config", "container_config"):

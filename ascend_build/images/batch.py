@@ -5,7 +5,7 @@ does not stop the others. The runtime build (build.py) knows nothing of layers; 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -54,7 +54,7 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = N
     others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
     outcomes: list[Outcome] = []
     for index, cell in enumerate(cells):
-        log = runtime_build.work_dir(replace(site, run_as=site.run_as or matrix.defaults.get("run_as")), cell,
+        log = runtime_build.work_dir(site.with_run_as(matrix.defaults.get("run_as")), cell,
                                      engine_kind) / "build.log"
         log.unlink(missing_ok=True)
         try:

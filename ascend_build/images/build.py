@@ -69,8 +69,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
     """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
     network settings) before the first engine command."""
     cell = matrix.aliased(cell)
-    # Who the image runs as: this build's --run-as, else the matrix's default.
-    site = replace(site, run_as=site.run_as or matrix.defaults.get("run_as"))
+    site = site.with_run_as(matrix.defaults.get("run_as"))
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)

@@ -6,7 +6,7 @@ written back into these."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Mapping, get_args
 
@@ -59,6 +59,11 @@ class Site:
         """Where one image's build log, manifest, SBOM and staged context live (one folder
         per engine: docker and podman builds of an image do not share files)."""
         return self.work / (name + ("" if engine_kind == "docker" else f"-{engine_kind}"))
+
+    def with_run_as(self, matrix_default: str | None) -> Site:
+        """This site with who images run as decided: its --run-as, else the matrix's
+        defaults.run_as."""
+        return replace(self, run_as=self.run_as or matrix_default)
 
     def user(self, matrix_default: str | None) -> tuple[int, int] | None:
         """(uid, gid) containers of the image run as; None: root."""

@@ -82,19 +82,19 @@ def ci_matrix(c, matrix="matrix.yaml"):
 
 def _update_tags(path: Path, location: str, dry: bool) -> None:
     from ascend_build.matrix.upstream import pytorch_git
-    text, notes = pytorch_git.update(path, location)
+    target, before, text, notes = pytorch_git.update(path, location)
     for line in notes:
         print(line)
-    changed = text != path.read_text()
+    changed = text != before
     if dry or not changed:
-        print(f"{path}: torch_npu_tags " + ("would change" if changed else "is current"))
+        print(f"{target}: torch_npu_tags " + ("would change" if changed else "is current"))
         if dry and changed:
             raise Exit(code=1)
         return
-    tmp = path.with_suffix(".yaml.tmp")
+    tmp = target.with_suffix(".yaml.tmp")
     tmp.write_text(text)
-    tmp.replace(path)
-    print(f"wrote {path}; review with `git diff {path}`")
+    tmp.replace(target)
+    print(f"wrote {target}; review with `git diff {target}`")
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP,
@@ -288,7 +288,8 @@ def _framework_stack(m, torch, mindspore):
     """The stack --torch or --mindspore names (a MindSpore stack is mindspore<release>)."""
     if torch and mindspore:
         raise UserError("--torch and --mindspore each name the image's framework: give one")
-    return m.mindspore_stack(mindspore) if mindspore else torch
+    from ascend_build.matrix.frameworks import MINDSPORE
+    return m.stack_for(MINDSPORE, mindspore).name if mindspore else torch
 
 
 @task(auto_shortflags=False, help={**MATRIX_HELP, "image": "test this image (id or tag) with the image suite only",
@@ -531,7 +532,7 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
     """The image's launcher (torchrun or msrun) on every chosen card, on this host or on
     each host of a hostfile, each rank bound to its cores."""
     from ascend_build.cluster import binding
-    from ascend_build.cluster.launch import Launch, framework_for, node_commands, over_ssh, read_hostfile
+    from ascend_build.cluster.launch import LAUNCHERS, Launch, framework_for, node_commands, over_ssh, read_hostfile
     from ascend_build.host.run import SERVER_CARDS, host_cards, parse_devices
     _required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
     request = binding.parse_bind(bind, min_cores)
@@ -543,9 +544,10 @@ def _launch(image, devices, runtime, shm_size, host_root, docker, dry, command, 
         raise UserError(f"--rank-table {rank_table}: no such file (write one with `invoke ranktable`)")
     client = eng.for_task(engine, docker, dry)
     chosen, why = framework_for(client, image, framework)
-    print(f"# launcher: {'msrun' if chosen == 'mindspore' else 'torchrun'} ({chosen}, by {why})", file=sys.stderr)
+    print(f"# launcher: {chosen.launcher} ({chosen.name}, by {why})", file=sys.stderr)
     cores = binding.plan_for_host(request, Path(host_root), devices, count)
-    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if chosen == "torch" and cores.bound else None
+    affinity = (binding.affinity_for(client, image, ROOT / "matrix.yaml")
+                if LAUNCHERS[chosen.launcher].affinity and cores.bound else None)
     out = sys.stdout if dry else sys.stderr
     for line in cores.lines() + ([f"torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})"]
                                  if affinity else []):
@@ -695,7 +697,7 @@ def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", c
 
     `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
     from ascend_build.cluster import binding, k8s
-    from ascend_build.cluster.launch import framework_for
+    from ascend_build.cluster.launch import LAUNCHERS, framework_for
     _required(image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
     if kind not in ("ascendjob", "indexed"):
@@ -703,8 +705,8 @@ def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", c
     n, d, t = _number(nodes, "--nodes"), _number(devices, "--devices"), _number(hccl_timeout, "--hccl-timeout")
     client = eng.for_task("docker", None, True)
     chosen, why = framework_for(client, image, framework)
-    print(f"# framework: {chosen} (by {why})", file=sys.stderr)
-    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if chosen == "torch" else None
+    print(f"# framework: {chosen.name} (by {why})", file=sys.stderr)
+    affinity = binding.affinity_for(client, image, ROOT / "matrix.yaml") if LAUNCHERS[chosen.launcher].affinity else None
     if affinity:
         print(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})", file=sys.stderr)
     cores = k8s.PodCores(None if cpus is None else _number(cpus, "--cpus"), memory or "", bind,
@@ -787,7 +789,7 @@ def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
            proxy=None, from_docs=None, pytorch_git=None):
-    """Import Huawei's release data into the imported part of matrix.yaml.
+    """Import Huawei's release data into imported.yaml, the file beside matrix.yaml.
 
     CANN files and sha256, drivers, torch_npu pairings and wheels; the rest of the file
     stays byte for byte."""
@@ -809,7 +811,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
         print(f"news: ascend-deployer {newer} is out; matrix.yaml reads "
               f"{', '.join(d.version for d in result.merged.read)} (add it to upstream.deployer, `invoke update`)")
     if check or dry:
-        print(f"{path}: the imported part " + ("would change (above)" if result.changed else "is current"))
+        print(f"{result.path}: " + ("would change (above)" if result.changed else "is current"))
         from ascend_build.locking import lock as locks
         stale, _ = locks.check_all(load_matrix(matrix), path.resolve().parent)
         for line in stale:
@@ -818,10 +820,10 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
             raise Exit(code=1)
         return
     if result.changed:
-        upd.write(path, result)
-        print(f"wrote {path}; review with `git diff {path}`, then `invoke render`")
+        upd.write(result)
+        print(f"wrote {result.path}; review with `git diff {result.path}`, then `invoke render`")
     else:
-        print(f"{path}: the imported part is already current")
+        print(f"{result.path}: already current")
     # New upstream facts can make committed locks stale (a torch_npu re-pairing, Huawei's
     # wheel sums): remake those, and show what changed in them.
     _lock(matrix, [], [], ["linux/arm64", "linux/amd64"], False, False, pip_index_url, ca_bundle, proxy,
@@ -861,7 +863,8 @@ def lock(c, matrix="matrix.yaml", torch=None, python=None, platform=None, refres
             raise Exit(code=1)
         print("locks: none stale")
         return
-    stacks = list(torch or []) + [m.mindspore_stack(release) for release in mindspore or []]
+    from ascend_build.matrix.frameworks import MINDSPORE
+    stacks = list(torch or []) + [m.stack_for(MINDSPORE, release).name for release in mindspore or []]
     _lock(matrix, stacks, python or [], platform or ["linux/arm64"], refresh, dry, pip_index_url, ca_bundle, proxy,
           torch_index_url=torch_index_url)
 

@@ -80,6 +80,7 @@ class Bench:
             make_run(pk, "kernels", version, "aarch64", chip="910b")
         path = work / "matrix.yaml"
         shutil.copy(ROOT / "matrix.yaml", path)
+        shutil.copy(ROOT / "imported.yaml", work / "imported.yaml")
         (work / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
         pin(load_matrix(path), sorted(pk.glob("*.run")))
         self.matrix = load_matrix(path)

@@ -192,6 +192,7 @@ def main() -> None:
         make_run(pk, "kernels", version, "aarch64", chip="910b", pad_bytes=KERNELS_PAD)
     mpath = work / "matrix.yaml"
     shutil.copy(ROOT / "matrix.yaml", mpath)
+    shutil.copy(ROOT / "imported.yaml", work / "imported.yaml")
     (work / "locks").symlink_to(ROOT / "locks", target_is_directory=True)     # the stacks' locks, as committed
     pin(load_matrix(mpath), sorted(pk.glob("*.run")))
     matrix = load_matrix(mpath)

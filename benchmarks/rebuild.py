@@ -154,6 +154,7 @@ def main() -> None:
     make_run(pk, "toolkit", "8.0.RC3", "aarch64")
     make_run(pk, "kernels", "8.0.RC3", "aarch64", chip="910b")
     shutil.copy(ROOT / "matrix.yaml", work / "matrix.yaml")
+    shutil.copy(ROOT / "imported.yaml", work / "imported.yaml")
     (work / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
     pin(load_matrix(work / "matrix.yaml"), sorted(pk.glob("*.run")))
     here = host()

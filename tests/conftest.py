@@ -33,10 +33,27 @@ def pytest_ignore_collect(collection_path, config):
 
 def committed_matrix_text() -> str:
     """The committed matrix.yaml as tests start from it: with every bare-.run sha256 a site
-    pinned in its checkout (`invoke pin`) reset to null, so the unit tests do not depend on
-    what was pinned there."""
+    pinned in its checkout (`invoke pin`) reset to null, and no cann_pins, so the unit tests
+    do not depend on what was pinned there."""
     import re
-    return re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null", (ROOT / "matrix.yaml").read_text())
+    text = re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null", (ROOT / "matrix.yaml").read_text())
+    return re.sub(r"^cann_pins:\n(  \S+: [0-9a-f]{64}\n)*", "cann_pins: {}\n", text, flags=re.M)
+
+
+def committed_imported_text() -> str:
+    """The committed imported facts (imported.yaml), machine-written by `invoke update`."""
+    return (ROOT / "imported.yaml").read_text()
+
+
+def copy_matrix(folder: Path, text: str | None = None, imported: str | None = None) -> Path:
+    """matrix.yaml (`text`, else the committed one as tests start from it) and the imported
+    facts it names (`imported`, else the committed ones) written into `folder`; the path of
+    the matrix."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(committed_matrix_text() if text is None else text)
+    (folder / "imported.yaml").write_text(committed_imported_text() if imported is None else imported)
+    return path
 
 
 def link_locks(matrix_path: Path) -> Path:

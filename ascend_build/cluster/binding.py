@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..host.doctor import ImageFacts, driver_key
 from ..host.topology import PREVIEW, Topology, cpulist, parse_cpulist, ranges, read_topology
+from ..matrix import Stack
 
 # vllm-ascend's floor per NPU (MIN_CPUS_PER_NPU = 5: two for the card's interrupts, the
 # main thread, ACL's and the release thread). For training it is also what torch_npu's
@@ -296,15 +297,15 @@ def torch_npu_binding(release: str | None, cann: str | None) -> TorchNpuBinding:
     return TorchNpuBinding(0, f"{said}: older than {COARSE_FROM}, which brought CPU_AFFINITY_CONF; taskset alone")
 
 
-def for_image(facts: ImageFacts | None, stacks: Mapping) -> TorchNpuBinding:
+def for_image(facts: ImageFacts | None, stacks: Mapping[str, Stack]) -> TorchNpuBinding:
     """The image's torch_npu binding mode from its labels and the matrix's stacks (their
     torch_npu branch names the Extension release)."""
     if facts is None:
         return torch_npu_binding(None, None)
     stack = stacks.get(facts.stack or "") or next(
-        (s for s in stacks.values() if facts.torch_npu and s.torch_npu == facts.torch_npu), None)
-    release = extension_release(stack.torch_npu_branch) if stack is not None and stack.torch_npu_branch else None
-    return torch_npu_binding(release, facts.cann)
+        (s for s in stacks.values() if s.torch and facts.torch_npu and s.package == facts.torch_npu), None)
+    branch = stack.torch.npu_branch if stack is not None and stack.torch else ""
+    return torch_npu_binding(extension_release(branch) if branch else None, facts.cann)
 
 
 def plan_for_host(request: BindRequest, root: Path, devices: str, nproc: int | None = None) -> Plan:
@@ -324,7 +325,7 @@ def affinity_for(engine, image: str, matrix: Path) -> TorchNpuBinding:
     from ..matrix import load_matrix
     facts = read_image(engine, image)
     try:
-        stacks: Mapping = load_matrix(matrix).stacks
+        stacks: Mapping[str, Stack] = load_matrix(matrix).stacks
     except (UserError, OSError):
         stacks = {}
     return for_image(facts, stacks)

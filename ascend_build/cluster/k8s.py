@@ -23,13 +23,13 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
-from .launch import FRAMEWORKS, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER
+from .launch import DEFAULT, HCCL_TIMEOUT, LAUNCHERS, MSRUN_LOG_DIR, RANK_WRAPPER
 
 RESOURCE = "huawei.com/Ascend910"
 OPERATOR_PORT = 2222           # the operator's default (containerPort named ascendjob-port)
 RANK_TABLE_DIR = "/user/serverid/devindex/config"
-OPERATOR_FRAMEWORK = {"torch": "pytorch", "mindspore": "mindspore"}    # the AscendJob's framework label
 ROLE_LABEL = "ascend-build/role"      # worker or scheduler: workers keep one server each
 
 CPUS_PER_CARD = 16        # a worker pod's default CPUs per card (8 cards: 128 of a Kunpeng 920's 192,
@@ -83,7 +83,7 @@ def plan(cpus, nproc, least):
     return [cpus[r * size:(r + 1) * size] for r in range(nproc)] if size >= least else None
 
 
-def main(nproc, framework):
+def main(nproc, affinity):
     least = int(os.environ.get("ASCEND_BUILD_MIN_CORES") or 5)
     mode = int(os.environ.get("ASCEND_BUILD_AFFINITY") or 0)
     cpus = sorted(os.sched_getaffinity(0))
@@ -96,10 +96,10 @@ def main(nproc, framework):
     for r, s in enumerate(slices):
         say("local rank {}: cores {} ({})".format(r, text(s), len(s)))
     out = ["export ASCEND_BUILD_RANK_CPUS=" + shlex.quote(" ".join(text(s) for s in slices))]
-    if framework == "torch" and mode:
+    if affinity == "affinity" and mode:
         ranges = ["npu{}:{}-{}".format(r, a, b) for r, s in enumerate(slices) for a, b in runs(s)]
         out.append("export CPU_AFFINITY_CONF=" + shlex.quote(",".join([str(mode)] + ranges)))
-    if framework == "mindspore":
+    if affinity == "bind_core":
         bind = {"device{}".format(r): ["{}-{}".format(a, b) for a, b in runs(s)] for r, s in enumerate(slices)}
         out.append("ASCEND_BUILD_MSRUN_BIND=" + shlex.quote(json.dumps(bind, separators=(",", ":"))))
     return out
@@ -124,7 +124,7 @@ planner=$(cat <<'ASCEND_BUILD_PLANNER'
 if [ "${ASCEND_BUILD_BIND:-numa}" = off ]; then
     echo "ascend-build launch: --bind off: every rank starts unbound"
 else
-    plan=$(python -c "${planner}" "${nproc}" %(framework)s) || plan=""
+    plan=$(python -c "${planner}" "${nproc}" %(binds)s) || plan=""
     case "${plan}" in
         "" | "export ASCEND_BUILD_RANK_CPUS="*) eval "${plan}" ;;
         *) echo "ascend-build launch: no binding (the planner printed: ${plan}): ranks start unbound" >&2 ;;
@@ -178,10 +178,16 @@ exec msrun --worker_num="${workers}" --local_worker_num="${nproc}" --master_addr
 """
 
 
-def launch_script(timeout: int = HCCL_TIMEOUT, framework: str = "torch") -> str:
-    text = LAUNCH_MINDSPORE if framework == "mindspore" else LAUNCH
-    bind = BIND % {"wrapper": RANK_WRAPPER, "planner": PLANNER, "framework": framework}
-    return text % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR, "bind": bind}
+# Each launcher's script for a pod, by the launcher's name.
+POD_SCRIPTS = {"torchrun": LAUNCH, "msrun": LAUNCH_MINDSPORE}
+
+
+def launch_script(timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT) -> str:
+    launcher = LAUNCHERS[framework.launcher]
+    # the planner's binding: torch_npu's CPU_AFFINITY_CONF and the wrapper, or msrun's --bind_core
+    bind = BIND % {"wrapper": RANK_WRAPPER, "planner": PLANNER, "binds": "affinity" if launcher.affinity else "bind_core"}
+    return POD_SCRIPTS[launcher.name] % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR,
+                                         "bind": bind}
 
 
 def _name(name: str) -> str:
@@ -191,7 +197,7 @@ def _name(name: str) -> str:
 
 
 def _container(image: str, devices: int, command: list[str], timeout: int, extra_env: list[dict],
-               framework: str = "torch", cores: PodCores = PodCores()) -> dict:
+               framework: Framework = DEFAULT, cores: PodCores = PodCores()) -> dict:
     asked = {RESOURCE: devices, **cores.resources(devices)}
     return {
         "name": "ascend",                   # the operator looks for this name
@@ -212,10 +218,7 @@ def _volumes() -> list[dict]:
             {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
 
 
-def _check(image: str, nodes: int, devices: int, command: list[str], framework: str = "torch",
-           cores: PodCores = PodCores()) -> None:
-    if framework not in FRAMEWORKS:
-        raise UserError(f"--framework {framework}: {' or '.join(FRAMEWORKS)}")
+def _check(image: str, nodes: int, devices: int, command: list[str], cores: PodCores = PodCores()) -> None:
     if nodes < 1 or devices < 1:
         raise UserError("--nodes and --devices are at least 1")
     if not command:
@@ -243,9 +246,9 @@ def _check_cores(cores: PodCores, devices: int) -> None:
 
 
 def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = "910b",
-               queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: str = "torch",
+               queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT,
                cores: PodCores = PodCores()) -> dict:
-    _check(image, nodes, devices, command, framework, cores)
+    _check(image, nodes, devices, command, cores)
     name = _name(name)
     ring = f"ascend-{chip.lower()}"
     worker = _container(image, devices, command, timeout, [
@@ -266,7 +269,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
         return {"replicas": count, "restartPolicy": "Never", "template": {
             "metadata": {"labels": {"ring-controller.atlas": ring, ROLE_LABEL: role}}, "spec": spec}}
 
-    if framework == "mindspore":
+    if LAUNCHERS[framework.launcher].scheduler_pod:
         # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
         scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
                                framework, cores)
@@ -280,7 +283,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
             replicas["Worker"] = replica(worker, nodes - 1, "worker")
         pods = nodes
     job = {"apiVersion": "mindxdl.gitee.com/v1", "kind": "AscendJob",
-           "metadata": {"name": name, "labels": {"framework": OPERATOR_FRAMEWORK[framework],
+           "metadata": {"name": name, "labels": {"framework": framework.operator_label,
                                                  "ring-controller.atlas": ring}},
            "spec": {"schedulerName": "volcano",
                     "runPolicy": {"schedulingPolicy": {"minAvailable": pods, "queue": queue}},
@@ -293,12 +296,12 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
 
 
 def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
-                timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: str = "torch",
+                timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: Framework = DEFAULT,
                 cores: PodCores = PodCores()) -> dict:
     """For sites without the operator: an indexed Job (one pod per node, the completion
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
     rendezvous there, or MindSpore's scheduler, which node 0's msrun starts)."""
-    _check(image, nodes, devices, command, framework, cores)
+    _check(image, nodes, devices, command, cores)
     name = _name(name)
     env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]

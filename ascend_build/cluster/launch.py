@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
-from ..matrix.model import FRAMEWORKS, MINDSPORE_PREFIX, Framework
+from ..matrix.frameworks import FRAMEWORKS, Framework
+from ..matrix.frameworks import get as get_framework
 from .binding import Plan
 
 MASTER_PORT = 29500
@@ -40,18 +42,21 @@ RANK_WRAPPER = "; ".join([
     "exit 127"])
 
 
+DEFAULT = next(iter(FRAMEWORKS.values()))       # an image nothing says more of: torch's
+
+
 def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[Framework, str]:
-    """(framework, why): as asked, else the image's own label, else its name (a MindSpore
-    image's name says mindspore<release>), else torch."""
+    """(framework, why): as asked, else the image's own label, else its name (a stack's name
+    prefix in it: mindspore<release>), else the first framework (torch)."""
     if asked != "auto":
-        if asked not in FRAMEWORKS:
-            raise UserError(f"--framework {asked}: auto, {' or '.join(FRAMEWORKS)}")
-        return asked, "--framework"
+        return get_framework(asked), "--framework"
     if labeled in FRAMEWORKS:
-        return labeled, "the image's labels"
-    if MINDSPORE_PREFIX in image.lower():
-        return "mindspore", "the image's name (not here to read its labels)"
-    return "torch", "default (the image is not here to read its labels; --framework mindspore for MindSpore)"
+        return FRAMEWORKS[labeled], "the image's labels"
+    named = [f for f in FRAMEWORKS.values() if f.stack_prefix and f.stack_prefix in image.lower()]
+    if named:
+        return named[0], "the image's name (not here to read its labels)"
+    others = ", ".join(f"--framework {f.name} for {f.title}" for f in FRAMEWORKS.values() if f is not DEFAULT)
+    return DEFAULT, f"default (the image is not here to read its labels; {others})"
 
 
 def framework_for(engine, image: str, asked: str = "auto") -> tuple[Framework, str]:
@@ -86,13 +91,13 @@ def read_hostfile(path: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Launch:
-    command: tuple[str, ...]         # the training script and its arguments (torchrun runs it)
+    command: tuple[str, ...]         # the training script and its arguments (the launcher runs it)
     hosts: tuple[str, ...] = ("localhost",)
     nproc: int = 8                   # processes (cards) per host
     master_port: int = MASTER_PORT
     hccl_timeout: int = HCCL_TIMEOUT
     rank_table: Path | None = None   # hccl.json (invoke ranktable), mounted read-only
-    framework: Framework = "torch"
+    framework: Framework = DEFAULT
     plan: Plan | None = None         # each local rank's cores (None or off: unbound)
     affinity: int = 0                # torch_npu's CPU_AFFINITY_CONF mode (0: not set)
 
@@ -104,6 +109,10 @@ class Launch:
     def master(self) -> str:
         return self.hosts[0].split("@")[-1]
 
+    @property
+    def launcher(self) -> Launcher:
+        return LAUNCHERS[self.framework.launcher]
+
     def check(self) -> list[str]:
         """Refusals (raised) and warnings (returned)."""
         if not self.command:
@@ -114,12 +123,13 @@ class Launch:
         if self.hccl_timeout < HCCL_TIMEOUT_FLOOR:
             warnings.append(f"--hccl-timeout {self.hccl_timeout}: below {HCCL_TIMEOUT_FLOOR} s torch_npu warns, and "
                             f"ranks that start late fail with EI0006 (Getting socket times out)")
-        if self.framework == "mindspore" and not 1024 <= self.master_port <= 65535:
-            raise UserError(f"--master-port {self.master_port}: msrun takes a port from 1024 to 65535")
+        low, high = self.launcher.ports
+        if not low <= self.master_port <= high:
+            raise UserError(f"--master-port {self.master_port}: {self.launcher.name} takes a port from {low} to {high}")
         return warnings
 
     def env(self, node_rank: int) -> dict[str, str]:
-        """What each container gets: torchrun's rendezvous and HCCL's settings."""
+        """What each container gets: the launcher's rendezvous and HCCL's settings."""
         env = {"MASTER_ADDR": self.master, "MASTER_PORT": str(self.master_port), "NNODES": str(len(self.hosts)),
                "NODE_RANK": str(node_rank), "NPROC_PER_NODE": str(self.nproc),
                "WORLD_SIZE": str(len(self.hosts) * self.nproc), "HCCL_CONNECT_TIMEOUT": str(self.hccl_timeout)}
@@ -127,35 +137,56 @@ class Launch:
             env["RANK_TABLE_FILE"] = RANK_TABLE_IN_CONTAINER
         if self.plan is not None and self.bound:
             env[RANK_CPUS] = self.plan.rank_cpus()
-            conf = self.plan.affinity_conf(self.affinity) if self.framework == "torch" else None
+            conf = self.plan.affinity_conf(self.affinity) if self.launcher.affinity else None
             if conf:
                 env["CPU_AFFINITY_CONF"] = conf
         return env
 
-    def launcher(self, node_rank: int) -> list[str]:
+    def argv(self, node_rank: int) -> list[str]:
         """The framework's launcher for one node, with the training command after it."""
-        return self.msrun(node_rank) if self.framework == "mindspore" else self.torchrun(node_rank)
-
-    def torchrun(self, node_rank: int) -> list[str]:
-        wrapper = ["--no_python", "sh", "-c", RANK_WRAPPER] if self.bound else []
-        return ["torchrun", f"--nnodes={len(self.hosts)}", f"--node_rank={node_rank}",
-                f"--nproc_per_node={self.nproc}", f"--master_addr={self.master}",
-                f"--master_port={self.master_port}", *wrapper, *self.command]
-
-    def msrun(self, node_rank: int) -> list[str]:
-        """MindSpore's launcher: its scheduler on the master (msrun sees its own address),
-        the workers' ranks by node, and it waits for them (--join) so the container's exit
-        code is the job's; msrun's cluster time-out is HCCL's."""
-        table = [f"--rank_table_file={RANK_TABLE_IN_CONTAINER}"] if self.rank_table else []
-        # msrun binds its workers itself, given each device's ranges (the container's cpuset holds them all).
-        bind = [f"--bind_core={self.plan.msrun_bind_core()}"] if self.plan is not None and self.bound else []
-        return ["msrun", f"--worker_num={len(self.hosts) * self.nproc}", f"--local_worker_num={self.nproc}",
-                f"--master_addr={self.master}", f"--master_port={self.master_port}", f"--node_rank={node_rank}",
-                f"--log_dir={MSRUN_LOG_DIR}", "--join=True", f"--cluster_time_out={self.hccl_timeout}",
-                *bind, *table, *self.command]
+        return self.launcher.argv(self, node_rank)
 
     def mounts(self) -> tuple[tuple[str, str], ...]:
         return ((str(self.rank_table), RANK_TABLE_IN_CONTAINER),) if self.rank_table else ()
+
+
+def _torchrun(launch: Launch, node_rank: int) -> list[str]:
+    wrapper = ["--no_python", "sh", "-c", RANK_WRAPPER] if launch.bound else []
+    return ["torchrun", f"--nnodes={len(launch.hosts)}", f"--node_rank={node_rank}",
+            f"--nproc_per_node={launch.nproc}", f"--master_addr={launch.master}",
+            f"--master_port={launch.master_port}", *wrapper, *launch.command]
+
+
+def _msrun(launch: Launch, node_rank: int) -> list[str]:
+    """MindSpore's launcher: its scheduler on the master (msrun sees its own address),
+    the workers' ranks by node, and it waits for them (--join) so the container's exit
+    code is the job's; msrun's cluster time-out is HCCL's."""
+    table = [f"--rank_table_file={RANK_TABLE_IN_CONTAINER}"] if launch.rank_table else []
+    # msrun binds its workers itself, given each device's ranges (the container's cpuset holds them all).
+    bind = [f"--bind_core={launch.plan.msrun_bind_core()}"] if launch.plan is not None and launch.bound else []
+    return ["msrun", f"--worker_num={len(launch.hosts) * launch.nproc}", f"--local_worker_num={launch.nproc}",
+            f"--master_addr={launch.master}", f"--master_port={launch.master_port}", f"--node_rank={node_rank}",
+            f"--log_dir={MSRUN_LOG_DIR}", "--join=True", f"--cluster_time_out={launch.hccl_timeout}",
+            *bind, *table, *launch.command]
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How a framework's ranks start on one node (a Framework record names its launcher)."""
+    name: str
+    argv: Callable[[Launch, int], list[str]] = field(repr=False)
+    # Each rank bound through the per-rank wrapper and torch_npu's CPU_AFFINITY_CONF;
+    # otherwise the launcher binds its workers itself (msrun --bind_core).
+    affinity: bool
+    ports: tuple[int, int]           # the master ports it accepts
+    # In an AscendJob: a Scheduler pod (no NPUs) beside the workers, rather than a Master worker.
+    scheduler_pod: bool
+
+
+LAUNCHERS: dict[str, Launcher] = {x.name: x for x in (
+    Launcher("torchrun", _torchrun, affinity=True, ports=(1, 65535), scheduler_pod=False),
+    Launcher("msrun", _msrun, affinity=False, ports=(1024, 65535), scheduler_pod=True),
+)}
 
 
 def over_ssh(host: str, argv: list[str]) -> list[str]:
@@ -171,7 +202,7 @@ def node_commands(client: str, launch: Launch, image: str, devices: str, root: P
     from ..host.run import RunOptions, compose
     commands = []
     for rank in range(len(launch.hosts)):
-        opts = RunOptions(image=image, command=tuple(launch.launcher(rank)), devices=devices, interactive=False,
+        opts = RunOptions(image=image, command=tuple(launch.argv(rank)), devices=devices, interactive=False,
                           shm_size=shm_size, network_host=True, runtime=runtime, multi_card=True,
                           env=tuple(launch.env(rank).items()), mounts=launch.mounts(),
                           cpuset=launch.plan.cpuset if launch.plan is not None and launch.bound else "")

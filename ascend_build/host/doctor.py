@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..matrix import FRAMEWORKS, Matrix
 from ..platforms import PLATFORMS
 from .layout import is_310b_name, layout_of
 from .run import NPU_SMI, host_cards
@@ -341,18 +342,20 @@ def read_image(engine, ref: str) -> ImageFacts | None:
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
                       labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
                       labels.get(label("user")),
-                      "mindspore" if label("mindspore") in labels else "torch" if label("torch") in labels else None,
+                      next((f.name for f in FRAMEWORKS.values() if label(f.release_label) in labels), None),
                       labels.get(label("stack")), labels.get(label("torch-npu")))
 
 
-def lines(matrix) -> list[tuple[str, str, str]]:
-    """(stack, CANN, driver it needs) for every line: torch's, oldest first, then MindSpore's."""
+def lines(matrix: Matrix) -> list[tuple[str, str, str | None]]:
+    """(stack, CANN, driver it needs) for every line, by framework (torch's first), oldest first."""
     from packaging.version import Version
-    stacks = sorted(matrix.stacks.values(), key=lambda st: (st.framework != "torch", Version(st.release), st.name))
+    order = list(FRAMEWORKS)
+    stacks = sorted(matrix.stacks.values(), key=lambda st: (order.index(st.framework.name), Version(st.release),
+                                                           st.name))
     return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
 
 
-def for_host(matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
+def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
     """`invoke build --for-host ROOT`: the line and chip for the host below `root`."""
     from ..errors import UserError
     driver = host_driver(root)
@@ -378,16 +381,17 @@ def cann_runs(cann, driver: str) -> str | None:
     return None
 
 
-def pick_stack(matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
+def pick_stack(matrix: Matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
     """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
     and why each newer one was skipped. Without `torch`, only the lines' own stacks (not
     variants like 2.12.0-26.1.0) are candidates."""
     skipped = []
     for name, cann, _ in reversed(lines(matrix)):
         stack = matrix.stacks[name]
-        if torch and stack.torch != torch and name != torch:
+        if torch and stack.release != torch and name != torch:
             continue
-        if not torch and name != stack.torch:
+        # without a name: the default line's framework, each line's own stack (a variant only by name)
+        if not torch and (stack.key != stack.release or stack.framework is not matrix.stack().framework):
             continue
         why = cann_runs(matrix.cann[cann], driver)
         if chip and chip not in matrix.cann[cann].kernels:

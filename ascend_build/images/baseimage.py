@@ -21,7 +21,6 @@ from pathlib import Path
 from .. import engine as eng
 from ..engine import emulation
 from ..errors import UserError
-from ..matrix import stack_flag
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
 
@@ -139,13 +138,14 @@ def advice(matrix, image: str, stack=None, platform: str | None = None, task: st
                 f"build, the build machine's; a few minutes under qemu). Or once, for every build: `invoke base-image "
                 f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
                 f"{suite}-{{arch}}. Or {mirror}.")
-    where = f" --platform {platform}" if platform and platform != matrix.defaults["platform"] else ""
-    if task == "builder" and stack is not None:
-        offline = [n for n, b in matrix.builders.items() if matrix.debootstrap_suite(b.image) and b.offers(stack.gcc)]
-        other = (f" Without a registry, an offline builder flavor with gcc {stack.gcc}: `invoke builder --torch "
+    where = f" --platform {platform}" if platform and platform != matrix.defaults.platform else ""
+    if task == "builder" and stack is not None and stack.torch is not None:
+        gcc = stack.torch.gcc
+        offline = [n for n, b in matrix.builders.items() if matrix.debootstrap_suite(b.image) and b.offers(gcc)]
+        other = (f" Without a registry, an offline builder flavor with gcc {gcc}: `invoke builder --torch "
                  f"{stack.name} --flavor {offline[0]}{where} --debootstrap`." if offline else "")
         return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"
     debian = matrix.offline_os(stack) if stack is not None else None
-    other = (f" Without a registry, the Debian cell of this line builds: `invoke build {stack_flag(stack.name)} --os "
+    other = (f" Without a registry, the Debian cell of this line builds: `invoke build {stack.flag} --os "
              f"{debian.name}{where} --debootstrap` (Python {stack.python_for(debian)})." if debian else "")
     return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"

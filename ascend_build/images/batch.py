@@ -37,7 +37,7 @@ Layer = tuple[userlayer.LayerRequest, LayerLock]     # the request and its lock
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
             requests: list[userlayer.LayerRequest]) -> list[Layer]:
     """Each layer locked, or refused, before anything is built."""
-    return [(req, userlayer.prepare(matrix, matrix.aliased(cell), site, inputs, req)[0]) for req in requests]
+    return [(req, userlayer.prepare(matrix, cell, site, inputs, req)[0]) for req in requests]
 
 
 def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: list[Layer],
@@ -54,7 +54,7 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = N
     others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
     outcomes: list[Outcome] = []
     for index, cell in enumerate(cells):
-        log = runtime_build.work_dir(site.with_run_as(matrix.defaults.get("run_as")), cell,
+        log = runtime_build.work_dir(site.with_run_as(matrix.defaults.run_as), cell,
                                      engine_kind) / "build.log"
         log.unlink(missing_ok=True)
         try:

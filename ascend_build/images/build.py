@@ -20,7 +20,7 @@ from ..errors import BuildFailed, PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
 from ..locking import lock as locks
 from ..locking import torch_index
-from ..matrix import Cell, Matrix, stack_flag
+from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
 from .kinds import RUNTIME, Tags, content_tag, label
@@ -68,8 +68,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
             client: str | None = None) -> Prepared:
     """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
     network settings) before the first engine command."""
-    cell = matrix.aliased(cell)
-    site = site.with_run_as(matrix.defaults.get("run_as"))
+    site = site.with_run_as(matrix.defaults.run_as)
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
@@ -197,7 +196,7 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
                         + (f"The Debian cell of this line builds without a registry: "
-                           f"`invoke build {stack_flag(cell.stack.name)} --os {other.name} --debootstrap`" if other
+                           f"`invoke build {cell.stack.flag} --os {other.name} --debootstrap`" if other
                            else ""))
     return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
 
@@ -217,7 +216,7 @@ def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, sit
 
 def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
     """Input problems, before any package is read or docker command run."""
-    if cell.stack.framework != "torch":
+    if not cell.stack.framework.has_builder:
         given = [flag for flag, value in (("--torch-npu-wheel", inputs.torch_npu_wheel), ("--torch-npu-src",
                  inputs.torch_npu_src), ("--apex-wheel", inputs.apex_wheel), ("--apex-src", inputs.apex_src)) if value]
         if given:
@@ -242,7 +241,7 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
         print(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
               f"({len(lock.packages)} packages, sha256-checked)")
         return lock
-    hint = (f"`invoke lock {stack_flag(cell.stack.name)} --python {cell.python} --platform {cell.platform}` "
+    hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
             "makes one")
     if site.require_pins:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
@@ -350,12 +349,12 @@ def image_name(cell_or_alias, user: tuple[int, int] | None) -> str:
 
 
 def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
-    if cell.stack.torch_npu_on_pypi or inputs.torch_npu_wheel:
+    if cell.stack.torch is None or cell.stack.torch.npu_on_pypi or inputs.torch_npu_wheel:
         return
-    prefix = f"torch_npu-{cell.stack.torch_npu}-"
+    prefix = f"torch_npu-{cell.stack.package}-"
     if any(w.name.startswith(prefix) for w in inputs.wheels()):
         return
-    raise PackageError(f"torch_npu {cell.stack.torch_npu} has no wheel on PyPI (stacks.{cell.stack.name}."
+    raise PackageError(f"torch_npu {cell.stack.package} has no wheel on PyPI (stacks.{cell.stack.name}."
                        f"torch_npu_on_pypi is false); put {prefix}cp{cell.python.replace('.', '')}-*.whl in a "
                        f"folder and pass --wheelhouse DIR, or pass --torch-npu-wheel FILE")
 
@@ -433,14 +432,14 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
                                                                inputs, engine))
     if inputs.apex_src:
         inputs = replace(inputs, apex_wheel=_source_wheel("apex", inputs.apex_src, matrix, cell, site, inputs, engine))
-    if cell.stack.framework != "torch":
+    if cell.stack.torch is None or "apex" not in cell.stack.framework.builds:
         return inputs      # apex is torch's: a MindSpore image has no apex slot to fill
     if inputs.apex_wheel is None:
-        cached = find_cached(site.cache_dir, "apex", cell.stack.torch, cell.python, cell.arch)
+        cached = find_cached(site.cache_dir, "apex", cell.stack.torch.version, cell.python, cell.arch)
         if cached:
             print(f"apex: using the built wheel {cached}")
             return replace(inputs, apex_wheel=cached)
-        print(f"apex: no Ascend apex wheel built for torch {cell.stack.torch} / python {cell.python} / "
+        print(f"apex: no Ascend apex wheel built for torch {cell.stack.torch.version} / python {cell.python} / "
               f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
               f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
     return inputs

@@ -1,5 +1,5 @@
 """CANN packages: find them in a package directory or the cache, else download them
-from the matrix URL; check sha256; write pins back into matrix.yaml."""
+from the matrix URL; check sha256; write pins into matrix.yaml (cann_pins for imported files)."""
 from __future__ import annotations
 
 import os
@@ -62,13 +62,13 @@ class PackageStore:
         """The .run installer: as a bare .run (checked against its pin), or taken out of
         the .zip Huawei publishes (checked against Huawei's sum), or downloaded."""
         if require_pin and not f.sha256 and not f.zip_sha256:
-            raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({'.'.join(f.key)}) and --require-pins "
+            raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({f.pin_path}) and --require-pins "
                                f"is set; put it in a folder and pin it with `invoke pin --packages DIR`")
         for folder in self.dirs + [self.cache / "cann"]:
             candidate = folder / f.file
             if candidate.is_file():
                 if require_pin and not f.sha256:
-                    raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({'.'.join(f.key)}), "
+                    raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({f.pin_path}), "
                                        f"and --require-pins is set; use Huawei's {f.zip} (its sum is in the matrix), "
                                        f"or pin this file with `invoke pin --packages {candidate.parent}`")
                 return self._verified(f, candidate)
@@ -107,7 +107,7 @@ class PackageStore:
         actual = sha256_of(zipped)
         if actual != f.zip_sha256:
             raise PackageError(f"{zipped}: sha256 mismatch for {f.zip}\n  expected {f.zip_sha256} (Huawei's published "
-                               f"sum, matrix.yaml {'.'.join(f.key)}.zip_sha256)\n  actual   {actual}\n"
+                               f"sum, imported.yaml {f.zip_path})\n  actual   {actual}\n"
                                f"The file is corrupt or not the release the matrix names; fetch it again from {f.zip_url}")
         try:
             with zipfile.ZipFile(zipped) as archive:
@@ -139,7 +139,7 @@ class PackageStore:
         actual = sha256_of(path)
         if f.sha256 and actual != f.sha256:
             raise PackageError(f"{path}: sha256 mismatch for {f.file}\n  expected {f.sha256} (matrix.yaml "
-                               f"{'.'.join(f.key)})\n  actual   {actual}\nThe file is corrupt or not the "
+                               f"{f.pin_path})\n  actual   {actual}\nThe file is corrupt or not the "
                                f"release the matrix pins; replace it, or re-pin deliberately with `invoke pin`.")
         with open(path, "rb") as fh:
             if fh.read(2) != b"#!":
@@ -204,7 +204,7 @@ class PackageStore:
         near = self._near_misses(f)
         hint = "".join(f"\n  present but not this one (another chip or arch?): {n}" for n in near)
         if f.zip_sha256:        # what Huawei publishes, with the sum the matrix holds
-            get = (f"Get {f.zip} from {f.zip_url} (Huawei publishes the .zip; matrix.yaml holds its sha256, so "
+            get = (f"Get {f.zip} from {f.zip_url} (Huawei publishes the .zip; imported.yaml holds its sha256, so "
                    f"it is checked as it is) and put it in one of those folders (or pass --packages DIR). A bare "
                    f"{f.file} works too; pin it with `invoke pin --packages DIR`.")
         else:
@@ -308,10 +308,12 @@ def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool
 
 
 def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
-    """Hash local files and write their sha256 into matrix.yaml in place, keeping the
-    rest of the file (comments, order) byte for byte. Returns (file name, sha256)."""
+    """Hash local files and write their sha256 into matrix.yaml, keeping the rest of the
+    file (comments, order) byte for byte: beside a hand-recorded entry, or in cann_pins for
+    a file the import names (imported.yaml is machine-written). Returns (file name, sha256)."""
     by_name = known_files(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
+    pins = dict(matrix.cann_pins)
     done = []
     for path in files:
         if path.name not in by_name:
@@ -320,15 +322,36 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
         check_contents(by_name[path.name][0], path)     # pin only what its name says it is
         digest = sha256_of(path)
         for f in by_name[path.name]:
+            if f.imported:
+                pins[f.file] = digest
+                continue
             line_no = matrix.source.line(f.key + ("file",))
             if line_no is None:
                 raise PackageError(f"cannot find {'.'.join(f.key)} in {matrix.path}")
             lines[line_no - 1] = _set_sha(lines[line_no - 1], f.file, digest)
         done.append((path.name, digest))
+    if pins != dict(matrix.cann_pins):
+        lines = _with_pins(matrix, lines, pins)
     tmp = matrix.path.with_suffix(".yaml.tmp")
     tmp.write_text("".join(lines))
     tmp.replace(matrix.path)
     return done
+
+
+def _with_pins(matrix: Matrix, lines: list[str], pins: dict[str, str]) -> list[str]:
+    """matrix.yaml's lines with its cann_pins section written anew (one line a file, sorted)."""
+    block = ["cann_pins:\n"] + [f"  {name}: {digest}\n" for name, digest in sorted(pins.items())]
+    header = matrix.source.line(("cann_pins",))
+    if header is None:
+        return lines + ["\n# The sha256 of imported CANN files' .run installers this site pinned (`invoke pin`).\n"] + block
+    old = {header} | {n for n in (matrix.source.line(("cann_pins", name)) for name in matrix.cann_pins) if n}
+    out = []
+    for number, line in enumerate(lines, 1):
+        if number == header:
+            out += block
+        elif number not in old:
+            out.append(line)
+    return out
 
 
 def _set_sha(line: str, file: str, digest: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from ..matrix import Builder, Matrix, OSBase, Stack, expected_kernels, expected_toolkit
+from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_kernels, expected_toolkit
 from ..matrix.eras import INSTALLER_LOGS
 from ..matrix.eras import NNAL as NNAL_FILE
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
@@ -149,19 +149,20 @@ def native_pythons(b: Builder, pythons: list[str]) -> str:
     return net_run(str(_steps().apt_toolchain(_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons)))))
 
 
-def builder_dockerfile(matrix: Matrix, stack: Stack, b: Builder) -> Rendered:
+def builder_dockerfile(matrix: Matrix, stack: Stack, torch: TorchParts, b: Builder) -> Rendered:
+    """A torch stack's builder on one flavor: `torch` is the stack's own parts (its gcc, index)."""
     pythons = [p for p in b.pythons if p in stack.pythons()]
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
     ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"
     # ccache's directory first: its gcc finds the real one further on PATH (the toolset's).
-    path = ccache_dir + (f":{b.toolset_root(stack.gcc)}/root/usr/bin" if b.toolset else "")
+    path = ccache_dir + (f":{b.toolset_root(torch.gcc)}/root/usr/bin" if b.toolset else "")
     text = _env().get_template(BUILDER.template).render(
-        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=stack.gcc,
+        label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=torch.gcc,
         default_base=b.image.replace("{arch}", "aarch64"),
-        toolchain=builder_toolchain(b, stack.gcc, pythons, runtime_os_of(matrix, b, pythons)),
+        toolchain=builder_toolchain(b, torch.gcc, pythons, runtime_os_of(matrix, b, pythons)),
         native_pythons=native_pythons(b, pythons),
-        cc=f"gcc-{stack.gcc}" if versioned else "gcc", cxx=f"g++-{stack.gcc}" if versioned else "g++",
-        path_prefix=path, pythons=" ".join(pythons), torch_index=stack.torch_index,
+        cc=f"gcc-{torch.gcc}" if versioned else "gcc", cxx=f"g++-{torch.gcc}" if versioned else "g++",
+        path_prefix=path, pythons=" ".join(pythons), torch_index=torch.index,
         cross={"image": b.cross} if b.cross else None,
         build_requirements=" ".join(_quoted(build_requirements(stack))), **shared_text())
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
@@ -187,7 +188,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     default = stack.python_for(os)
     source = matrix.pythons.get(default)
     text = _env().get_template(RUNTIME.template).render(
-        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann, torch=stack.framework == "torch",
+        label_prefix=LABEL_PREFIX, stack=stack, os=os, cann=cann, framework_template=stack.framework.template,
         default_python_from="distro" if os.python == default else "source",
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
@@ -199,7 +200,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
-        default_chip=matrix.defaults["chip"] if matrix.defaults["chip"] in cann.kernels else next(iter(cann.kernels)),
+        default_chip=matrix.defaults.chip if matrix.defaults.chip in cann.kernels else next(iter(cann.kernels)),
         chip_family="NPU", **shared_text(),
         nnal=nnal is not None, nnal_file=NNAL_FILE.format(v=cann.version, arch="${ASCEND_ARCH}"),
         nnal_abi=int(stack.cxx11_abi.get("aarch64", True)), installer_logs=" ".join(INSTALLER_LOGS),
@@ -233,7 +234,7 @@ def _all_runtime(matrix: Matrix) -> list[Rendered]:
 
 
 def _all_builders(matrix: Matrix) -> list[Rendered]:
-    return [builder_dockerfile(matrix, stack, b) for stack in matrix.stacks.values()
+    return [builder_dockerfile(matrix, stack, stack.torch, b) for stack in matrix.stacks.values() if stack.torch
             for b in matrix.builders.values() if b.serves(stack)]
 
 

@@ -73,7 +73,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
                   repository: str = BUILDER.repository) -> str:
     """Build, test and tag a builder image; returns its tag."""
     check_network(site.net)
-    rendered = builder_dockerfile(matrix, bcell.stack, bcell.flavor)
+    rendered = builder_dockerfile(matrix, bcell.stack, bcell.torch, bcell.flavor)
     dockerfile = steps.current_dockerfile(rendered)
     wanted = bcell.flavor.image.replace("{arch}", bcell.arch)      # the matrix's base, for --base-image
     if site.debootstrap and wanted not in site.base_images:
@@ -149,16 +149,16 @@ def default_source(matrix: Matrix, kind: str, stack_name: str) -> tuple[str, str
     src = matrix.sources[kind]
     if kind == "torch_npu":
         st = matrix.stacks[stack_name]
-        tag = matrix.torch_npu_tags.get(st.torch_npu)
+        tag = matrix.torch_npu_tags.get(st.package)
         if not tag:
-            raise UserError(_no_tag(matrix, st.torch_npu))
-        return src["repo"], tag["tag"]
-    return src["repo"], src["ref"]
+            raise UserError(_no_tag(matrix, st.package))
+        return src.repo, tag.tag
+    return src.repo, src.ref
 
 
 def _no_tag(matrix: Matrix, version: str) -> str:
     near = sorted(v for v in matrix.torch_npu_tags if v.split(".post")[0] == version.split(".post")[0])
-    return (f"no release tag builds torch_npu {version} (matrix.yaml torch_npu_tags, from `invoke update "
+    return (f"no release tag builds torch_npu {version} (imported.yaml torch_npu_tags, from `invoke update "
             f"--pytorch-git`)" + (f"; the tags build {', '.join(near)}" if near else "")
             + ". Pass --src with a tree that builds it, or take the released wheel")
 
@@ -167,13 +167,12 @@ def expected(matrix: Matrix, kind: str, stack_name: str) -> Expected:
     """What the source of `kind` for this stack must be."""
     if kind == "torch_npu":
         st = matrix.stacks[stack_name]
-        tag = matrix.torch_npu_tags.get(st.torch_npu)
+        tag = matrix.torch_npu_tags.get(st.package)
         if not tag:
-            return Expected(f"torch_npu {st.torch_npu}", version=st.torch_npu)
-        return Expected(f"torch_npu {st.torch_npu} (tag {tag['tag']})", tag["commit"], st.torch_npu,
-                        dict(tag["submodules"]))
+            return Expected(f"torch_npu {st.package}", version=st.package)
+        return Expected(f"torch_npu {st.package} (tag {tag.tag})", tag.commit, st.package, dict(tag.submodules))
     src = matrix.sources[kind]
-    return Expected(f"apex at {src['ref'][:12]}", src["ref"] if len(src["ref"]) == 40 else None)
+    return Expected(f"apex at {src.ref[:12]}", src.ref if len(src.ref) == 40 else None)
 
 
 # ---------------------------------------------------------------------------- wheels
@@ -251,7 +250,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         check_version(kind, wheel, want)
         _publish(tmp, out_dir, kind, {"kind": kind.name, "wheel": wheel.name, "revision": src.revision,
                                       "source": src.origin, "builder": tag, "builder_id": builder_id,
-                                      "python": python, "arch": bcell.arch, "torch": bcell.stack.torch,
+                                      "python": python, "arch": bcell.arch, "torch": bcell.torch.version,
                                       "gcc": bcell.gcc})
     finally:
         with interrupts.deferred():
@@ -283,10 +282,10 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     text = entry.read_text(errors="replace") if entry.is_file() else ""
     m = _PINNED.search(text)
     pinned_url, pinned = (m.group(1), m.group(2)) if m else (None, None)
-    nvidia: dict[str, str] = dict(matrix.sources["apex"].get("nvidia") or {})
-    if pinned and nvidia.get("ref") and not nvidia["ref"].startswith(pinned):
+    nvidia = matrix.sources["apex"].nvidia
+    if pinned and nvidia and nvidia.ref and not nvidia.ref.startswith(pinned):
         print(f"apex: its build script pins NVIDIA apex {pinned}, matrix.yaml sources.apex.nvidia says "
-              f"{nvidia['ref'][:12]}: the script's pin is the one built")
+              f"{nvidia.ref[:12]}: the script's pin is the one built")
     mounts: list[tuple[Path, str]] = []
     script = ""
     key = f"\0nvidia={pinned}"
@@ -300,14 +299,14 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     elif pinned_url:
         print(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
               f"of it with --submodule-src")
-    npu = find_cached(cache, "torch_npu", bcell.stack.torch, bcell.pythons[0], bcell.arch)
+    npu = find_cached(cache, "torch_npu", bcell.torch.version, bcell.pythons[0], bcell.arch)
     if npu is not None:
         mounts.append((npu.parent, "/torch-npu-wheel"))
         script += f"pip install --no-cache-dir --no-deps /torch-npu-wheel/{shlex.quote(npu.name)}; "
         key += f"\0torch_npu={npu.parent.name}"
         print(f"apex: torch_npu in the build venv: {npu.name} (built here)")
     else:
-        release = bcell.stack.torch_npu
+        release = bcell.stack.package
         script += f"pip install --no-cache-dir --no-deps torch_npu=={release}; "
         key += f"\0torch_npu={release}"
         print(f"apex: torch_npu in the build venv: the released torch_npu {release} (none built here)")
@@ -339,7 +338,7 @@ def check_version(kind: SourceKind, wheel: Path, want: Expected) -> None:
 def _builder_cell(matrix: Matrix, req: WheelRequest) -> BuilderCell:
     """The builder for one wheel: the request's Python, else the stack's default where the
     builder has it, else the builder's first."""
-    stack = req.stack or matrix.defaults["torch"]
+    stack = req.stack or matrix.defaults.stack
     full = matrix.builder_cell(stack, req.flavor, None, req.platform)
     python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])
     if python in full.pythons:
@@ -363,9 +362,9 @@ def offline_settings(matrix: Matrix, kind: SourceKind, src: Checkout) -> tuple[l
         return [], {}, []
     entry = src.path / kind.entry
     text = entry.read_text(errors="replace") if entry.is_file() else ""
-    flags = [f for f in build["flags"] if f in text]
-    env = dict(build["env"])
-    said = [f"{kind.entry} {' '.join(flags)}" if flags else f"{kind.entry} has none of {' '.join(build['flags'])}",
+    flags = [f for f in build.flags if f in text]
+    env = dict(build.env)
+    said = [f"{kind.entry} {' '.join(flags)}" if flags else f"{kind.entry} has none of {' '.join(build.flags)}",
             " ".join(f"{k}={v}" for k, v in env.items())]
     return flags, env, said
 

@@ -90,7 +90,6 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     rendered = layer_dockerfile(matrix)
     dockerfile = steps.current_dockerfile(rendered)
     engine = eng.for_task(engine_kind, client, site.dry)
-    cell = matrix.aliased(cell)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     build_args = {"RUNTIME_IMAGE": base}
     content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})

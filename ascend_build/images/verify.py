@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from .. import engine as eng
 from ..errors import UserError
-from ..matrix import Matrix, stack_flag
+from ..matrix import Matrix
 from . import build as runtime_build
 from . import imagediff, sbom, steps
 from .kinds import label
@@ -107,7 +107,7 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
     rec = recorded(engine, image)
     if rec.epoch is None:
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
-                        f"so no rebuild can match it. Build it with `invoke build {stack_flag(rec.stack)} --os {rec.os} "
+                        f"so no rebuild can match it. Build it with `invoke build {matrix.stack(rec.stack).flag} --os {rec.os} "
                         f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
     cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb)
     repo = repository(engine, image, rec.platform)

@@ -206,10 +206,11 @@ def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, 
 
 
 def _torch_npu_on_index(matrix: Matrix, stack: Stack) -> bool:
-    if stack.framework != "torch":
+    """torch_npu comes from the index (else: a wheelhouse, checked against Huawei's sum)."""
+    if stack.torch is None:
         return True
-    rel = matrix.source.data.get("torch_npu_releases", {}).get(stack.torch_npu, {})
-    return stack.torch_npu_on_pypi and rel.get("pypi") is not False
+    rel = matrix.release_of(stack)
+    return stack.torch.npu_on_pypi and (rel is None or rel.on_pypi)
 
 
 def _compare(name: str, version: str, picked: list[tuple[str, str]], huawei: str) -> str:
@@ -251,16 +252,16 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
             raise UserError(f"{name}=={version}: {'the torch index ' + redact(only) if only else 'the index'} "
                             f"has no wheel for CPython {python} on {arch} (stack {stack.name}); the image would have "
                             f"to build it from source")
-        project = {"torch": "torch", "torch-npu": "torch_npu", "mindspore": "mindspore"}.get(name)
-        if project and sums.get(project):
+        project = next((p for p in sums if normalize(p) == normalize(name)), None)     # torch, torch_npu, mindspore
+        if project and sums[project]:
             notes.append(_compare(name, version, picked, sums[project]))
         entries[layer_of[name]].append(_entry(name, version, picked))
     if not _torch_npu_on_index(matrix, stack):
         # Not on the index: the wheel comes from a wheelhouse, checked against Huawei's sum.
         if not sums.get("torch_npu"):
-            raise UserError(f"torch_npu {stack.torch_npu} is not on the index and Huawei publishes no sha256 "
+            raise UserError(f"torch_npu {stack.package} is not on the index and Huawei publishes no sha256 "
                             f"for CPython {python} / {arch}: nothing to lock it to")
-        entries["torch_npu"].append(f"torch-npu=={stack.torch_npu} \\\n    --hash=sha256:{sums['torch_npu']}"
+        entries["torch_npu"].append(f"torch-npu=={stack.package} \\\n    --hash=sha256:{sums['torch_npu']}"
                                     "  # Huawei's sum; the wheel comes from --wheelhouse")
     digest = inputs_digest(matrix, stack, python, arch)
     return {layer: "\n".join([
@@ -314,7 +315,7 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
     for stack, python, arch in cells:
         where = folder(root, stack, python, arch)
         try:
-            old = read(root, stack, python, arch, matrix.stacks[stack].layers)
+            old = read(root, matrix.stacks[stack], python, arch)
         except UserError:
             old = None
         prefer = None if upgrade or old is None else pinned_versions(old.files)

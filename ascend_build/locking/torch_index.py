@@ -59,7 +59,7 @@ def test_only(environ: Mapping[str, str] | None = None) -> bool:
 def source(stack: Stack, arch: str, mirror: str | None = None, environ: Mapping[str, str] | None = None) -> TorchSource:
     """Where `stack`'s torch comes from on `arch`: the site's mirror (--torch-index-url) of the
     index the stack names, else that index; a stack that names none takes the site's index."""
-    named = stack.torch_index.get(arch) if stack.framework == "torch" else None
+    named = stack.torch.index.get(arch) if stack.torch else None
     if named is None:
         return TorchSource(None, None)
     if test_only(environ):

@@ -1,29 +1,25 @@
-"""The matrix and its sources: matrix.yaml read, checked and resolved into cells
-(model), its schema and YAML loading with lines, the views of it (report), and the
-import of Huawei's release data into it (upstream)."""
-from .model import (
-                    ARCHES,
-                    MINOR,
-                    PLATFORM_ARCH,
-                    SHA256,
-                    VERSION,
-                    Builder,
-                    BuilderCell,
-                    CannFile,
-                    CannRelease,
-                    Cell,
-                    ImageSpec,
-                    Matrix,
-                    OSBase,
-                    PythonSource,
-                    Stack,
-                    expected_kernels,
-                    expected_toolkit,
-                    load_matrix,
-                    load_text,
-                    stack_flag,
+"""The matrix and its sources: matrix.yaml (what people decide) and imported.yaml (what
+`invoke update` imports) read (load), shaped (schema, checker), typed (records, frameworks,
+eras), resolved into cells (model), checked as a whole (semantics); its views (report) and
+the import itself (upstream)."""
+from .eras import expected_kernels, expected_toolkit
+from .frameworks import FRAMEWORKS, Framework
+from .load import load_matrix, load_text
+from .model import Matrix
+from .records import (
+    Builder,
+    BuilderCell,
+    CannFile,
+    CannRelease,
+    Cell,
+    ImageSpec,
+    OSBase,
+    PackageRelease,
+    PythonSource,
+    Stack,
+    TorchParts,
 )
 
-__all__ = ["ARCHES", "MINOR", "PLATFORM_ARCH", "SHA256", "VERSION", "Builder", "BuilderCell", "CannFile",
-           "CannRelease", "Cell", "ImageSpec", "Matrix", "OSBase", "PythonSource", "Stack", "expected_kernels",
-           "expected_toolkit", "load_matrix", "load_text", "stack_flag"]
+__all__ = ["FRAMEWORKS", "Builder", "BuilderCell", "CannFile", "CannRelease", "Cell", "Framework", "ImageSpec",
+           "Matrix", "OSBase", "PackageRelease", "PythonSource", "Stack", "TorchParts", "expected_kernels",
+           "expected_toolkit", "load_matrix", "load_text"]

@@ -95,3 +95,16 @@ def era_of(version: str) -> Era:
     if (major, minor) >= (8, 5):
         return ERAS["8.5"]
     return ERAS["arch"]
+
+
+def cann_series(version: str) -> str:
+    """8.5.0 -> 8.5: what Huawei's compatibility grid and torch_atb's floor are keyed by."""
+    return ".".join(version.split(".")[:2])
+
+
+def expected_toolkit(version: str, arch: str) -> str:
+    return f"Ascend-cann-toolkit_{version}_linux-{arch}.run"
+
+
+def expected_kernels(version: str, chip: str, arch: str) -> str:
+    return era_of(version).kernels_file.format(chip=chip, v=version, arch=arch)

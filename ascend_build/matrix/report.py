@@ -5,7 +5,9 @@ from typing import Callable, Mapping
 
 from packaging.utils import canonicalize_name
 
-from .model import Cell, Matrix, Stack
+from .frameworks import MINDSPORE, TORCH
+from .model import Matrix
+from .records import Cell, Stack
 
 
 def cell_row(cell: Cell) -> dict[str, str]:
@@ -16,11 +18,11 @@ def cell_row(cell: Cell) -> dict[str, str]:
         "image": cell.name + (f" (alias {cell.alias})" if cell.alias else ""),
         "platform": cell.platform,
         "python": py,
-        "framework": cell.stack.title + ("" if cell.stack.torch_npu_on_pypi else " (wheelhouse)"),
+        "framework": cell.stack.title + ("" if not cell.stack.torch or cell.stack.torch.npu_on_pypi else " (wheelhouse)"),
         "CANN (driver)": f"{cell.cann.version}{'+NNAL' if cell.nnal else ''} ({cell.cann.driver or 'none named'})",
         "pairing": cell.pairing,
         "sha256 pinned": pins,
-        "apex": "absent (no Ascend apex wheel)" if cell.stack.framework == "torch" else "-",
+        "apex": "absent (no Ascend apex wheel)" if "apex" in cell.stack.framework.builds else "-",
     }
 
 
@@ -66,7 +68,7 @@ def stacks_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
 def _pythons(matrix: Matrix, st) -> str:
     """The range, and the Python an image on the default OS gets (its distro's when it fits);
     for a line the default OS cannot carry (below NNAL's glibc floor), on the first OS that can."""
-    os = matrix.os[matrix.defaults["os"]]
+    os = matrix.os[matrix.defaults.os]
     if not matrix.allows(st, os):
         os = next((o for o in matrix.os.values() if matrix.allows(st, o) and o.python in st.pythons()),
                   next((o for o in matrix.os.values() if matrix.allows(st, o)), os))
@@ -78,23 +80,24 @@ def _pythons(matrix: Matrix, st) -> str:
 def _toolchain(matrix: Matrix, st) -> str:
     """The stack's gcc, its builder, and the other flavors that serve it (its gcc, one of its
     Pythons, its CANN era)."""
-    if st.framework != "torch":
+    if st.torch is None:
         return "none (release wheel only)"
-    if not st.builder:
-        return f"gcc {st.gcc}, no builder flavor (release wheel only)"
-    others = [n for n, b in matrix.builders.items() if n != st.builder and b.serves(st)]
-    return f"gcc {st.gcc}, builder {st.builder}" + (f" (also: {', '.join(others)})" if others else "")
+    if not st.torch.builder:
+        return f"gcc {st.torch.gcc}, no builder flavor (release wheel only)"
+    others = [n for n, b in matrix.builders.items() if n != st.torch.builder and b.serves(st)]
+    return f"gcc {st.torch.gcc}, builder {st.torch.builder}" + (f" (also: {', '.join(others)})" if others else "")
 
 
 def _companions(st: Stack, pins_of: PinsOf | None) -> str:
     """Each companion at the version its lock resolved, where the caller read the locks."""
-    if not st.companions:
+    companions = st.torch.companions if st.torch else ()
+    if not companions:
         return "-"
     if pins_of is None:
-        return ", ".join(st.companions)
+        return ", ".join(companions)
     pins = pins_of(st)
     return ", ".join(f"{c} {pins[canonicalize_name(c)]}" if canonicalize_name(c) in pins else f"{c} (no lock)"
-                     for c in st.companions)
+                     for c in companions)
 
 
 def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
@@ -116,26 +119,22 @@ def _unpaired(matrix: Matrix) -> str:
     """torch_npu releases with no CANN pairing, split into those older than the data the
     import reads (a bare release before the first post of its line) and the rest."""
     from packaging.version import Version
-    releases = matrix.source.data["torch_npu_releases"]
-    unpaired = [r for r, v in releases.items() if not v["cann"]]
+    releases = matrix.releases[TORCH.name]
+    unpaired = [r for r, v in releases.items() if not v.cann]
     first: dict[str, str] = {}
     for r, v in releases.items():
-        if v["cann"]:
+        if v.cann:
             base = Version(r).base_version
             first[base] = min(first.get(base, r), r, key=Version)
     older = [r for r in unpaired if Version(r).base_version in first and Version(r) < Version(first[Version(r).base_version])]
     newer = [r for r in unpaired if r not in older]
-    grid = matrix.source.data.get("torchnpu_compatible") or {}
-
-    def series(r: str) -> str:
-        return ".".join(str(releases[r].get("torchnpu") or "").split(".")[:2])
-    compatible = [r for r in newer if grid.get(series(r))]
+    compatible = [r for r in newer if matrix.compatible.get(releases[r].series)]
     refused = [r for r in newer if r not in compatible]
     text = ""
     if compatible:
         text += ("\n\ntorch_npu published for no CANN, compatible by Huawei's grid (a stack may take them on a CANN "
-                 "the grid names): " + ", ".join(f"{r} (TorchNPU {releases[r]['torchnpu']}: CANN "
-                                                 f"{', '.join(str(x) + '.x' for x in grid[series(r)])})"
+                 "the grid names): " + ", ".join(f"{r} (TorchNPU {releases[r].torchnpu}: CANN "
+                                                 f"{', '.join(x + '.x' for x in matrix.compatible[releases[r].series])})"
                                                  for r in compatible))
     if refused:
         text += ("\n\ntorch_npu on PyPI with no CANN pairing and no compatibility grid (unpaired: a stack on them "
@@ -152,29 +151,27 @@ def mindspore_rows(matrix: Matrix) -> list[dict[str, str]]:
     wheels are published for."""
     from packaging.version import Version
     rows = []
-    for name, rel in (matrix.source.data.get("mindspore_releases") or {}).items():
-        if not rel["cann"]:
+    for name, rel in matrix.releases[MINDSPORE.name].items():
+        if not rel.cann:
             continue
-        cann = matrix.cann.get(str(rel["cann"][0]))
+        cann = matrix.cann.get(rel.cann[0])
         pythons: dict[str, list[str]] = {}
-        for tag in rel.get("wheels") or {}:
+        for tag in rel.wheels:
             py, arch = tag.split("-", 1)
             pythons.setdefault(arch, []).append(f"3.{py[3:]}")
-        on_pypi = rel.get("pypi") is not False
-        stack = f"`--mindspore {name}`" if f"mindspore{name}" in matrix.stacks else "- (no stack)"
-        rows.append({"mindspore": name, "stack": stack, "CANN": str(rel["cann"][0]) + ("" if cann else " (not in cann:)"),
+        stack = f"`{MINDSPORE.flag} {name}`" if MINDSPORE.stack_name(name) in matrix.stacks else "- (no stack)"
+        rows.append({"mindspore": name, "stack": stack, "CANN": rel.cann[0] + ("" if cann else " (not in cann:)"),
                      "driver (runs on)": (f"{cann.driver or 'none named'}"
                                           + (f" ({', '.join(cann.runs_on)})" if cann.runs_on else "")) if cann else "-",
                      "Python (Huawei's wheels)": "; ".join(
                          f"{arch} {min(p, key=Version)}-{max(p, key=Version)}" for arch, p in sorted(pythons.items())),
-                     "PyPI": "yes" if on_pypi else "no (Huawei's mirror)"})
+                     "PyPI": "yes" if rel.on_pypi else "no (Huawei's mirror)"})
     return rows
 
 
 def mindspore_unpaired(matrix: Matrix) -> list[str]:
     """PyPI's mindspore releases that no data pairs with a CANN release."""
-    releases = matrix.source.data.get("mindspore_releases") or {}
-    return [n for n, r in releases.items() if not r["cann"] and r.get("pypi") is not False]
+    return [n for n, r in matrix.releases[MINDSPORE.name].items() if not r.cann and r.on_pypi]
 
 
 def mindspore_table(matrix: Matrix) -> str:

@@ -1,129 +1,215 @@
-"""A small declarative checker for YAML data. Each check reports problems that name the
-key path, the bad value and what would be accepted; checking goes on after a problem,
-so one run shows them all."""
+"""The shapes of the matrix's two files: matrix.yaml, written by people (what they decide:
+OSes, stacks, builders, images, pins, hand-recorded facts with their sources), and
+imported.yaml, written by `invoke update` (Huawei's and Ascend's published facts, each
+with its source). Checked key by key, every problem named with its file and line; what
+the shapes cannot see is in semantics.py."""
 from __future__ import annotations
 
-import difflib
-import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from ..platforms import ARCHES, PLATFORMS
+from . import checker as s
 
-from ..errors import Problem
-from .yamlsource import KeyPath, Located
-
-Check = Callable[["Checker", Any, KeyPath], None]
-
-
-@dataclass
-class Checker:
-    source: Located
-    problems: list[Problem] = field(default_factory=list)
-
-    def fail(self, path: KeyPath, message: str) -> None:
-        self.problems.append(self.source.problem(path, message))
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+VERSION = r"[0-9][0-9A-Za-z.+-]*"
+MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
+DRIVER = r"[0-9]{2}\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?"
+RUNS_ON = r"[0-9]{2}\.[0-9]+(\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?)?"
+SHA256 = r"[0-9a-f]{64}"
+RUN_AS = r"root|[0-9]{1,9}:[0-9]{1,9}"
+MINDSPORE_RELEASE = r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*"
+# Companions a stack may carry: PyTorch's own domain libraries, whose wheels pin the torch
+# release they were built for. DeepSpeed is not one: PyPI has only its source, which
+# compiles against torch at install time (a user layer can carry it).
+COMPANIONS = ("torchvision", "torchaudio")
+# The sections imported.yaml holds; every other one is matrix.yaml's.
+IMPORTED_KEYS = frozenset({"read", "cann", "torchnpu_compatible", "torch_npu_releases", "mindspore_releases",
+                           "torch_npu_tags"})
 
 
-def string(pattern: str | None = None, hint: str = "") -> Check:
-    regex = re.compile(pattern) if pattern else None
-
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            # YAML reads 3.10 as the float 3.1: the classic version trap.
-            c.fail(path, f"got the number {value!r}; YAML reads unquoted digits as a number; quote it: \"{value}\"")
-        elif not isinstance(value, str):
-            c.fail(path, f"got {_show(value)}; expected a string{hint and ' (' + hint + ')'}")
-        elif regex and not regex.fullmatch(value):
-            c.fail(path, f"got {value!r}; expected {hint or 'a match of ' + regex.pattern}")
-    return check
+def _sha(hint: str = "64 lowercase hex digits") -> s.Check:
+    return s.string(SHA256, hint)
 
 
-def specifier(c: Checker, value: Any, path: KeyPath) -> None:
-    """A pip version specifier such as "==3.20.3" or "<2"."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    string()(c, value, path)
-    if isinstance(value, str):
-        try:
-            SpecifierSet(value)
-        except InvalidSpecifier:
-            c.fail(path, f"got {value!r}; expected a pip version specifier like \"==3.20.3\" or \"<2\"")
+def _run_entry() -> s.Check:
+    """A file recorded by hand: its name and the .run's sha256 (null until pinned)."""
+    return s.record({"file": s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name"),
+                     "sha256": s.optional(_sha("64 lowercase hex digits, or null"))})
 
 
-def integer(minimum: int, maximum: int) -> Check:
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
-            c.fail(path, f"got {_show(value)}; expected a whole number from {minimum} to {maximum}")
-    return check
+def _imported_entry() -> s.Check:
+    """A file as the import names it: the .run, and Huawei's sum of the .zip around it where published."""
+    return s.record({"file": s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name")}, {"zip_sha256": _sha()})
 
 
-def boolean(c: Checker, value: Any, path: KeyPath) -> None:
-    if not isinstance(value, bool):
-        c.fail(path, f"got {_show(value)}; expected true or false")
+def _per_arch(item: s.Check) -> s.Check:
+    return s.record({arch: item for arch in ARCHES})
 
 
-def one_of(*choices: str) -> Check:
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if value not in choices:
-            c.fail(path, f"got {_show(value)}; expected one of: {', '.join(choices)}")
-    return check
+def _pythons() -> s.Check:
+    return s.record({"min": s.string(MINOR, "like \"3.8\""), "max": s.string(MINOR, "like \"3.11\""),
+                     "default": s.string(MINOR, "like \"3.9\"")})
 
 
-def optional(inner: Check) -> Check:
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if value is not None:
-            inner(c, value, path)
-    return check
+def _pins() -> s.Check:
+    return s.map_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name"), s.specifier, non_empty=False)
 
 
-def list_of(item: Check, non_empty: bool = True) -> Check:
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if not isinstance(value, list):
-            c.fail(path, f"got {_show(value)}; expected a list")
-            return
-        if non_empty and not value:
-            c.fail(path, "got an empty list; expected at least one entry")
-        for index, entry in enumerate(value):
-            item(c, entry, path + (index,))
-    return check
+def _doc() -> s.Check:
+    return s.record({"url": s.string(r"https?://\S+", "a URL"), "file": s.string(r"[A-Za-z0-9._-]+", "a file name")})
 
 
-def map_of(key: Check, value_check: Check, non_empty: bool = True) -> Check:
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if not isinstance(value, dict):
-            c.fail(path, f"got {_show(value)}; expected a mapping")
-            return
-        if non_empty and not value:
-            c.fail(path, "got an empty mapping; expected at least one entry")
-        for k, v in value.items():
-            before = len(c.problems)
-            key(c, k, path + (k,))
-            if len(c.problems) == before:
-                value_check(c, v, path + (k,))
-    return check
+_OS = s.map_of(s.string(r"[a-z0-9.]+", "lowercase name like ubuntu22.04"), s.record({
+    "image": s.string(r"\S+", "an image reference"),
+    "family": s.one_of("apt", "dnf"),
+    "python": s.string(MINOR, "a python minor version like \"3.10\""),
+}, {"debootstrap": s.string(r"[a-z]+", "a Debian suite like bookworm"),
+    "glibc": s.string(r"2\.[0-9]+", "a glibc version like \"2.35\"")}))
+
+_PYTHONS = s.map_of(s.string(MINOR, "a python minor version like \"3.10\""), s.record({
+    "version": s.string(r"3\.[0-9]+\.[0-9]+", "a full CPython version like 3.9.2"),
+    "urls": s.list_of(s.string(r"(https?|file)://\S+", "a URL")),
+    "sha256": s.optional(_sha("64 lowercase hex digits, or null")),
+}))
+
+_STACKS = s.map_of(s.string(VERSION, "a torch version like \"2.1.0\""), s.record({
+    "torch": s.string(VERSION),
+    "torch_npu": s.string(VERSION),
+    "cann": s.string(),
+    "python": _pythons(),
+    "gcc": s.integer(4, 20),
+    "pins": _pins(),
+}, {
+    "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://\S+", "an index URL"), non_empty=False),
+    "torch_npu_on_pypi": s.boolean,
+    "builder": s.string(),
+    "companions": s.list_of(s.one_of(*COMPANIONS), non_empty=False),
+    "nnal": s.boolean,
+    "torch_atb": s.boolean,
+    "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean),
+}))
+
+_MINDSPORE_STACKS = s.map_of(s.string(MINDSPORE_RELEASE, "a MindSpore release like 2.9.0"), s.record({
+    "cann": s.string(), "python": _pythons(), "pins": _pins(),
+}, {"nnal": s.boolean, "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean)}))
+
+_BUILDERS = s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
+    "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
+    "family": s.one_of("manylinux", "apt"),
+    "gcc": s.list_of(s.integer(4, 20)),
+    "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
+    "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
+}, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}"),
+    "cann_from": s.string(VERSION, "a CANN version like 9.0.1"),
+    "cross": s.string(r"\S+", "a Debian image with g++-N-aarch64-linux-gnu for the flavor's gccs"),
+    "wheel_plat": s.string(r"manylinux_2_[0-9]+", "the wheels' platform tag, like manylinux_2_31")}))
+
+_SOURCES = s.record({
+    "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
+    "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")},
+                     {"nvidia": s.record({"repo": s.string(r"\S+", "a git URL"),
+                                          "ref": s.string(r"[0-9a-f]{40}", "a 40-digit commit")})}),
+})
+
+_IMAGES = s.list_of(s.record({
+    "stack": s.string(),
+    "os": s.list_of(s.string()),
+    "platforms": s.list_of(s.one_of(*PLATFORMS)),
+}, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag"),
+    "layers": s.list_of(s.record({"requirements": s.string(r"\S+", "a requirements file, relative to matrix.yaml")},
+                                 {"name": s.string(r"[a-z0-9][a-z0-9_.-]{0,39}", "a lowercase tag part")}))}))
+
+_UPSTREAM = s.record({
+    "imported": s.string(r"[A-Za-z0-9._/-]+\.yaml", "the imported facts' file beside matrix.yaml, like imported.yaml"),
+    "deployer": s.list_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a release like \"26.0.0\"")),
+}, {"choices": s.map_of(s.string(), s.record({"take": s.string(), "why": s.string()}), non_empty=False),
+    "docs": s.record({}, {
+        "compatibility": _doc(), "tags": _doc(),
+        "torch_npu_notes": s.map_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release"), _doc()),
+        "cann_notes": s.map_of(s.string(VERSION, "a CANN release"), _doc())})})
+
+MATRIX = s.record({
+    "schema": s.integer(1, 1),
+    "defaults": s.record({"torch": s.string(), "os": s.string(), "chip": s.string(), "platform": s.one_of(*PLATFORMS)},
+                         {"run_as": s.string(RUN_AS, "root, or UID:GID like 1000:1000")}),
+    "os": _OS,
+    "pythons": _PYTHONS,
+    "upstream": _UPSTREAM,
+    "cann_python_deps": s.list_of(s.string(r"[A-Za-z0-9_.-]+", "a PyPI name")),
+    "stacks": _STACKS,
+    "builders": _BUILDERS,
+    "sources": _SOURCES,
+    "images": _IMAGES,
+}, {
+    # CANN's numpy limits, per release (hand-written, with their source).
+    "cann_numpy": s.map_of(s.string(VERSION, "a CANN version"), s.specifier),
+    # The sha256 of imported files' .run installers a site pinned (`invoke pin`): its own fact.
+    "cann_pins": s.map_of(s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name"), _sha(), non_empty=False),
+    # Kernels of chips no import lists (310B, 950), per CANN release, each with its source.
+    "cann_chips": s.map_of(s.string(VERSION, "a CANN version"), s.record({
+        "source": s.string(),
+        "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 310b"), s.map_of(s.one_of(*ARCHES), _run_entry())),
+    })),
+    # NNAL of the releases no import lists it for, each with its source.
+    "cann_nnal": s.map_of(s.string(VERSION, "a CANN version"), s.record({
+        "source": s.string(), "nnal": s.map_of(s.one_of(*ARCHES), _run_entry())})),
+    "nnal_sip_from": s.string(VERSION, "a CANN version like 8.3.RC1"),
+    "chip_support": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 950"), s.record({
+        "torchnpu_from": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0"),
+        "source": s.string()})),
+    # How a torch_npu source build runs offline (hand-written, with its source).
+    "torch_npu_build": s.record({
+        "source": s.string(),
+        "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag like --disable_rpc"), non_empty=False),
+        "env": s.map_of(s.string(r"[A-Z_]+", "an environment variable"), s.string(), non_empty=False),
+        "submodules": s.list_of(s.string(r"third_party/\S+", "a submodule path like third_party/op-plugin")),
+    }),
+    "torch_npu_branches": s.map_of(s.string(VERSION, "a torch_npu version"),
+                                   s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
+    # torch_atb (NNAL's Python plugin): its Pythons and its glibc floor per CANN series.
+    "torch_atb": s.record({"source": s.string(), "pythons": s.list_of(s.string(MINOR, "like \"3.10\"")),
+                           "glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
+                                             s.string(r"2\.[0-9]+", "a glibc version like \"2.38\""))}),
+    "mindspore_stacks": _MINDSPORE_STACKS,
+})
+
+_WHEEL_TAG = s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64")
 
 
-def record(required: dict[str, Check], optional_fields: dict[str, Check] | None = None) -> Check:
-    """A mapping with known keys; unknown keys are refused with a suggestion."""
-    optional_fields = optional_fields or {}
-    known = {**required, **optional_fields}
+def _releases(key: s.Check, wheel: s.Check, pythons_arch: s.Check, extra: dict[str, s.Check]) -> s.Check:
+    return s.map_of(key, s.record({"cann": s.list_of(s.string(VERSION, "a CANN version"), non_empty=False)}, {
+        "source": s.string(), "pypi": s.boolean,
+        "pypi_pythons": s.map_of(pythons_arch, s.list_of(s.string(MINOR, "like \"3.10\""))),
+        "wheels_source": s.string(),
+        "wheels": s.map_of(_WHEEL_TAG, s.map_of(wheel, _sha("64 hex digits"))), **extra}))
 
-    def check(c: Checker, value: Any, path: KeyPath) -> None:
-        if not isinstance(value, dict):
-            c.fail(path, f"got {_show(value)}; expected a mapping with keys: {', '.join(known)}")
-            return
-        for k in value:
-            if k not in known:
-                close = difflib.get_close_matches(str(k), list(known), n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                c.fail(path + (k,), f"unknown key {k!r}; {hint}accepted keys: {', '.join(known)}")
-        for k in required:
-            if k not in value:
-                c.fail(path, f"missing key {k!r}")
-        for k, sub in known.items():
-            if k in value:
-                sub(c, value[k], path + (k,))
-    return check
+
+IMPORTED = s.record({
+    "cann": s.map_of(s.string(VERSION, "a CANN version like 8.0.RC3"), s.record({
+        "source": s.string(),
+        "url": s.string(r"https?://\S+/", "a base URL ending in /"),
+        "driver": s.optional(s.string(DRIVER, "an NPU driver version like 24.1.RC3, or null")),
+        "toolkit": _per_arch(_imported_entry()),
+        "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 910b"), _per_arch(_imported_entry())),
+    }, {"nnal": _per_arch(_imported_entry()),
+        "runs_on": s.list_of(s.string(RUNS_ON, "a driver like 26.0.RC1, or a series like 25.2")),
+        "runs_on_source": s.string()})),
+    "torch_npu_releases": _releases(s.string(VERSION, "a torch_npu version"), s.one_of("torch", "torch_npu"),
+                                    s.one_of(*ARCHES), {
+        "branch": s.string(r"v\S+", "a release tag or branch like v6.0.rc3-pytorch2.1.0"),
+        "torchnpu": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0")}),
+}, {
+    "read": s.record({"deployer": s.list_of(s.record({"version": s.string(), "wheel_sha256": s.optional(_sha())}),
+                                            non_empty=False),
+                      "docs": s.list_of(s.string(), non_empty=False)}),
+    "torchnpu_compatible": s.record({"source": s.string(), "series": s.map_of(
+        s.string(r"[0-9]+\.[0-9]+", "a TorchNPU series like \"26.1\""),
+        s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\"")))}),
+    "mindspore_releases": _releases(s.string(MINDSPORE_RELEASE, "a MindSpore release like 2.9.0"),
+                                    s.one_of("mindspore"), s.one_of(*ARCHES, "any"), {}),
+    "torch_npu_tags": s.record({"source": s.string(), "tags": s.map_of(
+        s.string(VERSION, "a torch_npu version"), s.record({
+            "tag": s.string(r"v\S+", "a release tag like v6.0.rc3-pytorch2.1.0"),
+            "commit": s.string(r"[0-9a-f]{40}", "a 40-digit commit"),
+            "submodules": s.map_of(s.string(r"third_party/\S+", "a submodule path"),
+                                   s.string(r"[0-9a-f]{40}", "a 40-digit commit"), non_empty=False),
+            "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag"), non_empty=False),
+        }), non_empty=False)}),
+})

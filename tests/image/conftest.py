@@ -23,7 +23,7 @@ def cell(pytestconfig, labels) -> Cell:
 @pytest.fixture(scope="session")
 def torch_cell(cell) -> Cell:
     """The cell, for a check of torch and torch_npu: a MindSpore image has neither."""
-    if cell.stack.framework != "torch":
+    if cell.stack.framework.name != "torch":
         pytest.skip(f"a torch check; this image is {cell.stack.title}")
     return cell
 
@@ -31,7 +31,7 @@ def torch_cell(cell) -> Cell:
 @pytest.fixture(scope="session")
 def mindspore_cell(cell) -> Cell:
     """The cell, for a check of MindSpore (tests/image/test_mindspore.py)."""
-    if cell.stack.framework != "mindspore":
+    if cell.stack.framework.name != "mindspore":
         pytest.skip(f"a MindSpore check; this image is {cell.stack.title}")
     return cell
 

@@ -18,7 +18,7 @@ CPU_PRODUCT = ("import json, numpy as np, mindspore as ms; ms.set_device('CPU');
 
 
 def test_mindspore_is_the_matrix_release(host, mindspore_cell):
-    assert _installed(host)["mindspore"] == mindspore_cell.stack.mindspore
+    assert _installed(host)["mindspore"] == mindspore_cell.stack.release
 
 
 def test_a_plain_docker_run_imports_mindspore_and_computes_on_the_cpu(docker_run, mindspore_cell):
@@ -27,7 +27,7 @@ def test_a_plain_docker_run_imports_mindspore_and_computes_on_the_cpu(docker_run
     result = docker_run("python", "-c", CPU_PRODUCT)
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    assert found["version"] == mindspore_cell.stack.mindspore
+    assert found["version"] == mindspore_cell.stack.release
     assert found["product"] == [[7.0, 10.0], [15.0, 22.0]]
 
 
@@ -70,7 +70,9 @@ def test_msrun_takes_every_option_the_launchers_pass(docker_run, mindspore_cell)
     """`invoke run`/`invoke job` start msrun with these options (cluster/launch.py, and the
     same in the Kubernetes launch script): the image's own msrun must know each of them."""
     from ascend_build.cluster.launch import Launch
-    argv = Launch(("train.py",), ("node-a", "node-b"), 8, rank_table=Path("hccl.json"), framework="mindspore").msrun(1)
+    argv = Launch(("train.py",), ("node-a", "node-b"), 8, rank_table=Path("hccl.json"),
+                  framework=mindspore_cell.stack.framework).argv(1)
+    assert argv[0] == "msrun"
     options = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
     assert {"--worker_num", "--rank_table_file", "--join", "--cluster_time_out"} <= options
     result = docker_run("msrun", "--help")

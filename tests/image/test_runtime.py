@@ -213,8 +213,8 @@ def test_package_manifest_is_in_the_image(host, cell):
     assert f"version={cell.cann.version}" in text and f"arch={cell.arch}" in text
     assert "# pip freeze" in text
     lines = text.splitlines()
-    if cell.stack.framework == "mindspore":
-        assert f"mindspore=={cell.stack.mindspore}" in lines
+    if cell.stack.torch is None:          # MindSpore: its release, the wheel the lock names
+        assert f"{cell.stack.framework.package}=={cell.stack.package}" in lines
         return
     assert any(line.lower().startswith(("torch_npu==", "torch-npu==", "torch_npu @", "torch-npu @")) for line in lines)
     assert any(line.startswith("torch==") for line in lines)
@@ -362,7 +362,7 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
         entry = libraries.get(f"pypi:{name}")
         assert entry and entry["version"] == pin.version, name
         assert [h["content"] for h in entry.get("hashes", [])][:1] and entry["hashes"][0]["content"] in pin.hashes, name
-    framework = {"torch": {"pypi:torch", "pypi:torch-npu"}, "mindspore": {"pypi:mindspore"}}[cell.stack.framework]
+    framework = {"torch": {"pypi:torch", "pypi:torch-npu"}, "mindspore": {"pypi:mindspore"}}[cell.stack.framework.name]
     assert framework <= set(libraries)
     os_packages = [r for r in libraries if r.startswith(("deb:", "rpm:"))]
     assert len(os_packages) > 50 and ("deb:bash" in os_packages or "rpm:bash" in os_packages)
@@ -370,12 +370,12 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
 
 def test_labels_describe_the_contents(labels, cell):
     assert labels[f"{LABEL_PREFIX}.cann"] == cell.cann.version
-    if cell.stack.framework == "mindspore":
-        assert labels[f"{LABEL_PREFIX}.mindspore"] == cell.stack.mindspore
+    assert labels[f"{LABEL_PREFIX}.{cell.stack.framework.release_label}"] == cell.stack.release
+    if cell.stack.torch is None:
         assert f"{LABEL_PREFIX}.torch" not in labels
     else:
-        assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch
-        assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.torch_npu
+        assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch.version
+        assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.package
     assert labels["org.opencontainers.image.version"] == cell.name
 
 

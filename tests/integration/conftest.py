@@ -18,7 +18,7 @@ import pytest
 
 from ascend_build.hashing import sha256_of
 from ascend_build.images.baseimage import debian_base
-from tests.conftest import in_ci, link_locks, once
+from tests.conftest import committed_imported_text, copy_matrix, in_ci, link_locks, once
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
@@ -89,8 +89,7 @@ def packages(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def pinned_matrix(tmp_path_factory, packages) -> Path:
     """A copy of matrix.yaml with the doubles pinned by `invoke pin`, as a user would."""
-    path = tmp_path_factory.mktemp("matrix") / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", path)
+    path = copy_matrix(tmp_path_factory.mktemp("matrix"))
     link_locks(path)
     out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages", str(packages)],
                          cwd=ROOT, capture_output=True, text=True)
@@ -166,20 +165,19 @@ def zipped_packages(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def matrix_900(tmp_path_factory, zipped_packages) -> Path:
-    """matrix.yaml with the doubles' .zip sums in place of Huawei's, as `zip_sha256`, and
-    the NNAL double's sum pinned, as `invoke pin` would on first use."""
-    text = (ROOT / "matrix.yaml").read_text()
+    """The imported facts with the doubles' .zip sums in place of Huawei's, as `zip_sha256`,
+    and matrix.yaml with the NNAL double's sum pinned, as `invoke pin` would on first use."""
+    imported = committed_imported_text()
     for archive in zipped_packages.glob("*.zip"):
         run = archive.name[:-4] + ".run"
-        text, count = re.subn(rf"(\{{file: {re.escape(run)}, sha256: null, zip_sha256: )[0-9a-f]{{64}}",
-                              rf"\g<1>{sha256_of(archive)}", text)
+        imported, count = re.subn(rf"(\{{file: {re.escape(run)}, zip_sha256: )[0-9a-f]{{64}}",
+                                  rf"\g<1>{sha256_of(archive)}", imported)
         assert count == 1, run
+    text = (ROOT / "matrix.yaml").read_text()
     for run in zipped_packages.glob("*.run"):
         text, count = re.subn(rf"(\{{file: {re.escape(run.name)}, sha256: )null", rf"\g<1>{sha256_of(run)}", text)
         assert count == 1, run.name
-    path = tmp_path_factory.mktemp("matrix-900") / "matrix.yaml"
-    path.write_text(text)
-    return link_locks(path)
+    return link_locks(copy_matrix(tmp_path_factory.mktemp("matrix-900"), text, imported))
 
 
 @pytest.fixture(scope="session")

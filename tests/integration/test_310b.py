@@ -8,7 +8,6 @@ run on a stand-in board (tests/doubles/host_roots.make_board) and a stand-in ser
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.matrix import load_matrix
-from tests.conftest import link_locks
+from tests.conftest import copy_matrix, link_locks
 from tests.doubles.cann_double import make_run
 from tests.doubles.host_roots import make_board, make_host
 from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
@@ -36,8 +35,7 @@ def board_packages(tmp_path_factory) -> Path:
 def matrix_310b(tmp_path_factory, board_packages) -> Path:
     """The committed matrix with the 310b kernels (a hand-recorded entry) and the 8.0.0
     toolkit pinned by `invoke pin`."""
-    path = tmp_path_factory.mktemp("matrix-310b") / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", path)
+    path = copy_matrix(tmp_path_factory.mktemp("matrix-310b"))
     link_locks(path)
     out = subprocess.run([sys.executable, "-m", "invoke", "pin", "--matrix", str(path), "--packages",
                           str(board_packages)], cwd=ROOT, capture_output=True, text=True)

@@ -28,6 +28,7 @@ def test_one_failing_cell_does_not_stop_the_others(engine, built, packages, pinn
     text = pinned_matrix.read_text()
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(text[:text.index("\nimages:\n") + 1] + IMAGES)
+    (tmp_path / "imported.yaml").write_text((pinned_matrix.parent / "imported.yaml").read_text())
     link_locks(matrix)
     # The main image's repository and the host network, as its build: the Debian cell is the
     # tested image with the same inputs, taken as it is.

@@ -20,6 +20,7 @@ import pytest
 
 from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from ascend_build.matrix import load_matrix
+from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
 from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, image_exists
 
@@ -44,8 +45,7 @@ def packages_910(tmp_path_factory):
 def matrix_26(tmp_path_factory, packages_910):
     """A matrix copy (matrix.yaml as it is), the doubles pinned by `invoke pin`, and a lock
     made by `invoke lock` beside it (its own locks/ folder) under the test-only switch."""
-    path = tmp_path_factory.mktemp("matrix-26") / "matrix.yaml"
-    path.write_text((ROOT / "matrix.yaml").read_text())
+    path = copy_matrix(tmp_path_factory.mktemp("matrix-26"))
     pinned = invoke("pin", "--packages", str(packages_910), "--matrix", str(path))
     assert pinned.returncode == 0 and pinned.stdout.count("pinned ") == 3, pinned.stdout + pinned.stderr
     locked = invoke("lock", "--torch", "2.12.0", "--python", "3.13", "--platform", "linux/arm64", "--matrix", str(path),

@@ -37,7 +37,7 @@ def built_mindspore(engine, arm64_base, zipped_packages, matrix_900, tmp_path_fa
 def test_mindspore_2_9_builds_on_the_cann_9_double_and_passes_both_suites(engine, built_mindspore, matrix_900):
     out = built_mindspore
     cell = load_matrix(matrix_900).cell(**CELL)
-    assert cell.stack.framework == "mindspore" and cell.pairing == "published"
+    assert cell.stack.framework.name == "mindspore" and cell.pairing == "published"
     assert "python packages: locked by locks/mindspore2.9.0/py3.11-aarch64" in out.stdout, out.stdout[-3000:]
     # The image suite ran on the candidate: the CANN checks and the MindSpore ones passed
     # (the torch checks skip, saying why), before the tag.

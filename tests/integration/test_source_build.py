@@ -15,6 +15,7 @@ import pytest
 
 from ascend_build.images.wheel_arch import foreign_in_wheel
 from ascend_build.matrix.upstream import pytorch_git
+from tests.conftest import copy_matrix
 from tests.doubles import standin_repos as sr
 from tests.integration.conftest import BULLSEYE, CA, REPO, image_exists
 from tests.integration.conftest import invoke_cached as invoke
@@ -98,8 +99,9 @@ def test_the_emulated_build_compiles_under_qemu_and_makes_the_same_wheel(engine,
 
 def test_the_release_branch_and_a_missing_submodule_are_refused_before_compiling(builder, cache, tmp_path):
     repos = sr.make_repos(tmp_path / "up")
-    tags = tmp_path / "matrix.yaml"
-    tags.write_text(pytorch_git.update(Path(__file__).resolve().parents[2] / "matrix.yaml", str(repos.torch_npu))[0])
+    tags = copy_matrix(tmp_path / "m")
+    imported, _, text, _ = pytorch_git.update(tags, str(repos.torch_npu))
+    imported.write_text(text)
     branch = sr.checkout(repos, tmp_path / "branch", ref=sr.BRANCH)
     out = invoke(cache, "torch-npu", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(branch),
                  "--matrix", str(tags), *COMMON)

@@ -123,8 +123,8 @@ def test_explicit_ranges_are_checked(tmp_path):
 
 def test_torch_npu_is_told_the_mode_its_release_reads():
     stacks = load_matrix(ROOT / "matrix.yaml").stacks
-    mode = {name: b.torch_npu_binding(b.extension_release(st.torch_npu_branch), st.cann).mode
-            for name, st in stacks.items() if st.framework == "torch"}
+    mode = {name: b.torch_npu_binding(b.extension_release(st.torch.npu_branch), st.cann).mode
+            for name, st in stacks.items() if st.torch}
     assert mode["1.11.0"] == 0            # v1.11.0-6.0.rc1: before CPU_AFFINITY_CONF
     assert mode["2.1.0"] == 1             # v2.1.0-6.0.rc3: coarse only
     assert mode["2.1.0-cann8.0.0"] == 2   # v2.1.0-6.0.0: fine-grained

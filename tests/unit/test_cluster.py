@@ -18,6 +18,8 @@ from ascend_build.cluster import facts, k8s
 from ascend_build.cluster import ranktable as rt
 from ascend_build.cluster.launch import RANK_WRAPPER
 from ascend_build.errors import UserError
+from ascend_build.matrix import frameworks
+from ascend_build.matrix.frameworks import MINDSPORE
 from tests.doubles.cluster_hosts import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,7 +288,7 @@ def test_the_mindspore_launch_script_reads_the_operators_ms_variables(tmp_path):
     table_dir = tmp_path / "config"
     table_dir.mkdir()
     (table_dir / "hccl.json").write_text("{}")
-    script = k8s.launch_script(framework="mindspore").replace(k8s.RANK_TABLE_DIR, str(table_dir))
+    script = k8s.launch_script(framework=MINDSPORE).replace(k8s.RANK_TABLE_DIR, str(table_dir))
     operator = {**_stand_ins(tmp_path), "MS_SCHED_HOST": "10.0.0.5", "MS_SCHED_PORT": "2222", "MS_WORKER_NUM": "16",
                 "MS_LOCAL_WORKER": "8", "MS_NODE_RANK": "1"}
     out = subprocess.run(["bash", "-c", script, "ascend-launch", "train.py", "--lr", "0.1"], env=operator,
@@ -313,7 +315,7 @@ def test_a_mindspore_ascendjob_has_a_scheduler_without_npus_and_a_worker_per_ser
     import jsonschema
     import kubernetes_validate
     schema = json.loads((ROOT / "tests/data/k8s/ascendjob-v1.schema.json").read_text())
-    config, job = k8s.ascend_job("ms-2x8", IMAGE, 2, 8, ["train.py"], framework="mindspore")["items"]
+    config, job = k8s.ascend_job("ms-2x8", IMAGE, 2, 8, ["train.py"], framework=MINDSPORE)["items"]
     jsonschema.validate(job, schema)
     spec = job["spec"]
     assert job["metadata"]["labels"]["framework"] == "mindspore"
@@ -326,12 +328,14 @@ def test_a_mindspore_ascendjob_has_a_scheduler_without_npus_and_a_worker_per_ser
     assert worker["containers"][0]["resources"]["limits"] == {"huawei.com/Ascend910": 8, "cpu": 128, "memory": "512Gi"}
     assert "msrun" in worker["containers"][0]["command"][2]
     # The indexed Job for MindSpore: the same launch script, valid for Kubernetes.
-    service, indexed = k8s.indexed_job("ms", IMAGE, 2, 8, ["train.py"], framework="mindspore")["items"]
+    service, indexed = k8s.indexed_job("ms", IMAGE, 2, 8, ["train.py"], framework=MINDSPORE)["items"]
     for item in (service, indexed):
         kubernetes_validate.validate(item, "1.30", strict=True)
     assert "msrun" in indexed["spec"]["template"]["spec"]["containers"][0]["command"][2]
-    with pytest.raises(UserError, match="--framework jax: torch or mindspore"):
-        k8s.ascend_job("x", IMAGE, 2, 8, ["train.py"], framework="jax")
+    with pytest.raises(UserError, match="--framework jax: one of torch, mindspore"):
+        frameworks.get("jax")
+    refused = invoke("job", "--image", IMAGE, "--framework", "jax", "--", "train.py")
+    assert refused.returncode == 2 and "--framework jax: one of torch, mindspore" in refused.stderr
     out = invoke("job", "--image", IMAGE.replace("ascend-runtime", "ascend-mindspore"), "--nodes", "2",
                  "--output", str(tmp_path / "job.yaml"), "--", "train.py")
     assert out.returncode == 0 and "# framework: mindspore (by the image's name" in out.stderr, out.stderr
@@ -403,7 +407,7 @@ def test_the_mindspore_launch_script_gives_msrun_each_devices_cores(tmp_path):
     env = {"PATH": f"{fake}:/usr/bin:/bin", "NNODES": "1", "NPROC_PER_NODE": "2", "MASTER_ADDR": "ms-0.ms",
            "MASTER_PORT": "29500", "ASCEND_BUILD_MIN_CORES": "1"}
     out = subprocess.run(["taskset", "-c", ",".join(map(str, cores)), "bash", "-c",
-                          k8s.launch_script(framework="mindspore"), "ascend-launch", "train.py"], env=env,
+                          k8s.launch_script(framework=MINDSPORE), "ascend-launch", "train.py"], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     bind = f'--bind_core={{"device0":["{cores[0]}-{cores[0]}"],"device1":["{cores[1]}-{cores[1]}"]}}'

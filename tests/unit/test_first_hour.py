@@ -86,8 +86,9 @@ def test_the_matrix_table_says_which_python_the_default_image_gets_and_why_2_1_0
 
 def test_an_unpaired_line_is_not_sent_to_write_a_stack():
     m = load_matrix(ROOT / "matrix.yaml")
-    unpaired = [r for r, v in m.source.data["torch_npu_releases"].items() if not v["cann"]]
-    line = next((r for r in unpaired if all(not v["cann"] for k, v in m.source.data["torch_npu_releases"].items()
+    releases = m.releases["torch"]
+    unpaired = [r for r, v in releases.items() if not v.cann]
+    line = next((r for r in unpaired if all(not v.cann for k, v in releases.items()
                                              if k.startswith(r.split(".post")[0]))), None)
     if line is None:
         pytest.skip("every torch line on PyPI has a paired release in this matrix")

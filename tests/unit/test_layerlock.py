@@ -14,12 +14,11 @@ from ascend_build.images.kinds import KINDS, LAYER, suites
 from ascend_build.locking import layer_resolve, layerlock, resolve
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import load_text
-from tests.conftest import committed_matrix_text, link_locks
+from tests.conftest import copy_matrix, link_locks
 
 
 def _cell(tmp_path: Path):
-    path = tmp_path / "matrix.yaml"
-    path.write_text(committed_matrix_text())
+    path = copy_matrix(tmp_path)
     link_locks(path)
     m = load_text(path.read_text(), path)
     cell = m.cell("2.1.0", "debian12", "3.11", None, "linux/arm64")

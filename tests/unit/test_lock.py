@@ -15,7 +15,10 @@ from ascend_build.errors import UserError
 from ascend_build.locking import lock as locks
 from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_text
-from tests.conftest import ROOT, committed_matrix_text, link_locks
+from ascend_build.matrix.frameworks import TORCH
+from tests.conftest import ROOT, committed_matrix_text, copy_matrix, link_locks
+
+TORCH_LAYERS = ("cann",) + TORCH.layers      # a torch stack's lock files
 
 # uv's `--annotation-style line` output for a small stack: three .in files, one per layer.
 UV_OUTPUT = """\
@@ -30,8 +33,7 @@ torch-npu==2.1.0.post8    # via -r /tmp/x/torch_npu.in
 
 
 def _matrix(tmp_path: Path, text: str | None = None):
-    path = tmp_path / "matrix.yaml"
-    path.write_text(text or committed_matrix_text())
+    path = copy_matrix(tmp_path, text)
     return load_text(path.read_text(), path)
 
 
@@ -82,7 +84,7 @@ def test_a_lock_is_three_hash_checked_files_that_record_their_inputs(tmp_path, m
     monkeypatch.setattr(resolve, "uv_version", lambda: "uv 0.0 (double)")
     index = IndexDouble({"torch": huawei["torch"], "torch-npu": "8" * 64})   # torch_npu: another copy
     files = resolve.make(m, m.stacks["2.1.0"], "3.9", "aarch64", resolve.Network(), index)
-    assert set(files) == set(locks.LAYERS)
+    assert set(files) == set(m.stacks["2.1.0"].layers)
     for text in files.values():
         assert text.startswith(locks.HEADER) and "--require-hashes" in text
         assert re.search(r"^# inputs: sha256:[0-9a-f]{64}$", text, re.M)
@@ -119,7 +121,7 @@ def test_torch_npu_not_on_the_index_is_locked_to_huaweis_sum(tmp_path, monkeypat
 def _write(root: Path, stack: str, python: str, arch: str, digest: str, body: str = "numpy==1.0 --hash=sha256:" + "a" * 64):
     where = locks.folder(root, stack, python, arch)
     where.mkdir(parents=True)
-    for layer in locks.LAYERS:
+    for layer in TORCH_LAYERS:
         (where / f"{layer}.txt").write_text(f"{locks.HEADER}\n# inputs: sha256:{digest}\n--require-hashes\n{body}\n")
     return where
 
@@ -162,7 +164,7 @@ def test_select_takes_missing_and_stale_cells_and_update_only_the_stale(tmp_path
 
 
 def test_a_given_wheel_replaces_the_release_and_keeps_hash_checking(tmp_path):
-    files = {layer: f"{locks.HEADER}\n--require-hashes\n" for layer in locks.LAYERS}
+    files = {layer: f"{locks.HEADER}\n--require-hashes\n" for layer in TORCH_LAYERS}
     files["torch_npu"] += "torch-npu==2.1.0.post8 \\\n    --hash=sha256:" + "a" * 64 + "\nsix==1.0 --hash=sha256:" + "b" * 64 + "\n"
     out = locks.with_wheel(files, Path("/x/torch_npu-2.1.0.post8+git1-cp39-cp39-linux_aarch64.whl"), "c" * 64,
                            "/tmp/torch_npu")
@@ -191,7 +193,7 @@ def test_committed_locks_are_current_and_cover_every_image():
     unlocked = set()
     for stack in m.stacks.values():       # every stack, every Python, on the arch 910B hosts have
         for python in stack.pythons():
-            lock = locks.read(ROOT, stack.name, python, "aarch64", stack.layers)
+            lock = locks.read(ROOT, stack, python, "aarch64")
             if lock is None:
                 unlocked.add(stack.name)
                 continue
@@ -205,8 +207,8 @@ def test_committed_locks_are_current_and_cover_every_image():
 
 
 def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_path):
-    bumped = tmp_path / "matrix.yaml"
-    bumped.write_text(committed_matrix_text().replace('numpy: "<2"}      # new protobuf', 'numpy: "<1.26"}  #', 1))
+    bumped = copy_matrix(tmp_path, committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
+                                                                   'numpy: "<1.26"}  #', 1))
     link_locks(bumped)
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry",
            "--matrix", str(bumped)]

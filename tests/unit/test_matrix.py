@@ -10,21 +10,20 @@ import yaml
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import expected_kernels, load_matrix
-from tests.conftest import committed_matrix_text
+from tests.conftest import committed_imported_text, committed_matrix_text, copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = committed_matrix_text()
+IMPORTED = committed_imported_text()
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "matrix.yaml"
-    path.write_text(text)
-    return path
+def write(tmp_path: Path, text: str | None = None, imported: str | None = None) -> Path:
+    return copy_matrix(tmp_path, text, imported)
 
 
-def refused(tmp_path: Path, text: str) -> str:
+def refused(tmp_path: Path, text: str | None = None, imported: str | None = None) -> str:
     with pytest.raises(MatrixError) as info:
-        load_matrix(write(tmp_path, text))
+        load_matrix(write(tmp_path, text, imported))
     return str(info.value)
 
 
@@ -35,8 +34,10 @@ def line_of(text: str, needle: str) -> int:
 def test_real_matrix_default_cell():
     m = load_matrix(ROOT / "matrix.yaml")
     cell = m.cell()
-    assert (cell.stack.torch, cell.stack.torch_npu, cell.cann.version, cell.python, cell.stack.gcc) == \
+    assert cell.stack.torch is not None
+    assert (cell.stack.torch.version, cell.stack.package, cell.cann.version, cell.python, cell.stack.torch.gcc) == \
         ("2.1.0", "2.1.0.post8", "8.0.RC3", "3.10", 10)
+    assert cell.stack.framework.name == "torch" and cell.stack.flag == "--torch 2.1.0"
     assert cell.platform == "linux/arm64"
     assert cell.toolkit.file == "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run"
     assert cell.kernels.file == "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run"
@@ -92,9 +93,11 @@ def test_torch_npu_with_a_cann_it_was_not_released_for(tmp_path):
 
 
 def test_missing_arch(tmp_path):
-    text = re.sub(r"      x86_64: \{file: Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run, [^\n]*\n", "", REAL, count=1)
-    msg = refused(tmp_path, text)
-    assert "cann['8.0.RC3'].toolkit: missing key 'x86_64'" in msg
+    """A problem in the imported facts is named in their file, with its line."""
+    imported = re.sub(r"      x86_64: \{file: Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run, [^\n]*\n", "", IMPORTED, count=1)
+    assert imported != IMPORTED
+    msg = refused(tmp_path, imported=imported)
+    assert re.search(r"imported\.yaml:\d+: cann\['8\.0\.RC3'\]\.toolkit: missing key 'x86_64'", msg), msg
 
 
 def test_chip_with_no_kernels_file(tmp_path):
@@ -104,9 +107,11 @@ def test_chip_with_no_kernels_file(tmp_path):
 
 
 def test_kernels_file_named_for_another_era_or_chip(tmp_path):
-    text = REAL.replace("aarch64: {file: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run",
-                        "aarch64: {file: Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", 1)
-    msg = refused(tmp_path, text)
+    imported = IMPORTED.replace("aarch64: {file: Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run",
+                                "aarch64: {file: Ascend-cann-kernels-910_8.0.RC3_linux-aarch64.run", 1)
+    assert imported != IMPORTED
+    msg = refused(tmp_path, imported=imported)
+    assert "imported.yaml:" in msg
     assert "CANN 8.0.RC3 names its 910b kernels 'Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run'" in msg
 
 
@@ -117,12 +122,26 @@ def test_numpy_pin_that_cann_breaks_with(tmp_path):
 
 
 def test_bad_sha256_and_wrong_type(tmp_path):
-    text = REAL.replace("Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
-                        "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: abc", 1)
+    text = REAL.replace("Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: null",
+                        "Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: abc", 1)
+    text = text.replace("cann_pins: {}", "cann_pins: {Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run: abcd}", 1)
     text = text.replace("gcc: 10                       # 10.2", "gcc: ten                       # 10.2", 1)
     msg = refused(tmp_path, text)
     assert "sha256: got 'abc'; expected 64 lowercase hex digits, or null" in msg
     assert "stacks['2.1.0'].gcc: got 'ten'; expected a whole number from 4 to 20" in msg
+    assert "cann_pins['Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run']: got 'abcd'; expected 64 lowercase" in msg
+
+
+def test_imported_facts_belong_in_their_file(tmp_path):
+    """matrix.yaml holds what people decide: an imported section pasted into it is refused,
+    naming where it lives; a matrix without its imported file says what to copy."""
+    msg = refused(tmp_path, REAL + "\ntorch_npu_releases: {}\n")
+    assert "torch_npu_releases: torch_npu_releases is imported: it lives in the file upstream.imported names" in msg
+    path = write(tmp_path)
+    (tmp_path / "imported.yaml").unlink()
+    with pytest.raises(UserError, match=r"cannot read .*imported.yaml, the imported facts matrix.yaml names "
+                                        r"\(upstream.imported: imported.yaml\).*copy it with the matrix"):
+        load_matrix(path)
 
 
 def test_duplicate_key_is_refused(tmp_path):
@@ -181,9 +200,11 @@ def test_python_with_no_distro_package_and_no_tarball(tmp_path):
 
 
 def test_every_line_of_the_real_matrix_parses_the_same_as_plain_yaml():
-    # The line-tracking loader must not change the data.
-    m = load_matrix(ROOT / "matrix.yaml")
-    assert m.source.data == yaml.safe_load((ROOT / "matrix.yaml").read_text())
+    # The line-tracking loader must not change the data, of either file.
+    from ascend_build.matrix.yamlsource import load
+    for name in ("matrix.yaml", "imported.yaml"):
+        text = (ROOT / name).read_text()
+        assert load(text, name).data == yaml.safe_load(text)
 
 
 def test_invalid_specifiers_are_named_not_raised(tmp_path):
@@ -197,14 +218,17 @@ def test_invalid_specifiers_are_named_not_raised(tmp_path):
 def test_site_pins_in_the_checkout_do_not_change_what_the_unit_tests_start_from(tmp_path, monkeypatch):
     """After `invoke pin` in a checkout, the unit tests still see the committed text."""
     import tests.conftest as conf
-    pinned = (ROOT / "matrix.yaml").read_text().replace(
-        "{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: null",
-        "{file: Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run, sha256: " + "ab" * 32, 1)
-    assert pinned != (ROOT / "matrix.yaml").read_text()
+    committed = (ROOT / "matrix.yaml").read_text()
+    pinned = committed.replace(
+        "{file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: null",
+        "{file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: " + "ab" * 32, 1)
+    pinned = re.sub(r"^cann_pins: .*$", "cann_pins:\n  Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run: " + "cd" * 32,
+                    pinned, count=1, flags=re.M)
+    assert pinned.count("ab" * 32) == 1 and pinned.count("cd" * 32) == 1
     (tmp_path / "matrix.yaml").write_text(pinned)
     monkeypatch.setattr(conf, "ROOT", tmp_path)
-    assert conf.committed_matrix_text() == re.sub(r"(file: [^,]+\.run, sha256: )[0-9a-f]{64}", r"\1null",
-                                                  (ROOT / "matrix.yaml").read_text())
+    started = conf.committed_matrix_text()
+    assert "ab" * 32 not in started and "cd" * 32 not in started and "cann_pins: {}" in started
 
 
 def test_hand_recorded_310b_kernels_join_their_cann_release_for_their_arch_only(tmp_path):
@@ -227,6 +251,7 @@ def test_hand_recorded_310b_kernels_join_their_cann_release_for_their_arch_only(
 
 def test_hand_recorded_kernels_need_their_release_and_give_way_to_an_import(tmp_path):
     unknown = REAL.replace("cann_chips:\n  8.0.0:\n", "cann_chips:\n  7.9.0:\n", 1)
+    assert unknown != REAL
     assert "cann_chips['7.9.0']: no CANN 7.9.0 in cann: (the import)" in refused(tmp_path, unknown)
     imported = REAL.replace("      310b:\n        aarch64: {file: Ascend-cann-kernels-310b_8.0.0",
                             "      910b:\n        aarch64: {file: Ascend-cann-kernels-910b_8.0.0", 1)

@@ -1,6 +1,6 @@
-"""Matrix fuzzing: mutated matrices (keys deleted, renamed or added, values of any type)
-either load into a usable matrix or are refused with errors that name a key: never a
-traceback, and nothing past validation runs."""
+"""Matrix fuzzing: mutated matrices, matrix.yaml and the imported facts beside it (keys
+deleted, renamed or added, values of any type), either load into a usable matrix or are
+refused with errors that name a key: never a traceback, and nothing past validation runs."""
 from __future__ import annotations
 
 import copy
@@ -16,7 +16,8 @@ from ascend_build.images.render import render_all
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+# Both files as one document, keyed by file name: a mutation may hit either.
+BASE = {name: yaml.safe_load((ROOT / name).read_text()) for name in ("matrix.yaml", "imported.yaml")}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=False, width=16),
                     st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "3.99", "8.0.RC3", "9.9", "910b", "310p", "linux/arm64",
@@ -38,7 +39,7 @@ def node_paths(data: Any, path: tuple = ()) -> list[tuple]:
     return out
 
 
-PATHS = [p for p in node_paths(BASE) if p]
+PATHS = [p for p in node_paths(BASE) if len(p) > 1]
 
 
 def mutate(data: Any, path: tuple, kind: str, value: Any, name: str) -> Any:
@@ -70,14 +71,19 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
             data = mutate(data, path, kind, value, name)
         except (KeyError, IndexError, TypeError):
             continue        # an earlier mutation removed that path
+    for name, doc in data.items():
+        (tmp_path / name).write_text(yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
     target = tmp_path / "matrix.yaml"
-    target.write_text(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
     try:
         matrix = load_matrix(target)
     except MatrixError as exc:
         assert exc.problems
+        assert all(p.file in (str(target), str(tmp_path / "imported.yaml")) for p in exc.problems), exc.problems
         for problem in exc.problems:
             assert problem.path and problem.message, problem
+        return
+    except UserError as exc:     # the imported facts' file renamed to one that is not there
+        assert "upstream.imported" in str(exc) and "cannot read" in str(exc), exc
         return
     # It loaded: everything downstream must work or refuse cleanly.
     try:

@@ -15,7 +15,8 @@ from ascend_build.images.render import runtime_dockerfile
 from ascend_build.images.sbom import _wheel_sha
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import load_matrix
-from tests.conftest import committed_matrix_text
+from ascend_build.matrix.frameworks import MINDSPORE
+from tests.conftest import committed_matrix_text, copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = committed_matrix_text()
@@ -30,9 +31,7 @@ STACK = """mindspore_stacks:
 
 def with_stack(tmp_path: Path, stack: str) -> Path:
     assert STACK in REAL
-    path = tmp_path / "matrix.yaml"
-    path.write_text(REAL.replace(STACK, stack))
-    return path
+    return copy_matrix(tmp_path, REAL.replace(STACK, stack))
 
 
 def refused(tmp_path: Path, stack: str) -> str:
@@ -44,9 +43,11 @@ def refused(tmp_path: Path, stack: str) -> str:
 def test_the_mindspore_stack_shares_the_cann_part_and_has_its_own_layers():
     m = load_matrix(ROOT / "matrix.yaml")
     st = m.stacks["mindspore2.9.0"]
-    assert (st.framework, st.mindspore, st.cann, st.layers) == ("mindspore", "2.9.0", "9.0.0", ("cann", "mindspore"))
+    assert (st.framework, st.release, st.cann, st.layers) == (MINDSPORE, "2.9.0", "9.0.0", ("cann", "mindspore"))
+    assert st.torch is None and st.flag == "--mindspore 2.9.0" and st.key_path == "mindspore_stacks.2.9.0"
     assert m.pairing(st) == ("published", "MindSpore 2.9.0 was released for CANN 9.0.0")
-    cell = m.cell(m.mindspore_stack("2.9.0"), "debian12")
+    assert m.stack_for(MINDSPORE, "2.9.0") is st
+    cell = m.cell(st.name, "debian12")
     assert cell.name == "cann9.0.0-910b-debian12-py3.11-mindspore2.9.0" and cell.python == "3.11"
     torch = m.cell("2.10.0", "debian12")
     # The same CANN files and era as the torch line on that CANN: one CANN part, two frameworks.
@@ -87,7 +88,7 @@ def test_nnal_without_the_abi_is_refused(tmp_path):
 def test_an_unknown_release_says_how_to_add_it():
     m = load_matrix(ROOT / "matrix.yaml")
     with pytest.raises(UserError) as info:
-        m.mindspore_stack("2.7.2")
+        m.stack_for(MINDSPORE, "2.7.2")
     assert "MindSpore 2.7.2 was released for CANN 8.5.0" in str(info.value)
     assert "mindspore_stacks:" in str(info.value)
     with pytest.raises(UserError, match="unknown MindSpore stack '2.8.0'"):

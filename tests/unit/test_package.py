@@ -61,6 +61,7 @@ def test_the_wheel_renders_outside_the_checkout(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "matrix.yaml", project / "matrix.yaml")
+    shutil.copy(ROOT / "imported.yaml", project / "imported.yaml")
     done = subprocess.run([str(py), "-c", RENDER, str(project)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert str(venv) in done.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import shutil
 import threading
 import urllib.error
 from pathlib import Path
@@ -16,6 +15,8 @@ from ascend_build.errors import PackageError
 from ascend_build.hashing import sha256_of
 from ascend_build.images.packages import PackageStore, pin
 from ascend_build.matrix import CannFile, load_matrix
+from tests.conftest import copy_matrix
+from tests.doubles.cann_double import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY = b"#!/bin/bash\necho installer\n" + bytes(range(256)) * 64
@@ -107,17 +108,26 @@ def test_concurrent_downloads_leave_one_whole_file(tmp_path):
 
 
 def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
-    matrix_path = tmp_path / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", matrix_path)
-    before = matrix_path.read_text()
+    """An imported file's pin goes to matrix.yaml's cann_pins (imported.yaml is machine-
+    written and stays as it is); a hand-recorded entry's beside it. Nothing else changes."""
+    matrix_path = copy_matrix(tmp_path / "m")
+    before, imported = matrix_path.read_text(), (matrix_path.parent / "imported.yaml").read_text()
     pkg = tmp_path / "Ascend-cann-kernels-910b_8.0.RC1_linux.run"   # no-arch era: two entries share it
     pkg.write_bytes(BODY)
-    assert pin(load_matrix(matrix_path), [pkg]) == [(pkg.name, SHA)]
+    board = make_run(tmp_path / "board", "kernels", "8.0.0", "aarch64", chip="310b")     # cann_chips:
+    assert pin(load_matrix(matrix_path), [pkg, board]) == [(pkg.name, SHA), (board.name, sha256_of(board))]
     after = matrix_path.read_text()
-    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
-    assert len(changed) == 2 and all(SHA in b and pkg.name in b for _, b in changed)
+    assert (matrix_path.parent / "imported.yaml").read_text() == imported
+    assert after.replace(f"cann_pins:\n  {pkg.name}: {SHA}\n", "cann_pins: {}\n").replace(
+        sha256_of(board), "null") == before
     m = load_matrix(matrix_path)
     assert {m.cann["8.0.RC1"].kernels["910b"][a].sha256 for a in ("aarch64", "x86_64")} == {SHA}
+    assert m.cann["8.0.0"].kernels["310b"]["aarch64"].sha256 == sha256_of(board)
+    again = tmp_path / "Ascend-cann-toolkit_8.0.RC1_linux-aarch64.run"
+    again.write_bytes(BODY)
+    pin(m, [again])         # a second pin joins the first, the section in file order
+    assert f"cann_pins:\n  {pkg.name}: {SHA}\n  {again.name}: {SHA}\n" in matrix_path.read_text()
+    assert load_matrix(matrix_path).cann_pins == {again.name: SHA, pkg.name: SHA}
     unknown = tmp_path / "Ascend-cann-toolkit_9.9.9_linux-aarch64.run"
     unknown.write_bytes(BODY)
     with pytest.raises(PackageError, match="not a file matrix.yaml knows"):
@@ -129,9 +139,9 @@ def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     import re
 
     from ascend_build.images.packages import fetch_release
-    from tests.conftest import committed_matrix_text
-    matrix_path = tmp_path / "matrix.yaml"
-    matrix_path.write_text(re.sub(r", zip_sha256: [0-9a-f]{64}", "", committed_matrix_text()))
+    from tests.conftest import committed_imported_text
+    matrix_path = copy_matrix(tmp_path / "m", imported=re.sub(r", zip_sha256: [0-9a-f]{64}", "",
+                                                             committed_imported_text()))
     m = load_matrix(matrix_path)
     fetch = FetchDouble()
     store = PackageStore([], tmp_path / "cache", fetch=fetch)
@@ -228,8 +238,7 @@ def test_pin_refuses_a_package_whose_contents_contradict_its_name(tmp_path):
     m = load_matrix(ROOT / "matrix.yaml")
     name = m.cann["8.0.RC3"].toolkit["aarch64"].file
     wrong = make_run(tmp_path / "pk", "toolkit", "8.0.RC3", "x86_64", name=name)
-    copy = tmp_path / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", copy)
+    copy = copy_matrix(tmp_path / "m")
     before = copy.read_bytes()
     with pytest.raises(PackageError, match="binaries are for x86_64"):
         pin(load_matrix(copy), [wrong])

@@ -14,6 +14,7 @@ from ascend_build.images.render import render_all
 from ascend_build.images.sources import find_cached
 from ascend_build.images.trees import checkout, parse_source, tree_hash
 from ascend_build.matrix import load_matrix
+from tests.conftest import copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = (ROOT / "matrix.yaml").read_text()
@@ -30,8 +31,7 @@ def test_builder_cells_follow_the_stack():
 
 
 def test_builder_with_the_wrong_gcc_is_refused(tmp_path):
-    path = tmp_path / "matrix.yaml"
-    path.write_text(REAL.replace("    gcc: [10]             # bullseye's gcc-10", "    gcc: [12]             # bullseye", 1)
+    path = copy_matrix(tmp_path, REAL.replace("    gcc: [10]             # bullseye's gcc-10", "    gcc: [12]             # bullseye", 1)
                     .replace("    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: manylinux2014",
                              "    gcc: 10                       # 10.2 on aarch64 (10.5 also works)\n    builder: debian11", 1))
     with pytest.raises(MatrixError, match=r"stacks\['2.1.0'\].builder: builder debian11 has gcc 12, but this stack "

@@ -25,9 +25,9 @@ def test_a_matrix_change_makes_the_page_stale_and_render_rewrites_it(tmp_path):
     (tmp_path / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
     shutil.copytree(ROOT / "images", tmp_path / "images")
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
-    text = (tmp_path / "matrix.yaml").read_text()
+    text = (ROOT / "imported.yaml").read_text()
     assert "driver: 24.1.RC3" in text
-    (tmp_path / "matrix.yaml").write_text(text.replace("driver: 24.1.RC3", "driver: 24.1.RC9", 1))
+    (tmp_path / "imported.yaml").write_text(text.replace("driver: 24.1.RC3", "driver: 24.1.RC9", 1))
     m = load_matrix(tmp_path / "matrix.yaml")
     assert PAGE in render(m, tmp_path, check=True).stale
     render(m, tmp_path)
@@ -58,7 +58,7 @@ def test_built_and_tested_here_names_cells_the_named_modules_build():
             path = ROOT / "tests/integration" / f"{module}.py"
             assert path.exists(), path
             text = path.read_text() + ("" if t.stack != "2.1.0" or t.os != "debian12" else shared)
-            wanted = [t.stack, t.os, t.python, t.platform] + ([t.chip] if t.chip != MATRIX.defaults["chip"] else [])
+            wanted = [t.stack, t.os, t.python, t.platform] + ([t.chip] if t.chip != MATRIX.defaults.chip else [])
             for value in wanted:
                 assert re.search(rf'["=]{re.escape(value)}["\s,)]', text) or f'"{value}"' in text, (module, value)
 

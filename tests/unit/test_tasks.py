@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,7 @@ def test_images_entries_carry_user_layers(tmp_path):
     text = (ROOT / "matrix.yaml").read_text().replace(
         '  - stack: "2.1.0-cann8.0.0"\n', '  - stack: "2.1.0-cann8.0.0"\n    layers: [{requirements: team.txt, name: nlp}]\n', 1)
     matrix.write_text(text)
+    shutil.copy(ROOT / "imported.yaml", tmp_path / "imported.yaml")
     (tmp_path / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
     (tmp_path / "team.txt").write_text("einops==0.8.1\n")
     out = invoke("build", "--all", "--dry", "--offline", "--packages", str(tmp_path), "--matrix", str(matrix),

@@ -4,7 +4,6 @@ hashes from that index alone; CUDA packages refused in a lock; the test-only swi
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from ascend_build.engine.network import Network
 from ascend_build.errors import UserError
 from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_matrix
+from tests.conftest import copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -121,8 +121,7 @@ def test_torchs_hashes_come_from_its_index_alone(monkeypatch):
 def test_invoke_lock_with_the_torch_index_unreachable_fails_in_seconds_and_locks_nothing(tmp_path):
     """`invoke lock --torch 2.12.0` where the CPU index (here a site mirror on a closed port)
     does not answer: exit 2 naming it, before uv runs, and no lock is written."""
-    matrix = tmp_path / "matrix.yaml"
-    shutil.copy(ROOT / "matrix.yaml", matrix)
+    matrix = copy_matrix(tmp_path)
     url = f"http://127.0.0.1:{closed_port()}/whl/cpu"
     out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--torch", "2.12.0", "--python", "3.11",
                           "--matrix", str(matrix), "--torch-index-url", url], cwd=ROOT, capture_output=True, text=True,

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ascend_build.errors import UserError
 from ascend_build.images.progress import Progress
@@ -14,6 +15,7 @@ from ascend_build.images.sources import SOURCE_KINDS, default_source, expected, 
 from ascend_build.images.trees import Checkout, Expected, checkout
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream import pytorch_git
+from tests.conftest import copy_matrix
 from tests.doubles import standin_repos as sr
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,15 +113,23 @@ def test_the_release_tags_are_imported_from_a_git_copy(repos):
 
 
 def test_invoke_update_writes_the_tags_into_a_matrix(repos, tmp_path):
-    path = tmp_path / "matrix.yaml"
-    path.write_text((ROOT / "matrix.yaml").read_text())
-    text, notes = pytorch_git.update(path, str(repos.torch_npu))
-    assert f'"2.1.0.post8": {{tag: {sr.TAG}, commit: {repos.tag_commit},' in text
-    assert "# Read from a copy of https://github.com/Ascend/pytorch.git" in text     # no path of this machine
+    path = copy_matrix(tmp_path / "m")
+    hand = path.read_bytes()
+    imported, before, text, notes = pytorch_git.update(path, str(repos.torch_npu))
+    assert imported == path.parent / "imported.yaml" and before == imported.read_text() and text != before
+    tags = yaml.safe_load(text)["torch_npu_tags"]
+    assert tags["tags"]["2.1.0.post8"] == {"tag": sr.TAG, "commit": repos.tag_commit,
+                                          "submodules": {sr.SUBMODULE: repos.op_plugin_commit},
+                                          "flags": ["--disable_torchair", "--disable_rpc"]}
+    assert tags["source"] == "a copy of https://github.com/Ascend/pytorch.git"     # no path of this machine
     assert str(tmp_path) not in text
-    path.write_text(text)
+    # Only the tags change: the rest of the imported facts, and matrix.yaml, as they were.
+    assert {k: v for k, v in yaml.safe_load(text).items() if k != "torch_npu_tags"} == \
+        {k: v for k, v in yaml.safe_load(before).items() if k != "torch_npu_tags"}
+    imported.write_text(text)
+    assert path.read_bytes() == hand
     m = load_matrix(path)
-    assert m.torch_npu_tags["2.1.0.post8"]["commit"] == repos.tag_commit
+    assert m.torch_npu_tags["2.1.0.post8"].commit == repos.tag_commit
     assert default_source(m, "torch_npu", "2.1.0") == ("https://github.com/Ascend/pytorch.git", sr.TAG)
     assert expected(m, "torch_npu", "2.1.0").submodules == {sr.SUBMODULE: repos.op_plugin_commit}
     assert any("stacks' torch_npu with a tag: 1 of" in n for n in notes)
@@ -127,15 +137,15 @@ def test_invoke_update_writes_the_tags_into_a_matrix(repos, tmp_path):
 
 def test_a_stack_whose_release_no_tag_builds_is_refused():
     m = load_matrix(ROOT / "matrix.yaml")
-    missing = next(n for n, st in m.stacks.items() if st.framework == "torch" and st.torch_npu not in m.torch_npu_tags)
+    missing = next(n for n, st in m.stacks.items() if st.torch and st.package not in m.torch_npu_tags)
     with pytest.raises(UserError, match=r"no release tag builds torch_npu .*Pass --src"):
         default_source(m, "torch_npu", missing)
 
 
 def test_the_committed_tags_name_the_release_not_the_branch():
     m = load_matrix(ROOT / "matrix.yaml")
-    assert m.torch_npu_tags["2.1.0.post8"]["tag"] == "v6.0.rc3-pytorch2.1.0"
-    assert m.torch_npu_tags["2.1.0.post8"]["commit"].startswith("1fa937ac")
+    assert m.torch_npu_tags["2.1.0.post8"].tag == "v6.0.rc3-pytorch2.1.0"
+    assert m.torch_npu_tags["2.1.0.post8"].commit.startswith("1fa937ac")
     assert default_source(m, "torch_npu", "2.1.0")[1] == "v6.0.rc3-pytorch2.1.0"
 
 

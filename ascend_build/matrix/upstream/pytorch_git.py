@@ -18,8 +18,6 @@ from ...errors import UserError
 # v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
 RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.(?:rc\d+|\d+))-pytorch(\d+\.\d+\.\d+)$")
 VERSION_LINE = re.compile(r"^VERSION\s*=\s*['\"]([^'\"]+)['\"]", re.M)
-BEGIN = "# BEGIN torch_npu_tags: written by `invoke update --pytorch-git`; do not edit"
-END = "# END torch_npu_tags"
 
 
 @dataclass(frozen=True)
@@ -96,57 +94,31 @@ def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[di
     return records, notes
 
 
-def _key(version: str) -> tuple:
-    from packaging.version import InvalidVersion, Version
-    try:
-        return (0, Version(version), "")
-    except InvalidVersion:
-        return (1, Version("0"), version)
-
-
-def render(records: dict[str, TagRecord], origin: str) -> str:
-    lines = [BEGIN,
-             f"# Read from {origin}: every tag v<TorchNPU>-pytorch<torch>, its commit, the version its",
-             "# setup.py (or version.txt) builds, its submodules' commits (torch_npu_build.submodules",
-             "# only) and the offline flags its ci/build.sh takes.",
-             "torch_npu_tags:"]
-    for version in sorted(records, key=_key):
-        r = records[version]
-        subs = ", ".join(f"{p}: {c}" for p, c in sorted(r.submodules.items()))
-        lines.append(f"  \"{version}\": {{tag: {r.tag}, commit: {r.commit},")
-        lines.append(f"    submodules: {{{subs}}}, flags: [{', '.join(r.flags)}]}}")
-    lines.append(END)
-    return "\n".join(lines) + "\n"
-
-
-def splice(text: str, region: str, file: str) -> str:
-    begin, end = text.find(BEGIN), text.find(END)
-    if begin < 0 or end < begin:
-        raise UserError(f"{file}: no torch_npu_tags part; it is the text between the lines\n  {BEGIN}\n  {END}")
-    end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
-    return text[:begin] + region + text[end:]
-
-
-def update(matrix_path: Path, location: str) -> tuple[str, list[str]]:
-    """The matrix text with its torch_npu_tags part read again from `location`, and notes."""
+def update(matrix_path: Path, location: str) -> tuple[Path, str, str, list[str]]:
+    """The imported facts' file with its torch_npu_tags read again from `location`: (its
+    path, its text before, its new text, notes). Nothing else in it changes."""
     import yaml
 
-    from ..model import load_text
-    text = matrix_path.read_text()
-    data = yaml.safe_load(text) or {}
-    build = data.get("torch_npu_build") or {}
+    from ..imported import emit
+    from ..load import load_matrix, load_text
+    m = load_matrix(matrix_path)                 # the tags are read for this matrix's build settings
+    build = m.torch_npu_build
     with tempfile.TemporaryDirectory(prefix="ascend-pytorch-") as tmp:
         gitdir, origin = git_dir(location, Path(tmp))
-        records, notes = read_tags(gitdir, list(build.get("submodules") or []), list(build.get("flags") or []))
+        records, notes = read_tags(gitdir, list(build.submodules) if build else [], list(build.flags) if build else [])
     if not records:
         raise UserError(f"--pytorch-git {location}: no release tags (v<TorchNPU>-pytorch<torch>) found")
-    # a local copy is named by what it copies: no path of this machine goes into the matrix
-    repo = str((data.get("sources") or {}).get("torch_npu", {}).get("repo", "Ascend/pytorch"))
-    shown = f"a copy of {repo}" if Path(location).exists() else origin
-    new_text = splice(text, render(records, shown), str(matrix_path))
-    load_text(new_text, matrix_path)             # a valid matrix, or nothing is written
-    stacks = {str(st.get("torch_npu")) for st in (data.get("stacks") or {}).values() if st.get("torch_npu")}
-    missing = sorted(v for v in stacks if v not in records)
-    notes.append(f"release tags read: {len(records)}; stacks' torch_npu with a tag: {len(stacks) - len(missing)} "
-                 f"of {len(stacks)}" + (f" (none for {', '.join(missing)})" if missing else ""))
-    return new_text, notes
+    # a local copy is named by what it copies: no path of this machine goes into the file
+    repo = m.sources["torch_npu"].repo if "torch_npu" in m.sources else "Ascend/pytorch"
+    before = m.files.imported.read_text()
+    data = yaml.safe_load(before) or {}
+    data["torch_npu_tags"] = {"source": f"a copy of {repo}" if Path(location).exists() else origin, "tags": {
+        v: {"tag": r.tag, "commit": r.commit, "submodules": dict(sorted(r.submodules.items())), "flags": list(r.flags)}
+        for v, r in records.items()}}
+    text = emit(data)
+    load_text(matrix_path.read_text(), matrix_path, text)     # a valid matrix with it, or nothing is written
+    wanted = {st.package for st in m.stacks.values() if st.torch}
+    missing = sorted(v for v in wanted if v not in records)
+    notes.append(f"release tags read: {len(records)}; stacks' torch_npu with a tag: {len(wanted) - len(missing)} "
+                 f"of {len(wanted)}" + (f" (none for {', '.join(missing)})" if missing else ""))
+    return m.files.imported, before, text, notes

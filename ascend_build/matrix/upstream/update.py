@@ -1,8 +1,9 @@
-"""`invoke update`: Huawei's release data (ascend-deployer, several releases of it) merged
-and written into the imported part of matrix.yaml, between two marker lines. The rest of
-the file (pins, stacks, builders, images, comments) stays byte for byte. Each entry
-names its source; where the sources disagree, the matrix's `upstream.choices` decides,
-and an undecided disagreement stops the update with both values shown."""
+"""`invoke update`: Huawei's release data (ascend-deployer, several releases of it),
+Ascend's published tables and PyPI's index merged, and written whole into the imported
+facts' file (imported.yaml, as matrix.yaml's upstream.imported names it). matrix.yaml is
+never written. Each entry names its source; where the sources disagree, the matrix's
+`upstream.choices` decides, and an undecided disagreement stops the update with both
+values shown."""
 from __future__ import annotations
 
 import hashlib
@@ -18,9 +19,6 @@ from ...platforms import ARCHES
 from . import docs, pypi
 from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
-
-BEGIN = "# >>> imported by `invoke update` from Huawei's release data: do not edit by hand >>>"
-END = "# <<< end of the imported part <<<"
 
 
 @dataclass(frozen=True)
@@ -198,8 +196,7 @@ def _named_release(version: str, driver: str | None, source: str, chips: list[st
     """A CANN release the deployer data does not list: its files by its era's naming rule
     (toolkit, an operator package per chip of the newest listed release, NNAL), at
     Huawei's download site, with no published sums (pinned on first use)."""
-    from ..eras import era_of
-    from ..model import expected_toolkit
+    from ..eras import era_of, expected_toolkit
     era, url = era_of(version), OBS.format(v=version)
 
     def named(run: str) -> Published:
@@ -272,106 +269,49 @@ def keep_pypi(merged: Merged, old: dict) -> None:
                                 for arch, pythons in (before.get("pypi_pythons") or {}).items()}
 
 
-def render_region(merged: Merged, pins: dict[str, str]) -> str:
-    """The imported part of matrix.yaml. `pins`: sha256 of bare .run files pinned with
-    `invoke pin` (a site's own fact, kept across updates)."""
-    out = [BEGIN]
-    sources = ", ".join(f"{d.version}" + (f" (wheel sha256 {d.archive_sha256})" if d.archive_sha256 else "")
-                        for d in merged.read)
-    out += [f"# ascend-deployer (PyPI) {sources}."]
-    out += [f"# Ascend's published tables: {where}." for where in merged.docs_read]
-    out += ["# Each CANN file is published as a .zip around the .run installer: zip_sha256 is Huawei's sum of",
-            "# the .zip; sha256 is the .run's, pinned with `invoke pin` (null: unpinned, taken from a verified",
-            "# .zip, or checked by the installer's own --check). A release no deployer data lists has its files",
-            "# named by its era's rule and no published sum: the first use pins it. driver: the NPU driver the",
-            "# release is paired with (null: no source names it); runs_on: the drivers its release notes say it",
-            "# runs on (25.2: any 25.2.x).",
-            "cann:"]
-    for version, rel in merged.cann.items():
-        out += [f"  {version}:",
-                f"    source: \"{rel.source}\"",
-                f"    url: {rel.url}",
-                f"    driver: {rel.driver}" if rel.driver else "    driver: null      # no source read names it"]
-        if rel.runs_on:
-            out += [f"    runs_on: [{', '.join(json.dumps(d) for d in rel.runs_on)}]",
-                    f"    runs_on_source: \"{'; '.join(dict.fromkeys(rel.runs_on_source))}\""]
-        out.append("    toolkit:")
-        out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.toolkit.items())]
-        out.append("    kernels:")
-        for chip in sorted(rel.kernels, key=lambda c: (c.lower() != "910b", c.lower())):
-            out.append(f"      {_key(chip)}:")
-            out += [_file_line(8, arch, pub, pins) for arch, pub in sorted(rel.kernels[chip].items())]
-        if rel.nnal:
-            out.append("    nnal:")
-            out += [_file_line(6, arch, pub, pins) for arch, pub in sorted(rel.nnal.items())]
+def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:
+    return {arch: {"file": pub.run, **({"zip_sha256": pub.sha256} if pub.sha256 else {})}
+            for arch, pub in per.items()}
+
+
+def _cann_data(rel: CannData) -> dict:
+    out: dict = {"source": str(rel.source), "url": rel.url, "driver": rel.driver}
+    if rel.runs_on:
+        out.update(runs_on=list(rel.runs_on), runs_on_source="; ".join(dict.fromkeys(rel.runs_on_source)))
+    out.update(toolkit=_files(rel.toolkit), kernels={chip: _files(per) for chip, per in rel.kernels.items()})
+    if rel.nnal:
+        out["nnal"] = _files(rel.nnal)
+    return out
+
+
+def _release_data(rel: TorchNpuData | MindSporeData) -> dict:
+    out: dict = {"cann": [rel.cann] if rel.cann else []}
+    if rel.pairing_source:
+        out["source"] = str(rel.pairing_source)
+    for key in ("torchnpu", "branch"):
+        if getattr(rel, key, ""):
+            out[key] = getattr(rel, key)
+    if rel.on_pypi is False:
+        out["pypi"] = False
+    if rel.pypi_pythons:
+        out["pypi_pythons"] = {arch: list(p) for arch, p in rel.pypi_pythons.items()}
+    if rel.wheels:
+        out.update(wheels_source=str(rel.wheels_source), wheels={t: dict(s) for t, s in rel.wheels.items()})
+    return out
+
+
+def to_data(merged: Merged) -> dict:
+    """The import as imported.yaml holds it (its torch_npu_tags aside: `--pytorch-git`'s)."""
+    data: dict = {"read": {"deployer": [{"version": d.version, "wheel_sha256": d.archive_sha256} for d in merged.read],
+                           "docs": list(merged.docs_read)},
+                  "cann": {v: _cann_data(rel) for v, rel in merged.cann.items()}}
     if merged.compatible:
-        out += ["", "# TorchNPU release series -> the CANN series it works with (\"compatible\"; stricter: the CANN a",
-                f"# release was published for). {merged.compatible_source}",
-                "torchnpu_compatible:"]
-        out += [f"  \"{series}\": [{', '.join(json.dumps(c) for c in canns)}]" for series, canns in merged.compatible.items()]
-    out += ["", "# torch_npu release -> the CANN release it was published for, and the torch (CPU build) and",
-            "# torch_npu wheels Huawei lists per Python and arch, with sha256; pypi_pythons: the Pythons",
-            "# PyPI has torch_npu wheels for, per arch (its simple page; the lock takes their sha256).",
-            "torch_npu_releases:"]
-    for release, tn in merged.torch_npu.items():
-        out.append(f"  {release}:")
-        out.append(f"    cann: [{tn.cann}]" if tn.cann else "    cann: []     # unpaired: no CANN pairing published")
-        if tn.pairing_source:
-            out.append(f"    source: \"{tn.pairing_source}\"")
-        if tn.torchnpu:
-            out.append(f"    torchnpu: {tn.torchnpu}     # the TorchNPU release it belongs to")
-        if tn.branch:
-            out.append(f"    branch: {tn.branch}")
-        if tn.on_pypi is False:
-            out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
-        if tn.pypi_pythons:
-            inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in tn.pypi_pythons.items())
-            out.append(f"    pypi_pythons: {{{inner}}}")
-        if tn.wheels:
-            out.append(f"    wheels:        # {tn.wheels_source}")
-            for tag, sums in tn.wheels.items():
-                inner = ", ".join(f"{k}: {v}" for k, v in sorted(sums.items(), key=lambda kv: kv[0] != "torch_npu"))
-                out.append(f"      {tag}: {{{inner}}}")
+        data["torchnpu_compatible"] = {"source": merged.compatible_source, "series": {
+            series: list(canns) for series, canns in merged.compatible.items()}}
+    data["torch_npu_releases"] = {r: _release_data(tn) for r, tn in merged.torch_npu.items()}
     if merged.mindspore:
-        out += ["", "# MindSpore release -> the CANN release it was published for, and the mindspore wheels Huawei",
-                "# lists per Python and arch, with sha256. pypi_pythons: PyPI's wheels per arch; `any`: wheels tagged",
-                "# for any platform (PyPI serves MindSpore's aarch64 wheels so: the same bytes as Huawei's",
-                "# linux_aarch64 ones, which the sums below tell apart).",
-                "mindspore_releases:"]
-        for release, ms in merged.mindspore.items():
-            out.append(f"  {json.dumps(release)}:")
-            out.append(f"    cann: [{ms.cann}]" if ms.cann else "    cann: []     # unpaired: no CANN pairing published")
-            if ms.pairing_source:
-                out.append(f"    source: \"{ms.pairing_source}\"")
-            if ms.on_pypi is False:
-                out.append("    pypi: false    # not on PyPI (Huawei's mirror only)")
-            if ms.pypi_pythons:
-                inner = ", ".join(f"{arch}: {json.dumps(p)}" for arch, p in ms.pypi_pythons.items())
-                out.append(f"    pypi_pythons: {{{inner}}}")
-            if ms.wheels:
-                out.append(f"    wheels:        # {ms.wheels_source}")
-                out += [f"      {tag}: {{mindspore: {sums['mindspore']}}}" for tag, sums in ms.wheels.items()]
-    out.append(END)
-    return "\n".join(out) + "\n"
-
-
-def _key(chip: str) -> str:
-    return f"\"{chip}\"" if chip.isdigit() else chip
-
-
-def _file_line(indent: int, arch: str, pub: Published, pins: dict[str, str]) -> str:
-    published = f", zip_sha256: {pub.sha256}" if pub.sha256 else ""
-    return " " * indent + f"{arch}: {{file: {pub.run}, sha256: {pins.get(pub.run) or 'null'}{published}}}"
-
-
-def split(text: str, file: str) -> tuple[str, str, str]:
-    """(before, imported part, after) of matrix.yaml."""
-    begin, end = text.find(BEGIN), text.find(END)
-    if begin < 0 or end < begin:
-        raise UserError(f"{file}: no imported part; it is the text between the lines\n  {BEGIN}\n  {END}\n"
-                        f"Put those two lines where the cann: and torch_npu_releases: sections go, then update.")
-    end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
-    return text[:begin], text[begin:end], text[end:]
+        data["mindspore_releases"] = {r: _release_data(ms) for r, ms in merged.mindspore.items()}
+    return data
 
 
 # ---------------------------------------------------------------------------- summary
@@ -437,7 +377,8 @@ def summarize(old: dict, new: dict) -> Summary:
 
 @dataclass
 class Result:
-    text: str                      # the new matrix.yaml
+    path: Path                     # the imported facts' file
+    text: str                      # its new text
     changed: bool
     summary: Summary
     merged: Merged
@@ -455,22 +396,17 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
            docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None) -> Result:
     """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
     copies of the documents upstream.docs names (else fetched over HTTPS)."""
-    import yaml
-
-    from ..model import load_text
-    text = matrix_path.read_text()
-    before, region, after = split(text, str(matrix_path))
-    data = yaml.safe_load(text) or {}
-    upstream = data.get("upstream") or {}
-    versions = [str(v) for v in upstream.get("deployer") or []]
-    if not versions and not given:
+    from ..imported import emit
+    from ..load import load_text, upstream_of
+    upstream = upstream_of(matrix_path)
+    if not upstream.deployer and not given:
         raise UserError(f"{matrix_path}: upstream.deployer lists no ascend-deployer release to read")
-    choices = {str(k): dict(v) for k, v in (upstream.get("choices") or {}).items()}
     with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
-        datasets = sources(versions, list(given or []), Path(tmp), pip_args or [])
-    ascend = docs.load(upstream, docs_folder, ca_bundle, proxy)
-    merged = merge(datasets, choices, ascend)
-    old = yaml.safe_load(region.replace(BEGIN, "").replace(END, "")) or {}
+        datasets = sources(list(upstream.deployer), list(given or []), Path(tmp), pip_args or [])
+    ascend = docs.load(dict(upstream.docs), docs_folder, ca_bundle, proxy)
+    merged = merge(datasets, {k: dict(v) for k, v in upstream.choices.items()}, ascend)
+    before = upstream.imported.read_text() if upstream.imported.is_file() else ""
+    old = _data(before, upstream.imported)
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
     else:
@@ -482,40 +418,48 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
                         + "\n  ".join(map(str, undecided))
                         + "\nRecord the choice under upstream.choices, e.g.\n  upstream:\n    choices:\n      "
                         + f"\"{undecided[0].path}\": {{take: {next(iter(undecided[0].values.values()))}, why: \"...\"}}")
-    pins = {e["file"]: e["sha256"] for rel in (old.get("cann") or {}).values()
-            for e in list((rel.get("toolkit") or {}).values()) + list((rel.get("nnal") or {}).values())
-            + [x for per in (rel.get("kernels") or {}).values() for x in per.values()] if e.get("sha256")}
-    new_region = render_region(merged, pins)
-    new_text = before + new_region + after
-    load_text(new_text, matrix_path)             # the result must be a valid matrix, or nothing is written
-    new = yaml.safe_load(new_region) or {}
+    new = to_data(merged)
+    if old.get("torch_npu_tags"):
+        new["torch_npu_tags"] = old["torch_npu_tags"]        # `--pytorch-git`'s part, kept as it was
+    text = emit(new)
+    load_text(matrix_path.read_text(), matrix_path, text)   # a valid matrix with it, or nothing is written
+    return Result(upstream.imported, text, text != before, summarize(old, new), merged, counts(merged))
+
+
+def _data(text: str, path: Path) -> dict:
+    import yaml
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc}); it is machine-written: restore it (git checkout) and "
+                        f"update again") from None
+
+
+def counts(merged: Merged) -> dict[str, int]:
     files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values()) + list(rel.nnal.values())
              + [x for per in rel.kernels.values() for x in per.values()]]
-    counts = {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
-              "CANN releases": len(merged.cann),
-              "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
-              "CANN files imported": len({f.run for f in files}),
-              "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
-              "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
-              "CANN releases with the drivers they run on": sum(1 for r in merged.cann.values() if r.runs_on),
-              "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
-              "torch_npu releases": len(merged.torch_npu),
-              "torch_npu releases with a CANN pairing": sum(1 for r in merged.torch_npu.values() if r.cann),
-              "torch_npu releases on PyPI with no pairing (unpaired)": sum(
-                  1 for r in merged.torch_npu.values() if not r.cann and r.on_pypi),
-              "paired torch_npu releases not on PyPI": sum(1 for r in merged.torch_npu.values() if r.on_pypi is False),
-              "wheel checksums (torch and torch_npu)": sum(len(s) for r in merged.torch_npu.values()
-                                                           for s in r.wheels.values()),
-              "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
-              "torch_npu releases with their TorchNPU release": sum(1 for r in merged.torch_npu.values() if r.torchnpu),
-              "TorchNPU series with compatible CANN series": len(merged.compatible),
-              "MindSpore releases": len(merged.mindspore),
-              "MindSpore releases with a CANN pairing": sum(1 for r in merged.mindspore.values() if r.cann),
-              "MindSpore releases on PyPI with no pairing (unpaired)": sum(
-                  1 for r in merged.mindspore.values() if not r.cann and r.on_pypi),
-              "wheel checksums (mindspore)": sum(len(s) for r in merged.mindspore.values() for s in r.wheels.values()),
-              "conflicts between sources": len(merged.conflicts)}
-    return Result(new_text, new_text != text, summarize(old, new), merged, counts)
+    tn, ms = list(merged.torch_npu.values()), list(merged.mindspore.values())
+    return {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
+            "CANN releases": len(merged.cann),
+            "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
+            "CANN files imported": len({f.run for f in files}),
+            "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
+            "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
+            "CANN releases with the drivers they run on": sum(1 for r in merged.cann.values() if r.runs_on),
+            "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
+            "torch_npu releases": len(tn),
+            "torch_npu releases with a CANN pairing": sum(1 for r in tn if r.cann),
+            "torch_npu releases on PyPI with no pairing (unpaired)": sum(1 for r in tn if not r.cann and r.on_pypi),
+            "paired torch_npu releases not on PyPI": sum(1 for r in tn if r.on_pypi is False),
+            "wheel checksums (torch and torch_npu)": sum(len(s) for r in tn for s in r.wheels.values()),
+            "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
+            "torch_npu releases with their TorchNPU release": sum(1 for r in tn if r.torchnpu),
+            "TorchNPU series with compatible CANN series": len(merged.compatible),
+            "MindSpore releases": len(ms),
+            "MindSpore releases with a CANN pairing": sum(1 for r in ms if r.cann),
+            "MindSpore releases on PyPI with no pairing (unpaired)": sum(1 for r in ms if not r.cann and r.on_pypi),
+            "wheel checksums (mindspore)": sum(len(s) for r in ms for s in r.wheels.values()),
+            "conflicts between sources": len(merged.conflicts)}
 
 
 def report(result: Result) -> list[str]:
@@ -524,10 +468,11 @@ def report(result: Result) -> list[str]:
             + [f"{what}: {count}" for what, count in result.counts.items()])
 
 
-def write(path: Path, result: Result) -> None:
-    tmp = path.with_suffix(".yaml.tmp")
+def write(result: Result) -> None:
+    """The imported facts' file, replaced whole (a reader never sees half of it)."""
+    tmp = result.path.with_suffix(".yaml.tmp")
     tmp.write_text(result.text)
-    tmp.replace(path)
+    tmp.replace(result.path)
 
 
 def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:

@@ -1,0 +1,410 @@
+"""The matrix's records: what matrix.yaml (people's decisions) and imported.yaml (Huawei's
+and Ascend's published facts) say, typed, and the cells an image or a builder is resolved
+to. Plain data: reading them is in load.py, resolving in model.py, checking in
+semantics.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..platforms import ARCHES, Platform
+from .eras import Era, cann_key, cann_series, era_of
+from .frameworks import Framework
+
+
+@dataclass(frozen=True)
+class OSBase:
+    name: str
+    image: str
+    family: str        # apt or dnf: which package manager the template speaks
+    python: str        # the distro's python3 minor version
+    suite: str | None = None   # a Debian release debootstrap can make without a registry
+    glibc: str | None = None   # the C library's version (what torch_atb's floor is checked against)
+
+
+@dataclass(frozen=True)
+class PythonSource:
+    minor: str
+    version: str
+    urls: tuple[str, ...]
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class CannFile:
+    kind: str          # toolkit, kernels or nnal
+    file: str
+    url: str           # full download URL
+    sha256: str | None
+    key: tuple[Any, ...]   # where it is written: ("cann", ...) in imported.yaml, ("cann_chips", ...) by hand
+    zip_sha256: str | None = None   # Huawei's sum of the published .zip around the .run
+
+    @property
+    def zip(self) -> str:
+        return self.file[:-len(".run")] + ".zip"
+
+    @property
+    def zip_url(self) -> str:
+        return self.url[:-len(".run")] + ".zip"
+
+    @property
+    def arch(self) -> str:
+        return self.key[-1]
+
+    @property
+    def imported(self) -> bool:
+        """Named by the import (imported.yaml), not recorded by hand in matrix.yaml."""
+        return self.key[0] == "cann"
+
+    @property
+    def pin_path(self) -> str:
+        """Where its .run's sha256 is written in matrix.yaml: cann_pins for an imported file
+        (imported.yaml is machine-written), beside a hand-recorded entry otherwise."""
+        return f"cann_pins.{self.file}" if self.imported else ".".join(map(str, self.key)) + ".sha256"
+
+    @property
+    def zip_path(self) -> str:
+        """Where Huawei's sum of its .zip is written (imported.yaml)."""
+        return ".".join(map(str, self.key)) + ".zip_sha256"
+
+    @property
+    def chip(self) -> str | None:
+        """The kernels' chip, from where they sit: (section, version, "kernels", chip, arch)."""
+        if self.kind != "kernels":
+            return None
+        _section, _version, _kind, chip, _arch = self.key
+        return str(chip)
+
+
+@dataclass(frozen=True)
+class CannRelease:
+    version: str
+    url: str
+    driver: str | None                        # the driver it is paired with (None: no source names it)
+    numpy: str | None
+    toolkit: dict[str, CannFile]
+    kernels: dict[str, dict[str, CannFile]]   # chip -> arch -> file
+    nnal: dict[str, CannFile] = field(default_factory=dict)     # arch -> file (the NNAL package: ATB, SiP)
+    runs_on: tuple[str, ...] = ()             # drivers its release notes say it runs on (25.2: any 25.2.x)
+    sip: bool = False                         # its NNAL holds SiP (nnal/asdsip) beside ATB
+
+    @property
+    def era(self) -> Era:
+        return era_of(self.version)
+
+
+@dataclass(frozen=True)
+class PackageRelease:
+    """One release of a framework's package (torch_npu, mindspore) as Huawei's data and
+    PyPI's index know it: the CANN it was published for, its wheels and their sums."""
+    version: str
+    cann: tuple[str, ...]                     # (): unpaired
+    source: str                               # where the pairing (or the release) was read
+    on_pypi: bool = True                      # False: Huawei's mirror only
+    pypi_pythons: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # arch (or "any") -> Pythons
+    wheels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)      # "cp310-aarch64" -> {wheel: sha256}
+    wheels_source: str = ""
+
+    torchnpu: str = ""       # the TorchNPU release it belongs to (torch_npu's only)
+    branch: str = ""         # its release tag, or branch, in Ascend/pytorch (torch_npu's only)
+
+    @property
+    def series(self) -> str:
+        """The TorchNPU series (26.1) Huawei's compatibility grid is keyed by; "" when none."""
+        return ".".join(self.torchnpu.split(".")[:2]) if self.torchnpu else ""
+
+    def pythons(self, arch: str) -> set[str]:
+        """The Pythons it has `arch` wheels for: Huawei's list and PyPI's files (an index's
+        wheel tagged for any platform stands for aarch64: PyPI serves MindSpore's so)."""
+        listed = set(self.pypi_pythons.get(arch, ())) | {f"3.{t.split('-')[0][3:]}" for t in self.wheels
+                                                          if t.endswith(arch)}
+        return listed | (set(self.pypi_pythons.get("any", ())) if arch == "aarch64" else set())
+
+    def checked_arches(self) -> list[str]:
+        """The arches a stack's Python range is held against its wheels on: those Huawei
+        lists wheels for."""
+        return sorted({tag.split("-")[1] for tag in self.wheels})
+
+    def sums(self, python: str, arch: str) -> dict[str, str]:
+        """Huawei's sha256 of its wheels (and torch's, listed with torch_npu) for a Python and arch."""
+        return dict(self.wheels.get(f"cp{python.replace('.', '')}-{arch}", {}))
+
+
+@dataclass(frozen=True)
+class MindSporeRelease(PackageRelease):
+    def checked_arches(self) -> list[str]:
+        """Every arch: MindSpore's aarch64 wheels are on PyPI for any platform."""
+        return list(ARCHES)
+
+
+@dataclass(frozen=True)
+class TorchNpuTag:
+    """A torch_npu release tag in Ascend/pytorch (`invoke update --pytorch-git`)."""
+    version: str                      # what its tree's setup.py builds
+    tag: str
+    commit: str
+    submodules: Mapping[str, str]     # path -> commit, the ones a build compiles
+    flags: tuple[str, ...]            # the offline flags its ci/build.sh takes
+
+
+@dataclass(frozen=True)
+class Repo:
+    """Where a source build comes from by default."""
+    repo: str
+    ref: str = ""                     # "": the release's tag (torch_npu)
+    nvidia: Repo | None = None        # apex: the NVIDIA apex its build script clones
+
+
+@dataclass(frozen=True)
+class TorchNpuBuild:
+    """How a torch_npu source build runs offline (matrix.yaml torch_npu_build)."""
+    source: str
+    flags: tuple[str, ...]
+    env: Mapping[str, str]
+    submodules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Builder:
+    name: str
+    image: str         # may hold {arch}: aarch64 / x86_64
+    family: str        # manylinux or apt
+    gccs: tuple[int, ...]    # the gcc majors it offers; a builder image carries the stack's one
+    python: str        # interpreter path pattern with {X.Y} and {XY}
+    pythons: tuple[str, ...]
+    toolset: str = ""  # manylinux: the gcc-toolset root, {gcc} filled in; "": the image's own gcc
+    cann_from: str = ""   # offered for stacks on this CANN release and later ("": any)
+    # The Debian image (build machine's arch) whose g++-N-aarch64-linux-gnu packages cross-
+    # compile for this flavor's aarch64 images; "": compiled by the image's own gcc only.
+    cross: str = ""
+    # The platform tag auditwheel gives its wheels (the glibc it ships); manylinux images say
+    # so themselves (AUDITWHEEL_PLAT).
+    wheel_plat: str = ""
+
+    def serves(self, st: Stack) -> bool:
+        """This flavor builds for the stack: its gcc, one of its Pythons, its CANN era."""
+        return (st.torch is not None and self.offers(st.torch.gcc) and any(p in st.pythons() for p in self.pythons)
+                and (not self.cann_from or cann_key(st.cann) >= cann_key(self.cann_from)))
+
+    def python_path(self, minor: str) -> str:
+        return self.python.replace("{X.Y}", minor).replace("{XY}", minor.replace(".", ""))
+
+    def offers(self, gcc: int) -> bool:
+        return gcc in self.gccs
+
+    def toolset_root(self, gcc: int) -> str:
+        return self.toolset.replace("{gcc}", str(gcc))
+
+    def gcc_text(self) -> str:
+        return " or ".join(map(str, self.gccs))
+
+
+@dataclass(frozen=True)
+class TorchParts:
+    """What only a torch stack has: its torch, the torch_npu on it and how that is built."""
+    version: str                       # torch
+    npu: str                           # torch_npu
+    npu_branch: str                    # torch_npu's release branch (Huawei's data, or torch_npu_branches)
+    gcc: int                           # the toolchain torch_npu's release was built with
+    index: Mapping[str, str]           # arch -> the index torch comes from (PyPI's x86_64 torch is CUDA's)
+    npu_on_pypi: bool = True           # False: the wheel comes from a wheelhouse or a source build
+    builder: str = ""                  # the builder flavor for its source builds
+    # Installed with torch, each at the release its own metadata pairs with this torch
+    # (torchvision 0.16.0 requires torch==2.1.0): the lock resolves the version.
+    companions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A line: a framework's release on a CANN release, its Pythons and pins."""
+    name: str                          # images/, locks/ and tags name it so
+    key: str                           # its key under its framework's section of matrix.yaml
+    framework: Framework
+    release: str                       # the framework's release the line is named by: torch 2.1.0, MindSpore 2.9.0
+    package: str                       # its framework.package release: torch_npu 2.1.0.post8, mindspore 2.9.0
+    cann: str
+    python_min: str
+    python_max: str
+    python_default: str
+    pins: Mapping[str, str]
+    nnal: bool | None = None                  # None: on where CANN publishes NNAL and the framework uses it
+    torch_atb: bool = False                   # NNAL's Python plugin too (installer --torch_atb)
+    cxx11_abi: Mapping[str, bool] = field(default_factory=dict)    # arch -> built with the CXX11 ABI
+    torch: TorchParts | None = None           # a torch stack's own parts
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The image's Python package layers, in order (one lock file each): CANN's own
+        needs first, shared by every framework on that CANN, then the framework's."""
+        return ("cann",) + self.framework.layers
+
+    @property
+    def key_path(self) -> str:
+        """Where the stack is written in matrix.yaml, for messages."""
+        return f"{self.framework.section}.{self.key}"
+
+    @property
+    def package_path(self) -> tuple[str, ...]:
+        """Where its package's release is written: stacks.2.1.0.torch_npu, mindspore_stacks.2.9.0."""
+        return (self.framework.section, self.key) + ((self.framework.package_key,) if self.framework.package_key else ())
+
+    @property
+    def flag(self) -> str:
+        """The command-line form that names it: `--torch 2.1.0` or `--mindspore 2.9.0`."""
+        return f"{self.framework.flag} {self.key}"
+
+    @property
+    def title(self) -> str:
+        """The framework part of an image's title and of messages."""
+        title = f"{self.framework.title} {self.release}"
+        # a stack entry that names its package apart (torch_npu:) says it in its title
+        return f"{title} + {self.framework.package} {self.package}" if self.framework.package_key else title
+
+    def python_for(self, os: OSBase) -> str:
+        """The Python an image on `os` gets unless one is asked for: the distro's python3
+        when the stack supports it (no compiling, least emulated work), else the stack's
+        default, built from source."""
+        return os.python if os.python in self.pythons() else self.python_default
+
+    def pythons(self) -> list[str]:
+        lo, hi = minor(self.python_min), minor(self.python_max)
+        return [f"3.{m}" for m in range(lo, hi + 1)]
+
+    @property
+    def variant_suffix(self) -> str:
+        """What an image name adds for a stack named otherwise than its release (another
+        release of the line, e.g. "2.12.0-26.1.0"): its package's release. The line's own
+        stack adds nothing, so its tags stay what they have been."""
+        return "" if self.key == self.release else f"-npu{self.package}"
+
+
+def minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+@dataclass(frozen=True)
+class UserLayer:
+    """A team's requirements built as a layer on an image of `images:` (images/userlayer.py)."""
+    requirements: str           # relative to matrix.yaml's folder
+    name: str | None = None     # default: the file's name
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    stack: str
+    os: tuple[str, ...]
+    platforms: tuple[str, ...]
+    python: str | None
+    chip: str | None
+    alias: str | None
+    layers: tuple[UserLayer, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One image to build: every choice made, every file named."""
+    stack: Stack
+    os: OSBase
+    python: str
+    python_source: PythonSource | None   # None: the distro's python3
+    chip: str
+    target: Platform
+    cann: CannRelease
+    toolkit: CannFile
+    kernels: CannFile
+    pins: tuple[str, ...]                # pip requirement strings
+    alias: str | None = None             # the short tag `images:` gives this very image
+    layers: tuple[UserLayer, ...] = ()   # user layers `images:` builds on it
+    nnal: CannFile | None = None         # NNAL (ATB) installed after the operator package
+    pairing: str = "published"           # published: released for this CANN; compatible: Huawei's grid
+
+    @property
+    def platform(self) -> str:
+        """The --platform value (linux/arm64): what the engine and the labels take."""
+        return self.target.docker
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch
+
+    @property
+    def abi(self) -> int:
+        """NNAL's cxx_abi for this image: 1 where the framework is built with the CXX11 ABI."""
+        return int(self.stack.cxx11_abi.get(self.arch, True))
+
+    @property
+    def name(self) -> str:
+        """The readable tag: what is inside, lowercase."""
+        framework = f"{self.stack.framework.tag_word}{self.stack.release}{self.stack.variant_suffix}"
+        return f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}-{framework}".lower()
+
+    @property
+    def torch_index(self) -> str | None:
+        return self.stack.torch.index.get(self.arch) if self.stack.torch else None
+
+    @property
+    def cann_files(self) -> tuple[CannFile, ...]:
+        """The CANN installers in install order: toolkit, operators, NNAL where it goes in."""
+        return (self.toolkit, self.kernels) + ((self.nnal,) if self.nnal else ())
+
+    def unpinned(self) -> list[str]:
+        # A published .zip sum verifies the .run taken out of it.
+        names = [f.file for f in self.cann_files if not f.sha256 and not f.zip_sha256]
+        if self.python_source and not self.python_source.sha256:
+            names.append(f"CPython {self.python_source.version} source tarball")
+        return names
+
+
+@dataclass(frozen=True)
+class BuilderCell:
+    """One builder image: a torch stack's toolchain on one flavor, for some Pythons."""
+    stack: Stack
+    torch: TorchParts
+    flavor: Builder
+    pythons: tuple[str, ...]
+    target: Platform
+
+    @property
+    def platform(self) -> str:
+        return self.target.docker
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch
+
+    @property
+    def gcc(self) -> int:
+        return self.torch.gcc
+
+    @property
+    def name(self) -> str:
+        return (f"torch{self.torch.version}-{self.flavor.name}-gcc{self.gcc}-py"
+                + "-py".join(self.pythons)).lower()
+
+
+@dataclass(frozen=True)
+class TorchAtb:
+    """NNAL's optional Python plugin: the Pythons it is built for and, per CANN series, the
+    glibc it needs (NNAL itself needs only 2.17)."""
+    pythons: tuple[str, ...]
+    glibc: Mapping[str, str]      # CANN series ("9.1") -> glibc floor
+    source: str
+
+    def floor(self, cann: str) -> str | None:
+        return self.glibc.get(cann_series(cann))
+
+
+@dataclass(frozen=True)
+class ChipSupport:
+    """A chip whose images need a torch_npu release made for it, not only CANN's operators."""
+    chip: str
+    torchnpu_from: str         # the first TorchNPU release with images for the chip
+    source: str
+
+
+@dataclass(frozen=True)
+class Files:
+    """The matrix's two files: matrix.yaml (hand-written) and the imported facts beside it."""
+    matrix: Path
+    imported: Path

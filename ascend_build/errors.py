@@ -1,18 +1,38 @@
-"""Errors a user can act on. Everything the tool refuses is one of these: tasks print
-them and exit with the class's code, never with a traceback. The codes (README, "Exit
-codes"): 2 bad input (options, matrix.yaml), 3 a CANN package or source missing or
-corrupt, 4 a build failed, 5 an image's tests failed, 6 no usable container engine,
-7 `invoke verify` found an image and its rebuild differ (images/verify.py: Differs);
-130 interrupted (interrupts.Interrupted)."""
+"""Errors a user can act on, and the exit codes they end a task with. Everything the tool
+refuses is one of these: tasks print them and exit with the class's code, never with a
+traceback. EXIT_CODES is the one table of codes: the classes take theirs from it, and
+the tasks page (docs/tasks.md) is generated from it and README's sentence is held
+against it (tests/unit/test_tasks.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 
+@dataclass(frozen=True)
+class ExitCode:
+    code: int
+    meaning: str            # as the docs say it
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(0, "done"),
+    ExitCode(1, "`invoke update --check` found news, or `invoke doctor` found something that blocks"),
+    ExitCode(2, "bad input (an option, `matrix.yaml`); a torch index that does not answer is bad input too, said "
+                "in seconds"),
+    ExitCode(3, "a CANN package (or source tarball) missing, corrupt or not what its name says"),
+    ExitCode(4, "a build failed (its log is named)"),
+    ExitCode(5, "an image's tests failed (`build`: nothing tagged; `test --image`)"),
+    ExitCode(6, "no usable container engine, or it refused a command (a base image it cannot pull, too)"),
+    ExitCode(7, "`invoke verify` found the image and its rebuild (or `--against` image) differ"),
+    ExitCode(130, "interrupted"),
+)
+CODE = {e.code: e for e in EXIT_CODES}
+
+
 class UserError(Exception):
     """A problem with the user's input or machine, with what to do about it."""
 
-    exit_code = 2
+    exit_code = CODE[2].code
 
 
 @dataclass(frozen=True)
@@ -36,7 +56,7 @@ class MatrixError(UserError):
 class PackageError(UserError):
     """A CANN package or source tarball is missing, corrupt or does not fit."""
 
-    exit_code = 3
+    exit_code = CODE[3].code
 
 
 class PackageMissing(PackageError):
@@ -46,16 +66,23 @@ class PackageMissing(PackageError):
 class BuildFailed(UserError):
     """An image or wheel build ran and failed (its log says why)."""
 
-    exit_code = 4
+    exit_code = CODE[4].code
 
 
 class TestsFailed(UserError):
     """An image was built but its test suite failed: it was not tagged."""
 
-    exit_code = 5
+    exit_code = CODE[5].code
 
 
 class EngineError(UserError):
     """No usable container engine, or it refused a command."""
 
-    exit_code = 6
+    exit_code = CODE[6].code
+
+
+class Differs(UserError):
+    """`invoke verify`: the image and its rebuild are not the same bytes."""
+
+    exit_code = CODE[7].code
+

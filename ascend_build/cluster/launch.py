@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import console
+from .. import engine as eng
 from ..errors import UserError
 from ..matrix.frameworks import FRAMEWORKS, Framework
 from ..matrix.frameworks import get as get_framework
@@ -208,3 +210,76 @@ def node_commands(client: str, launch: Launch, image: str, devices: str, root: P
                           cpuset=launch.plan.cpuset if launch.plan is not None and launch.bound else "")
         commands.append(compose(client, opts, root, runtimes, preview=True))
     return commands
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """`invoke run` with a launcher: the image, which cards and hosts, how ranks start and bind."""
+    image: str
+    command: tuple[str, ...]
+    devices: str = "all"
+    runtime: str = "auto"
+    shm_size: str = "16g"
+    host_root: Path = Path("/")
+    hostfile: Path | None = None
+    nproc: int | None = None
+    master_port: int = MASTER_PORT
+    hccl_timeout: int = HCCL_TIMEOUT
+    rank_table: Path | None = None
+    node_rank: int | None = None
+    ssh: bool = False
+    framework: str = "auto"
+    bind: str = "numa"
+    min_cores: int = 5
+    matrix: Path = Path("matrix.yaml")       # whose stacks say which CPU_AFFINITY_CONF an image's torch_npu reads
+    dry: bool = False                        # print each node's command, run none
+
+
+def plan_launch(req: LaunchRequest, client: eng.Engine) -> tuple[Launch, list[list[str]]]:
+    """The launch and each node's command, every rank bound to its cores: the image's
+    launcher (torchrun or msrun) on every chosen card, on this host or each of a hostfile's."""
+    from ..host.run import SERVER_CARDS, host_cards, parse_devices
+    from . import binding
+    hosts = tuple(read_hostfile(req.hostfile)) if req.hostfile else ("localhost",)
+    count = req.nproc if req.nproc else len(parse_devices(req.devices, host_cards(req.host_root) or SERVER_CARDS))
+    table = req.rank_table.resolve() if req.rank_table else None
+    if table and not table.is_file():
+        raise UserError(f"--rank-table {req.rank_table}: no such file (write one with `invoke ranktable`)")
+    if req.node_rank is not None and not 0 <= req.node_rank < len(hosts):
+        raise UserError(f"--node-rank {req.node_rank}: the hostfile has nodes 0-{len(hosts) - 1}")
+    chosen, why = framework_for(client, req.image, req.framework)
+    console.note(f"# launcher: {chosen.launcher} ({chosen.name}, by {why})")
+    cores = binding.plan_for_host(binding.parse_bind(req.bind, req.min_cores), req.host_root, req.devices, count)
+    affinity = (binding.affinity_for(client, req.image, req.matrix)
+                if LAUNCHERS[chosen.launcher].affinity and cores.bound else None)
+    say = console.show if req.dry else console.note
+    for line in cores.lines() + ([f"torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})"]
+                                 if affinity else []):
+        say(f"# {line}")
+    launch = Launch(req.command, hosts, count, req.master_port, req.hccl_timeout, table, chosen, cores,
+                    affinity.mode if affinity else 0)
+    for warning in launch.check():
+        console.warn(warning)
+    runtimes = client.runtimes() if not req.dry and req.runtime == "auto" else frozenset()
+    return launch, node_commands(client.client, launch, req.image, req.devices, req.host_root, runtimes, req.runtime,
+                                 req.shm_size)
+
+
+def launch(req: LaunchRequest, client: eng.Engine) -> int:
+    """Run (or, dry or for a hostfile without --node-rank and --ssh, print) each node's
+    command; the exit code of the one run here, or of the first node over ssh that failed."""
+    import subprocess
+    run, commands = plan_launch(req, client)
+    hosts = run.hosts
+    if req.dry or (req.hostfile and req.node_rank is None and not req.ssh):
+        for rank, (host, cmd) in enumerate(zip(hosts, commands)):
+            console.show(f"# node {rank} of {len(hosts)}: on {host}" + (" (master)" if rank == 0 else ""))
+            console.show(eng.show(over_ssh(host, cmd) if req.ssh else cmd))
+        if not req.dry:
+            console.show("# run each line on its host (or --node-rank N there, or --ssh from here)")
+        return 0
+    if req.ssh:
+        procs = [subprocess.Popen(over_ssh(host, cmd)) for host, cmd in zip(hosts, commands)]
+        codes = [p.wait() for p in procs]
+        return next((code for code in codes if code), 0)
+    return subprocess.run(commands[req.node_rank or 0]).returncode

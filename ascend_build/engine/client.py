@@ -8,13 +8,13 @@ import platform
 import shlex
 import shutil
 import subprocess
-import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from .. import console
 from ..errors import EngineError
 from ..platforms import get as platform_of
 from ..platforms import host
@@ -249,7 +249,7 @@ def for_task(kind: str = "docker", client: str | None = None, dry: bool = False)
     try:
         return detect(kind, client, need_server=False)
     except EngineError as exc:
-        print(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form", file=sys.stderr)
+        console.note(f"# no usable client here ({str(exc).splitlines()[0]}); showing the buildx form")
         return Engine(kind, client or kind, "buildx" if kind == "docker" else "podman", "?")
 
 
@@ -286,6 +286,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = No
     with `inherit=False` is the whole of it. `show_line`: what to print for each line
     (None: nothing; the log still gets every line)."""
     full_env = {**os.environ, **(env or {})} if inherit else dict(env or {})
+    console.command(show(cmd, env) + (f"   # log: {log}" if log else ""))
     tail: deque[str] = deque(maxlen=50)     # the last lines: a cancelled build says so there
     fh = None
     if log is not None:
@@ -303,8 +304,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = No
                     fh.write(line)
                     shown = show_line(line) if show_line else line
                     if shown is not None:
-                        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
-                        sys.stdout.flush()
+                        console.stream(shown)
                     tail.append(line)
                 code = proc.wait()
         except KeyboardInterrupt:

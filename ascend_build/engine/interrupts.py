@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
+
+from .. import console
+from ..errors import CODE
 
 # The engine client's own words when the build it ran was cancelled under it.
 CANCEL_MARKS = ("context canceled",)
@@ -36,7 +38,7 @@ class Interrupted(KeyboardInterrupt):
     """The user interrupted a task (Ctrl-C / SIGINT): nothing half-done was kept.
     `detail` says what was left undone (e.g. the images `build --all` did not reach)."""
 
-    exit_code = 130
+    exit_code = CODE[130].code
 
     def __init__(self, detail: str = ""):
         super().__init__(detail)
@@ -106,7 +108,7 @@ def _on_sigint(signum, frame) -> None:
         child.send_signal(signal.SIGINT if _state.count == 1 else signal.SIGTERM)
         return
     if _state.raised or _state.count > 1:
-        print("interrupt: still cleaning up, one moment", file=sys.stderr, flush=True)
+        console.note("interrupt: still cleaning up, one moment")
         return
     if _state.deferring:
         return              # deferred() raises when its step is done

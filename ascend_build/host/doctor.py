@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import console
 from ..matrix import FRAMEWORKS, Matrix
 from ..platforms import PLATFORMS
 from .layout import is_310b_name, layout_of
@@ -132,7 +133,7 @@ def _runtimes(root: Path) -> set[str]:
 
 
 def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runtimes: frozenset[str] | None = None,
-            choices: list[tuple[str, str, str]] | None = None, host_arch: str | None = None) -> list[Check]:
+            choices: list[tuple[str, str, str | None]] | None = None, host_arch: str | None = None) -> list[Check]:
     """Every check, in the order a user would fix them. `choices`: (stack, CANN, driver
     it needs) for every line of the matrix, to say which image would run instead."""
     checks: list[Check] = []
@@ -248,7 +249,7 @@ def _limits() -> list[Check]:
     return checks
 
 
-def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str]],
+def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str | None]],
                   host_arch: str | None) -> list[Check]:
     checks = []
     runnable = [f"{s} on CANN {c}" for s, c, d in choices if d and driver and driver_key(d) <= driver_key(driver)]
@@ -363,7 +364,7 @@ def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) ->
         raise UserError(f"--for-host {root}: no /{DRIVER_INFO} there, so no driver version to match")
     chip = chip or host_chip(root)
     torch, skipped = pick_stack(matrix, driver, chip, torch)
-    print(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
+    console.say(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
           + "".join(f"\n  skipped {line}" for line in skipped))
     return torch, chip
 

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .layout import DRIVER_DIR, DRIVER_LIB, SERVER, for_chip, layout_of
+from .layout import DRIVER_DIR, DRIVER_LIB, for_chip, layout_of
 
 # What every 910B-class server has (kept for the cluster code and doctor's messages).
-CONTROL_DEVICES = SERVER.control
 NPU_SMI = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")   # hosts differ
 
 
@@ -108,19 +107,22 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
             mounts.append(smi)
         for path in mounts:
             cmd += ["-v", f"{path if assumed else root / path.lstrip('/')}:{path}:ro"]
-    cmd += [f"--shm-size={opts.shm_size}"]
+    return cmd + _container_flags(opts) + [opts.image, *opts.command]
+
+
+def _container_flags(opts: RunOptions) -> list[str]:
+    """What every run takes besides the NPUs: memory, IPC, network, limits, cores, mounts, env."""
+    flags = [f"--shm-size={opts.shm_size}"]
     if opts.ipc_host:
-        cmd += ["--ipc=host"]
+        flags += ["--ipc=host"]
     if opts.network_host:
-        cmd += ["--network=host"]
+        flags += ["--network=host"]
     if opts.multi_card:
-        cmd += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
+        flags += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
     if opts.cpuset:
-        cmd += [f"--cpuset-cpus={opts.cpuset}"]
+        flags += [f"--cpuset-cpus={opts.cpuset}"]
     for host_path, path in opts.mounts:
-        cmd += ["-v", f"{host_path}:{path}:ro"]
+        flags += ["-v", f"{host_path}:{path}:ro"]
     for key, value in opts.env:
-        cmd += ["-e", f"{key}={value}"]
-    cmd.append(opts.image)
-    cmd += list(opts.command)
-    return cmd
+        flags += ["-e", f"{key}={value}"]
+    return flags

@@ -18,9 +18,11 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from .. import console
 from .. import engine as eng
 from ..engine import emulation
 from ..errors import UserError
+from ..matrix import Matrix, Stack
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
 
@@ -93,13 +95,13 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         cmd, env = engine.build_command(req)
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
-        print(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
-              + (" under qemu, a few minutes" if target.emulated() else ", about a minute"), flush=True)
+        console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
+              + (" under qemu, a few minutes" if target.emulated() else ", about a minute"))
         if dry:
-            print(eng.show(boot))
-            print(f"# remove from it: {', '.join(JUNK)}")
-            print(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
-            print(eng.show(cmd, env))
+            console.show(eng.show(boot))
+            console.show(f"# remove from it: {', '.join(JUNK)}")
+            console.show(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
+            console.show(eng.show(cmd, env))
             return
         started = time.monotonic()
         # Its second stage runs the target's binaries under qemu: the same faster CPU
@@ -108,8 +110,7 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         if subprocess.run(boot, env=env, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
             raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
                             f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
-        print(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image",
-              flush=True)
+        console.say(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image")
         _tidy(root)
         subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
         shutil.rmtree(root, ignore_errors=True)
@@ -125,8 +126,8 @@ def _tidy(root: Path) -> None:
                 path.unlink()
 
 
-def advice(matrix, image: str, stack=None, platform: str | None = None, task: str = "build",
-           flavor_option: str = "--os") -> str:
+def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str | None = None,
+           task: str = "build") -> str:
     """What to do when `image` can be neither found nor pulled: for a Debian release,
     make it here; for any other, a mirror, or the Debian cell (or flavor) of this line."""
     name = image.split("/")[-1]
@@ -147,5 +148,6 @@ def advice(matrix, image: str, stack=None, platform: str | None = None, task: st
         return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"
     debian = matrix.offline_os(stack) if stack is not None else None
     other = (f" Without a registry, the Debian cell of this line builds: `invoke build {stack.flag} --os "
-             f"{debian.name}{where} --debootstrap` (Python {stack.python_for(debian)})." if debian else "")
+             f"{debian.name}{where} --debootstrap` (Python {stack.python_for(debian)})."
+             if stack is not None and debian else "")
     return f"{image} is not a Debian release debootstrap can make. Use {mirror}.{other}"

@@ -4,12 +4,12 @@ does not stop the others. The runtime build (build.py) knows nothing of layers; 
 (userlayer.py) stands on a runtime that was built and tested."""
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
+from .. import console
 from ..engine import interrupts
 from ..errors import UserError
 from ..locking.layerlock import LayerLock
@@ -54,8 +54,7 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = N
     others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
     outcomes: list[Outcome] = []
     for index, cell in enumerate(cells):
-        log = runtime_build.work_dir(site.with_run_as(matrix.defaults.run_as), cell,
-                                     engine_kind) / "build.log"
+        log = runtime_build.work_dir(site, cell, engine_kind) / "build.log"
         log.unlink(missing_ok=True)
         try:
             ready = _prepare_each(matrix, cell, site, inputs, outcomes)
@@ -67,7 +66,7 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = N
                                  engine_kind, client))
         except KeyboardInterrupt:
             if outcomes:
-                print("\n" + summary(outcomes), file=sys.stderr)
+                console.note("\n" + summary(outcomes))
             rest = [f"{c.name} ({c.platform})" for c in cells[index:]]
             raise interrupts.Interrupted("not built: " + ", ".join(rest)) from None
     return outcomes
@@ -77,7 +76,7 @@ def _attempt(outcomes: list[Outcome], name: str, platform: str, log: Path | None
     try:
         built = run()
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        console.error(str(exc))
         outcomes.append(Outcome(name, platform, "failed", str(exc).splitlines()[0][:160],
                                 log if log and log.exists() else None))
         return None
@@ -95,7 +94,7 @@ def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcom
             req = userlayer.LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
             ready += prepare(matrix, cell, site, inputs, [req])
         except UserError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            console.error(str(exc))
             outcomes.append(Outcome(name, cell.platform, "failed", str(exc).splitlines()[0][:160], None))
     return ready
 

@@ -8,10 +8,10 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
@@ -23,7 +23,7 @@ from ..locking import torch_index
 from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
-from .kinds import RUNTIME, Tags, content_tag, label
+from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag, label
 from .options import NO_INPUTS, Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
@@ -68,7 +68,6 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
             client: str | None = None) -> Prepared:
     """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
     network settings) before the first engine command."""
-    site = site.with_run_as(matrix.defaults.run_as)
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
@@ -76,17 +75,17 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
     lock = _lock(matrix, cell, site)
     torch_src = torch_index.source(cell.stack, cell.arch, site.net.torch_index_url)
     if torch_src.named:
-        print(torch_src.describe())
+        console.say(torch_src.describe())
     if not site.dry:
         torch_index.reach(torch_src, site.net)     # seconds, before CANN downloads and pip's minutes of retries
     toolkit, kernels, nnal = _locate_packages(cell, site)
     engine = eng.for_task(engine_kind, client, site.dry)
-    print(engine.describe())
+    console.say(engine.describe())
     if site.epoch is not None:
         cannot = engine.reproducible()
-        print(f"reproducible: every time in the image is SOURCE_DATE_EPOCH={site.epoch}"
+        console.say(f"reproducible: every time in the image is SOURCE_DATE_EPOCH={site.epoch}"
               + (f"; {cannot}" if cannot else ""))
-    print(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
+    console.say(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
           f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
@@ -105,9 +104,9 @@ def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildReque
 
 def _say_how(p: Prepared) -> None:
     for line in describe_network(p.site.net):
-        print(line)
+        console.say(line)
     native = p.plan.host_args["PIP_ON"] == "native"
-    print("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {p.plan.cell.arch}, no qemu"
+    console.say("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {p.plan.cell.arch}, no qemu"
                                           if native else f"in the image ({p.plan.cell.platform})"))
 
 
@@ -131,9 +130,9 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
     with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         req = _request(p, secrets, ctx)
         if site.dry:
-            print(f"# stage {plan.toolkit.path} -> {ctx}/cann/toolkit/, {plan.kernels.path} -> {ctx}/cann/kernels/"
+            console.show(f"# stage {plan.toolkit.path} -> {ctx}/cann/toolkit/, {plan.kernels.path} -> {ctx}/cann/kernels/"
                   + (f", {plan.nnal.path} -> {ctx}/cann/nnal/" if plan.nnal else ""))
-            print(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
+            console.show(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
                   + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content)
@@ -166,7 +165,7 @@ def rebuild(matrix: Matrix, p: Prepared) -> str:
             assert req.iidfile is not None
             req.iidfile.unlink(missing_ok=True)
             cmd, env = engine.build_command(req)
-            print(f"rebuilding {plan.what}; log: {log}", flush=True)
+            console.say(f"rebuilding {plan.what}; log: {log}")
             if eng.run(cmd, env, log) != 0:
                 raise BuildFailed(f"the rebuild of {plan.what} failed; log: {log}")
             candidate = req.iidfile.read_text().strip()
@@ -238,7 +237,7 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
 def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
     lock = locks.for_cell(matrix, cell, matrix.path.parent)      # a stale lock is refused here
     if lock is not None:
-        print(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
+        console.say(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
               f"({len(lock.packages)} packages, sha256-checked)")
         return lock
     hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
@@ -246,8 +245,8 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
     if site.require_pins:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
                            f"--require-pins is set; {hint}")
-    print(f"WARNING: stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
-          f"its Python packages at build time, so two builds may differ; {hint}", file=sys.stderr)
+    console.warn(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
+          f"its Python packages at build time, so two builds may differ; {hint}")
     return None
 
 
@@ -289,7 +288,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
             build_args["NNAL_TORCH_ATB"] = "1"
     if torch_src and torch_src.test_only:
         build_args["ALLOW_CUDA_TEST_ONLY"] = "1"   # the pip steps' CUDA check stands aside, and the label says so
-    user = site.user(None)
+    user = cell.user
     if user:
         build_args.update(RUN_AS_UID=str(user[0]), RUN_AS_GID=str(user[1]))
     if cell.python_source:
@@ -305,13 +304,12 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
     for layer, text in requirements.items():       # the lock is part of what the image is
         hashes[f"lock/{layer}.txt"] = hashlib.sha256(text.encode()).hexdigest()
     content = content_tag(rendered.text, build_args, hashes)
-    name = image_name(cell, user)
-    tags = RUNTIME.tags(inputs.repository, name, content, cell.target, cell.alias and image_name(cell.alias, user))
-    labels = RUNTIME.labels(cell, content, build_args["BASE_IMAGE"],
-                            inputs.apex_wheel.name if inputs.apex_wheel else "absent",
-                            " ".join(pkg.path.name for pkg in packages),
-                            f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
-                            _cann_sums(cell, *packages), f"{user[0]}:{user[1]}" if user else "root")
+    tags = RUNTIME.tags(inputs.repository, cell.tag_name, content, cell.target, cell.alias_name)
+    labels = RUNTIME.labels(RuntimeFacts(
+        cell, content, build_args["BASE_IMAGE"], inputs.apex_wheel.name if inputs.apex_wheel else "absent",
+        " ".join(pkg.path.name for pkg in packages),
+        f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
+        _cann_sums(cell, *packages)))
     if site.epoch is not None:
         labels[label("source-date-epoch")] = str(site.epoch)     # what `invoke verify` rebuilds with
     if cell.stack.torch_atb:
@@ -321,7 +319,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
                                       f"({torch_index.TEST_ONLY_SWITCH}): not an image to ship")
     return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
                 site.pip_args(cell.target, cell.os.image), content, site.epoch, tags, labels,
-                site.work_dir(f"{name}-{cell.target.suffix}", engine_kind))
+                work_dir(site, cell, engine_kind))
 
 
 def _cann_sums(cell: Cell, *located: Located) -> str:
@@ -338,14 +336,7 @@ def _cann_sums(cell: Cell, *located: Located) -> str:
 
 def work_dir(site: Site, cell: Cell, engine_kind: str = "docker") -> Path:
     """Where one runtime image's build log, manifest, SBOM and staged context live."""
-    return site.work_dir(f"{image_name(cell, site.user(None))}-{cell.target.suffix}", engine_kind)
-
-
-def image_name(cell_or_alias, user: tuple[int, int] | None) -> str:
-    """An image that runs as a user (not root) says so in its name: its tags and the root
-    image's do not collide."""
-    name = cell_or_alias if isinstance(cell_or_alias, str) else cell_or_alias.name
-    return name + (f"-uid{user[0]}" if user else "")
+    return site.work_dir(f"{cell.tag_name}-{cell.target.suffix}", engine_kind)
 
 
 def _check_torch_npu_source(cell: Cell, inputs: Inputs) -> None:
@@ -405,9 +396,9 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
             raise
         # A dry run still shows the commands: what the real run would fetch, or where it stops.
         if site.offline or not isinstance(exc, PackageMissing):
-            print(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "), file=sys.stderr)
+            console.note(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "))
         else:
-            print(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
+            console.show(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
                   f"{', '.join(map(str, site.packages))} or the cache by then)")
         return Located(f, Path("<missing>") / f.file, "<unknown>", False)
 
@@ -437,9 +428,9 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
     if inputs.apex_wheel is None:
         cached = find_cached(site.cache_dir, "apex", cell.stack.torch.version, cell.python, cell.arch)
         if cached:
-            print(f"apex: using the built wheel {cached}")
+            console.say(f"apex: using the built wheel {cached}")
             return replace(inputs, apex_wheel=cached)
-        print(f"apex: no Ascend apex wheel built for torch {cell.stack.torch.version} / python {cell.python} / "
+        console.say(f"apex: no Ascend apex wheel built for torch {cell.stack.torch.version} / python {cell.python} / "
               f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
               f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
     return inputs

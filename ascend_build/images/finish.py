@@ -15,6 +15,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .. import console
 from .. import engine as eng
 from ..errors import BuildFailed
 from ..matrix import Cell
@@ -71,9 +72,9 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
     by name), which is removed again. --reproducible: through the engine's archive
     instead (restamp.py), so that the config holds nothing of this one run."""
     if reproducible is not None:
-        print("reproducible: the project's files and a config from the inputs only (save, rewrite, load)"
+        console.say("reproducible: the project's files and a config from the inputs only (save, rewrite, load)"
               + ("; every layer after the base's written again with the epoch's times (this engine cannot)"
-                 if engine.mode == "classic-buildkit" else ""), flush=True)
+                 if engine.mode == "classic-buildkit" else ""))
         return restamp.finish(engine, candidate, files_tar(files, reproducible.epoch), reproducible.epoch,
                               reproducible.base, engine.mode == "classic-buildkit", work)
     ctx = work / "finish-context"
@@ -162,6 +163,6 @@ def _written(engine, candidate, platform, files, work: Path, manifest: str, docu
     work.mkdir(parents=True, exist_ok=True)
     (work / "manifest.txt").write_text(manifest)
     (work / "sbom.cdx.json").write_text(document)
-    print(f"package manifest: {work / 'manifest.txt'}\nsbom: {work / 'sbom.cdx.json'}", flush=True)
+    console.say(f"package manifest: {work / 'manifest.txt'}\nsbom: {work / 'sbom.cdx.json'}")
     return Written(add(engine, candidate, platform, files, work, reproducible), work / "manifest.txt",
                    work / "sbom.cdx.json")

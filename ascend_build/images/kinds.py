@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from ..matrix import BuilderCell, Cell
 from ..platforms import Platform
@@ -19,34 +19,66 @@ def label(key: str) -> str:
     return f"{LABEL_PREFIX}.{key}"
 
 
-class Tags(list):
-    """The tags of one image, in the order they are set: the readable tag (what is inside),
-    the content tag (what went in), then the alias where one is set."""
+@dataclass(frozen=True)
+class Tags:
+    """The tags of one image: the readable tag (what is inside), the content tag (what went
+    in), and the alias where one is set; iterated in the order they are set."""
+    readable: str
+    content: str
+    alias: str | None = None
 
-    @property
-    def readable(self) -> str:
-        return str(self[0])
-
-    @property
-    def content(self) -> str:
-        return str(self[1])
+    def __iter__(self) -> Iterator[str]:
+        yield self.readable
+        yield self.content
+        if self.alias:
+            yield self.alias
 
 
 @dataclass(frozen=True)
-class ImageKind:
+class RuntimeFacts:
+    """What a runtime image's labels say: its cell and what its build found and decided."""
+    cell: Cell
+    content: str                 # the content tag
+    base: str                    # the base image it is built FROM
+    apex: str                    # the apex wheel's name, or "absent"
+    packages: str                # the CANN installers' file names
+    lock: str                    # which lock, and its inputs' digest ("none": not locked)
+    cann_sums: str               # the CANN installers as the build verified them (JSON, for the SBOM)
+
+
+@dataclass(frozen=True)
+class BuilderFacts:
+    cell: BuilderCell
+    content: str
+    base: str
+
+
+@dataclass(frozen=True)
+class LayerFacts:
+    """A user layer says what it added; the runtime's labels come with its image (FROM)."""
+    name: str
+    lock: str
+    content: str
+    runtime: str                 # the runtime image it is built on
+
+
+F = TypeVar("F")
+
+
+@dataclass(frozen=True)
+class ImageKind(Generic[F]):
     name: str                    # the value of the io.ascend-build.kind label
     template: str                # templates/<template>
-    cell_type: type              # what one image of the kind is resolved to
     parent: str | None           # the kind whose output it consumes (runtime <- builder: wheels)
     suite: str                   # tests/<suite>: run on every candidate before its tag
     repository: str              # the default local repository
-    labels: Callable[..., dict[str, str]]   # the labels set at build time, from the cell
+    labels: Callable[[F], dict[str, str]]   # the labels set at build time, from the kind's facts
     extends: str | None = None   # the kind it is built FROM: its tests are inherited, run first
 
     def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> Tags:
         """readable (what is inside), content (what went in), and the alias where one is set."""
-        return Tags([readable_tag(repository, name, target), readable_tag(repository, content, target)]
-                    + ([readable_tag(repository, alias, target)] if alias else []))
+        return Tags(readable_tag(repository, name, target), readable_tag(repository, content, target),
+                    readable_tag(repository, alias, target) if alias else None)
 
 
 def readable_tag(repository: str, name: str, target: Platform) -> str:
@@ -68,39 +100,38 @@ def _common(platform: str, content: str, base: str) -> dict[str, str]:
     return {label("platform"): platform, label("content-tag"): content, "org.opencontainers.image.base.name": base}
 
 
-def _runtime_labels(cell: Cell, content: str, base: str, apex: str, packages: str, lock: str,
-                    cann_sums: str, user: str = "root") -> dict[str, str]:
-    return {**_common(cell.platform, content, base), label("stack"): cell.stack.name, label("os"): cell.os.name,
-            label("python"): cell.python, label("chip"): cell.chip, label("apex"): apex, label("cann-packages"): packages, label("lock"): lock,
-            label("cann-sha256"): cann_sums, "org.opencontainers.image.version": cell.name,
+def _runtime_labels(f: RuntimeFacts) -> dict[str, str]:
+    cell = f.cell
+    return {**_common(cell.platform, f.content, f.base), label("stack"): cell.stack.name, label("os"): cell.os.name,
+            label("python"): cell.python, label("chip"): cell.chip, label("apex"): f.apex,
+            label("cann-packages"): f.packages, label("lock"): f.lock,
+            label("cann-sha256"): f.cann_sums, "org.opencontainers.image.version": cell.name,
             # published: torch_npu was released for this CANN; compatible: Huawei's grid says so.
             label("pairing"): cell.pairing, label("runs-on"): " ".join(cell.cann.runs_on),
             label("nnal"): f"{cell.cann.version} cxx_abi_{cell.abi}" if cell.nnal else "none",
-            label("user"): user}
+            label("user"): cell.run_as}
 
 
-def _builder_labels(cell: BuilderCell, content: str, base: str) -> dict[str, str]:
-    return {**_common(cell.platform, content, base), label("pythons"): " ".join(cell.pythons)}
+def _builder_labels(f: BuilderFacts) -> dict[str, str]:
+    return {**_common(f.cell.platform, f.content, f.base), label("pythons"): " ".join(f.cell.pythons)}
 
 
-def _layer_labels(cell: Cell, content: str, base: str, name: str, lock: str) -> dict[str, str]:
-    # The runtime's labels come with its image (FROM); these say what the layer added.
-    return {label("kind"): "layer", label("layer"): name, label("layer-lock"): lock,
-            label("content-tag"): content, label("runtime"): base,
-            "org.opencontainers.image.base.name": base}
+def _layer_labels(f: LayerFacts) -> dict[str, str]:
+    return {label("kind"): "layer", label("layer"): f.name, label("layer-lock"): f.lock,
+            label("content-tag"): f.content, label("runtime"): f.runtime,
+            "org.opencontainers.image.base.name": f.runtime}
 
 
-KINDS: dict[str, ImageKind] = {k.name: k for k in (
-    ImageKind("builder", "builder.Dockerfile.j2", BuilderCell, None, "builder_image", "ascend-builder",
-              _builder_labels),
-    ImageKind("runtime", "runtime.Dockerfile.j2", Cell, "builder", "image", "ascend-runtime", _runtime_labels),
-    # A team's requirements on a tested runtime image: the runtime suite runs again on it.
-    ImageKind("layer", "layer.Dockerfile.j2", Cell, "runtime", "layer_image", "ascend-runtime", _layer_labels,
-              extends="runtime"),
-)}
-RUNTIME, BUILDER, LAYER = KINDS["runtime"], KINDS["builder"], KINDS["layer"]
+BUILDER: ImageKind[BuilderFacts] = ImageKind("builder", "builder.Dockerfile.j2", None, "builder_image",
+                                              "ascend-builder", _builder_labels)
+RUNTIME: ImageKind[RuntimeFacts] = ImageKind("runtime", "runtime.Dockerfile.j2", "builder", "image",
+                                             "ascend-runtime", _runtime_labels)
+# A team's requirements on a tested runtime image: the runtime suite runs again on it.
+LAYER: ImageKind[LayerFacts] = ImageKind("layer", "layer.Dockerfile.j2", "runtime", "layer_image",
+                                         "ascend-runtime", _layer_labels, extends="runtime")
+KINDS: dict[str, ImageKind[Any]] = {k.name: k for k in (BUILDER, RUNTIME, LAYER)}
 
 
-def suites(kind: ImageKind) -> list[str]:
+def suites(kind: ImageKind[Any]) -> list[str]:
     """The test suites an image of this kind passes: those of the kinds it extends, then its own."""
     return (suites(KINDS[kind.extends]) if kind.extends else []) + [kind.suite]

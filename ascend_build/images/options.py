@@ -5,11 +5,11 @@ runtime image besides the cell's. What a build finds or makes is returned, never
 written back into these."""
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Mapping, get_args
 
+from .. import console
 from ..engine.network import Network
 from ..errors import UserError
 from ..platforms import Platform, host
@@ -42,7 +42,6 @@ class Site:
     debootstrap: bool = False              # make a missing Debian base here (debootstrap)
     retest: bool = False                   # a tested image with the same content tag: test it again
     keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)
-    run_as: str | None = None              # root | UID:GID; None: the matrix's defaults.run_as
     dry: bool = False
     work: Path = Path(".build")
 
@@ -59,21 +58,6 @@ class Site:
         """Where one image's build log, manifest, SBOM and staged context live (one folder
         per engine: docker and podman builds of an image do not share files)."""
         return self.work / (name + ("" if engine_kind == "docker" else f"-{engine_kind}"))
-
-    def with_run_as(self, matrix_default: str | None) -> Site:
-        """This site with who images run as decided: its --run-as, else the matrix's
-        defaults.run_as."""
-        return replace(self, run_as=self.run_as or matrix_default)
-
-    def user(self, matrix_default: str | None) -> tuple[int, int] | None:
-        """(uid, gid) containers of the image run as; None: root."""
-        value = self.run_as or matrix_default or "root"
-        if value == "root":
-            return None
-        m = re.fullmatch(r"([0-9]{1,9}):([0-9]{1,9})", value)
-        if not m or int(m.group(1)) == 0:
-            raise UserError(f"--run-as {value!r}: root, or UID:GID of the hosts' HwHiAiUser, e.g. 1000:1000")
-        return int(m.group(1)), int(m.group(2))
 
     def pip_native(self, target: Platform) -> bool:
         """Do the Python package steps run on the build machine (the fast path)?"""
@@ -99,7 +83,7 @@ class Site:
         base = self.build_machine_base(named, builder)
         if base is None:
             if self.pip_on == "auto":
-                print(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
+                console.say(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
                       f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
                       f"path")
                 return args

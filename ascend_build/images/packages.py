@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import urllib.error
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .. import console
 from ..errors import PackageError, PackageMissing
 from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix
@@ -130,7 +130,7 @@ class PackageStore:
             (folder / (f.file + ".sha256")).write_text(digest + "\n")
         finally:
             tmp.unlink(missing_ok=True)
-        print(f"{f.zip}: sha256 matches Huawei's published sum; took {f.file} out of it")
+        console.say(f"{f.zip}: sha256 matches Huawei's published sum; took {f.file} out of it")
         return self._verified(f, folder / f.file, from_zip=True)
 
     def _verified(self, f: CannFile, path: Path, from_zip: bool = False) -> Located:
@@ -261,8 +261,8 @@ def check_contents(f: CannFile, path: Path) -> Contents:
     """Refuse a package whose payload is for another arch or chip than its name says."""
     facts = read_contents(path)
     if not facts.readable:
-        print(f"note: {path.name}: payload is not a gzip tar after the header; its arch and chip were not "
-              f"read from its contents (the installer checks them when it runs)", file=sys.stderr)
+        console.say(f"note: {path.name}: payload is not a gzip tar after the header; its arch and chip were not "
+              f"read from its contents (the installer checks them when it runs)")
     # Kernels files up to 8.0.RC2 name no arch: one file serves both, so only named arches are held to.
     wrong_arch = facts.arches - {f.arch} if f.arch in f.file else set()
     if wrong_arch:
@@ -277,10 +277,10 @@ def check_contents(f: CannFile, path: Path) -> Contents:
     return facts
 
 
-def warn_unpinned(names: list[str], out=sys.stderr) -> None:
+def warn_unpinned(names: list[str]) -> None:
     for name in names:
-        print(f"WARNING: {name} is not pinned by sha256 in matrix.yaml: its bytes are not verified. "
-              f"Run `invoke pin` (or build with --require-pins to refuse this).", file=out)
+        console.warn(f"{name} is not pinned by sha256 in matrix.yaml: its bytes are not verified. "
+                     f"Run `invoke pin` (or build with --require-pins to refuse this).")
 
 
 # ---------------------------------------------------------------------------- pinning

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 
+from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import EngineError, UserError
@@ -55,7 +56,7 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
     and join the arches of each readable tag and alias into one manifest list."""
     report = PushReport()
     for cell in cells:
-        local = readable_tag(local_repository, cell.name, cell.target)
+        local = readable_tag(local_repository, cell.tag_name, cell.target)
         labels = _ok(engine, "image", "inspect", "--format",
                      '{{index .Config.Labels "' + label("content-tag") + '"}}', local)
         if labels.returncode != 0 or not labels.stdout.strip():
@@ -63,16 +64,16 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
             continue
         content = labels.stdout.strip()
         # The same tags the build set locally (kinds.ImageKind.tags), content tag first.
-        remotes = RUNTIME.tags(registry, cell.name, content, cell.target, cell.alias)
-        remotes.insert(0, remotes.pop(1))
-        if not dry and in_registry(engine, remotes[0], registry):
+        tags = RUNTIME.tags(registry, cell.tag_name, content, cell.target, cell.alias_name)
+        remotes = [tags.content, tags.readable] + ([tags.alias] if tags.alias else [])
+        if not dry and in_registry(engine, tags.content, registry):
             report.skipped.append(f"{local} (content {content} already in {registry})")
         else:
             for remote in remotes:
                 push_flags = insecure(engine, registry) if engine.kind == "podman" else []
                 for cmd in (engine.command("tag", local, remote), engine.command("push", *push_flags, remote)):
                     if dry:
-                        print(eng.show(cmd))
+                        console.show(eng.show(cmd))
                     elif eng.run(cmd) != 0:
                         raise EngineError(f"push of {remote} failed")
                 report.pushed.append(remote)
@@ -87,7 +88,7 @@ def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = F
     registry holds (CI pushes each arch from its own runner, then joins once)."""
     wanted: dict[str, set[str]] = {}
     for cell in cells:
-        for name in [cell.name] + ([cell.alias] if cell.alias else []):
+        for name in [cell.tag_name] + ([cell.alias_name] if cell.alias_name else []):
             wanted.setdefault(name, set()).add(cell.platform)
     written = []
     for name, platforms in sorted(wanted.items()):
@@ -114,7 +115,7 @@ def join(engine: eng.Engine, target: str, parts: list[str], registry: str, dry: 
                 engine.command("manifest", "push", *tls, "--purge", target)]
     for cmd in cmds:
         if dry:
-            print(eng.show(cmd))
+            console.show(eng.show(cmd))
         elif eng.run(cmd) != 0:
             raise EngineError(f"could not write the manifest list {target} from {', '.join(parts)}")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
@@ -23,7 +24,7 @@ from ..matrix import BuilderCell, Matrix
 from ..platforms import host as host_platform
 from . import steps
 from .baseimage import advice, debian_base, local_pattern
-from .kinds import BUILDER, content_tag, readable_tag
+from .kinds import BUILDER, BuilderFacts, content_tag, readable_tag
 from .options import Site
 from .progress import Progress
 from .render import builder_dockerfile, net_setup
@@ -76,32 +77,24 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     rendered = builder_dockerfile(matrix, bcell.stack, bcell.torch, bcell.flavor)
     dockerfile = steps.current_dockerfile(rendered)
     wanted = bcell.flavor.image.replace("{arch}", bcell.arch)      # the matrix's base, for --base-image
-    if site.debootstrap and wanted not in site.base_images:
-        suite = matrix.debootstrap_suite(wanted)
-        if not suite:
-            raise UserError(f"--debootstrap makes Debian bases; builder {bcell.flavor.name} ({wanted}) is not one. "
-                            + advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"))
-        site = replace(site, base_images={**site.base_images, wanted: local_pattern(suite)})
+    site = _debootstrapped(matrix, bcell, site, wanted)
     cross = bcell.flavor.cross
-    cross_suite = matrix.debootstrap_suite(cross) if cross else None
-    if site.debootstrap and cross and cross_suite and cross not in site.base_images:
-        site = replace(site, base_images={**site.base_images, cross: local_pattern(cross_suite)})
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
     here = host_platform()
     compiling = compile_on(bcell, site)
     if compiling == "cross" and here is not None:
         build_args |= {"COMPILE_ON": "cross", "CROSS_BASE_IMAGE": site.base(cross, here)}
-        print(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {cross}; "
+        console.say(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {cross}; "
               f"Python, CMake and make run in the image (--emulated: everything under qemu)")
     elif bcell.target.emulated() and not cross and not site.emulated:
-        print(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
+        console.say(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
               f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
     content = content_tag(rendered.text, build_args, {})
     # The venvs made on the build machine for the image's machine when cross-building
     # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
     host_args = site.pip_args(bcell.target, wanted, bcell.flavor.image.replace("{arch}", here.arch) if here else None)
-    print("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
+    console.say("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
                                           if host_args["PIP_ON"] == "native" else f"in the image ({bcell.platform})"))
     name = _builder_name(bcell, compiling)
     tags = BUILDER.tags(repository, name, content, bcell.target)
@@ -112,28 +105,52 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     with steps.secrets(site.net) as secrets:
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform,
                                build_args={**build_args, **host_args}, secrets=secrets,
-                               labels=BUILDER.labels(bcell, content, build_args["BASE_IMAGE"]),
+                               labels=BUILDER.labels(BuilderFacts(bcell, content, build_args["BASE_IMAGE"])),
                                iidfile=work / "image-id", network=site.network, no_cache=site.no_cache)
         if engine is None or site.dry:
-            print(f"# builder {bcell.name}: build unless {tags.readable} exists")
+            console.show(f"# builder {bcell.name}: build unless {tags.readable} exists")
             steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
             return tags.readable
         what = f"builder {bcell.name} ({bcell.platform})"
         test = lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite)  # noqa: E731
         if not site.no_cache and steps.reuse(engine, tags, content, what, site.retest, test):
             return tags.readable
-        suite = matrix.debootstrap_suite(wanted)
-        make = (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
-        said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
-        steps.check_base(engine, build_args["BASE_IMAGE"], bcell.platform, said, make)
-        if host_args["PIP_ON"] == "native":
-            steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(here), said, make)
-        if compiling == "cross":
-            cross_make = ((lambda ref, platform: debian_base(engine, cross_suite, platform, ref))
-                          if site.debootstrap and cross_suite else None)
-            steps.check_base(engine, build_args["CROSS_BASE_IMAGE"], str(here), said, cross_make)
+        _check_bases(matrix, bcell, site, engine, {**build_args, **host_args}, wanted)
         steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
         return tags.readable
+
+
+def _debootstrapped(matrix: Matrix, bcell: BuilderCell, site: Site, wanted: str) -> Site:
+    """--debootstrap: the builder's Debian base (and its cross compiler's) made here,
+    under local names, unless the site maps them."""
+    if not site.debootstrap:
+        return site
+    if wanted not in site.base_images:
+        suite = matrix.debootstrap_suite(wanted)
+        if not suite:
+            raise UserError(f"--debootstrap makes Debian bases; builder {bcell.flavor.name} ({wanted}) is not one. "
+                            + advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"))
+        site = replace(site, base_images={**site.base_images, wanted: local_pattern(suite)})
+    cross = bcell.flavor.cross
+    cross_suite = matrix.debootstrap_suite(cross) if cross else None
+    if cross and cross_suite and cross not in site.base_images:
+        site = replace(site, base_images={**site.base_images, cross: local_pattern(cross_suite)})
+    return site
+
+
+def _check_bases(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine, args: dict[str, str],
+                 wanted: str) -> None:
+    """Every base the build needs is here or can be had (pulled, or made by debootstrap)."""
+    def maker(image: str):
+        suite = matrix.debootstrap_suite(image) if image else None
+        return (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
+    said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
+    here = str(host_platform())
+    steps.check_base(engine, args["BASE_IMAGE"], bcell.platform, said, maker(wanted))
+    if args["PIP_ON"] == "native":
+        steps.check_base(engine, args["BUILD_BASE_IMAGE"], here, said, maker(wanted))
+    if args.get("COMPILE_ON") == "cross":
+        steps.check_base(engine, args["CROSS_BASE_IMAGE"], here, said, maker(bcell.flavor.cross))
 
 
 def _image_id(engine: eng.Engine, ref: str) -> str | None:
@@ -216,10 +233,10 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     python = bcell.pythons[0]
     location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
     if site.dry or engine is None:
-        print(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
+        console.show(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
               f"python {python}")
         build_builder(matrix, bcell, site, engine, builder_repository)
-        print(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
+        console.show(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
     want = expected(matrix, req.kind, bcell.stack.name)
@@ -227,11 +244,11 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     src = checkout(location, ref, site.cache_dir, want, [] if kind.name == "apex" else given)
     check_python(kind, src, python)
     extra = apex_inputs(matrix, src, given, site.cache_dir, bcell) if kind.name == "apex" else ApexInputs()
-    print(f"{kind.name}: source {src.origin}: {want.what}" + (f", commit {want.commit[:12]}" if want.commit else "")
+    console.say(f"{kind.name}: source {src.origin}: {want.what}" + (f", commit {want.commit[:12]}" if want.commit else "")
           + "".join(f", {p} {c[:12]}" for p, c in sorted(want.submodules.items())) + " (checked)")
     tag = builder_tag(builder_repository, bcell, site)
     if _image_id(engine, tag) is None:
-        print(f"{kind.name}: builder {tag} not present; building it first")
+        console.say(f"{kind.name}: builder {tag} not present; building it first")
         build_builder(matrix, bcell, site, engine, builder_repository)
     builder_id = _image_id(engine, tag)
     if builder_id is None:
@@ -240,7 +257,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     out_dir = wheel_cache(site.cache_dir, req.kind) / key
     cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))
     if cached:
-        print(f"{kind.name}: reusing {cached[0]} (source {src.revision[:16]}, builder {builder_id[:19]}, "
+        console.say(f"{kind.name}: reusing {cached[0]} (source {src.revision[:16]}, builder {builder_id[:19]}, "
               f"python {python})")
         return cached[0]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -256,7 +273,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         with interrupts.deferred():
             shutil.rmtree(tmp, ignore_errors=True)
     wheel = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))[0]
-    print(f"{kind.name}: built {wheel}")
+    console.say(f"{kind.name}: built {wheel}")
     return wheel
 
 
@@ -284,7 +301,7 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     pinned_url, pinned = (m.group(1), m.group(2)) if m else (None, None)
     nvidia = matrix.sources["apex"].nvidia
     if pinned and nvidia and nvidia.ref and not nvidia.ref.startswith(pinned):
-        print(f"apex: its build script pins NVIDIA apex {pinned}, matrix.yaml sources.apex.nvidia says "
+        console.say(f"apex: its build script pins NVIDIA apex {pinned}, matrix.yaml sources.apex.nvidia says "
               f"{nvidia.ref[:12]}: the script's pin is the one built")
     mounts: list[tuple[Path, str]] = []
     script = ""
@@ -295,21 +312,21 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
         repo = repository_with(given[0], pinned or "", cache, "NVIDIA apex")
         mounts.append((repo, NVIDIA_IN_BUILD))
         script += f"git config --global url.{NVIDIA_IN_BUILD}.insteadOf {shlex.quote(pinned_url)}; "
-        print(f"apex: NVIDIA apex {pinned} from {given[0]} (its build script's clone reads it; no network)")
+        console.say(f"apex: NVIDIA apex {pinned} from {given[0]} (its build script's clone reads it; no network)")
     elif pinned_url:
-        print(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
+        console.say(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
               f"of it with --submodule-src")
     npu = find_cached(cache, "torch_npu", bcell.torch.version, bcell.pythons[0], bcell.arch)
     if npu is not None:
         mounts.append((npu.parent, "/torch-npu-wheel"))
         script += f"pip install --no-cache-dir --no-deps /torch-npu-wheel/{shlex.quote(npu.name)}; "
         key += f"\0torch_npu={npu.parent.name}"
-        print(f"apex: torch_npu in the build venv: {npu.name} (built here)")
+        console.say(f"apex: torch_npu in the build venv: {npu.name} (built here)")
     else:
         release = bcell.stack.package
         script += f"pip install --no-cache-dir --no-deps torch_npu=={release}; "
         key += f"\0torch_npu={release}"
-        print(f"apex: torch_npu in the build venv: the released torch_npu {release} (none built here)")
+        console.say(f"apex: torch_npu in the build venv: the released torch_npu {release} (none built here)")
     return ApexInputs(tuple(mounts), script, key)
 
 
@@ -377,7 +394,7 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
     log.parent.mkdir(parents=True, exist_ok=True)
     flags, env, said = offline_settings(matrix, kind, src) if matrix else ([], {}, [])
     if said:
-        print(f"{kind.name}: offline build: {'; '.join(said)} (torchair and Tensorpipe fetch sources while "
+        console.say(f"{kind.name}: offline build: {'; '.join(said)} (torchair and Tensorpipe fetch sources while "
               f"they build; see matrix.yaml torch_npu_build)")
     exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
     if bcell.flavor.wheel_plat:
@@ -399,9 +416,9 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
         cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts,
                              "-v", f"{src.path}:/src:ro", "-v", f"{out}:/out", "-v", "ascend-build-ccache:/ccache",
                              tag, "bash", "-c", script)
-        print(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}", flush=True)
+        console.say(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}")
         code = eng.run(cmd, None, log, show_line=lambda line: _shown(progress, line))
-    print(progress.summary())
+    console.say(progress.summary())
     wheels = sorted(out.glob(f"{kind.wheel_prefix}*.whl"))
     if code != 0 or len(wheels) != 1:
         first = f"\nFirst error: {progress.first_error}" if progress.first_error else ""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
@@ -64,10 +65,10 @@ def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None
 
 def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: Tags, kind) -> None:
     cmd, env = engine.build_command(req)
-    print(eng.show(cmd, env))
-    print(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
+    console.show(eng.show(cmd, env))
+    console.show(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
     for tag in tags:
-        print(eng.show(engine.command("tag", "<built id>", tag)))
+        console.show(eng.show(engine.command("tag", "<built id>", tag)))
 
 
 def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
@@ -80,7 +81,7 @@ def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
     if make is not None:
         make(base, platform)
         return
-    print(f"base image {base} is not here; pulling it", flush=True)
+    console.say(f"base image {base} is not here; pulling it")
     out = subprocess.run(engine.command("pull", "--platform", platform, base), capture_output=True, text=True)
     if out.returncode != 0:
         said = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no answer"]
@@ -98,7 +99,7 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: T
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
     cmd, env = engine.build_command(req)
-    print(f"building {what}; log: {log}", flush=True)
+    console.say(f"building {what}; log: {log}")
     code = eng.run(cmd, env, log)
     if code != 0:
         tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
@@ -125,7 +126,7 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: T
     tag_all(engine, image, tags)
     with interrupts.deferred():
         remove_untagged(engine, leftovers)
-    print(f"tested and tagged {image}:\n  " + "\n  ".join(tags))
+    console.say(f"tested and tagged {image}:\n  " + "\n  ".join(tags))
     return image
 
 
@@ -138,15 +139,15 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
     if found is None or label_of(engine, found, "content-tag") != content:
         return None
     if retest:
-        print(f"{tags.content} is here; --retest: running its suite again", flush=True)
+        console.say(f"{tags.content} is here; --retest: running its suite again")
         if test(found) != 0:
             with interrupts.deferred():
                 for tag in tags:
                     subprocess.run(engine.command("rmi", tag), capture_output=True)
             raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
     tag_all(engine, found, tags)
-    print(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
-          f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags), flush=True)
+    console.say(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
+          f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags))
     return found
 
 
@@ -207,7 +208,7 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
            "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
            "--engine", engine.kind, "-v",
            *(extra or [])]
-    print("$ " + eng.show(cmd), flush=True)
+    console.say("$ " + eng.show(cmd))
     # A suite of its own, even when a test suite's worker asks for it (xdist's and the
     # suite's own variables would make it think it is one of that run's workers).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}

@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import UserError
@@ -18,7 +19,7 @@ from ..locking import layerlock
 from ..locking import lock as locks
 from ..matrix import Cell, Matrix
 from . import finish, steps
-from .kinds import LAYER, content_tag, readable_tag
+from .kinds import LAYER, LayerFacts, content_tag, readable_tag
 from .options import Inputs, Site
 from .render import layer_dockerfile
 from .steps import Built
@@ -67,7 +68,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRe
     # as the runtime's pip steps install from it (a current lock needs no network at all).
     lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)
     for line in said:
-        print(line)
+        console.say(line)
     return lock, lines
 
 
@@ -94,7 +95,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     build_args = {"RUNTIME_IMAGE": base}
     content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
     tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
-    labels = LAYER.labels(cell, content, base, req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}")
+    labels = LAYER.labels(LayerFacts(req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine_kind)
     ctx = work / "context"
     what = f"user layer {req.name} on {cell.name} ({cell.platform})"
@@ -108,7 +109,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
                                 build_args=build_args, secrets=secrets, labels=labels,
                                 iidfile=work / "image-id", no_cache=site.no_cache, network=site.network)
         if site.dry:
-            print(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
+            console.show(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
             steps.show_dry(engine, breq, tags, LAYER)
             return Built(cell, None, tags, None, content)
         work.mkdir(parents=True, exist_ok=True)

@@ -10,19 +10,14 @@ import json
 import subprocess
 from dataclasses import dataclass, replace
 
+from .. import console
 from .. import engine as eng
-from ..errors import UserError
+from ..errors import Differs, UserError
 from ..matrix import Matrix
 from . import build as runtime_build
 from . import imagediff, sbom, steps
 from .kinds import label
 from .options import Inputs, Site
-
-
-class Differs(UserError):
-    """`invoke verify`: the image and its rebuild are not the same bytes."""
-
-    exit_code = 7
 
 
 @dataclass(frozen=True)
@@ -109,11 +104,11 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
                         f"so no rebuild can match it. Build it with `invoke build {matrix.stack(rec.stack).flag} --os {rec.os} "
                         f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
-    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb)
+    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user)
     repo = repository(engine, image, rec.platform)
-    site = replace(site, epoch=rec.epoch, no_cache=True, run_as=rec.user)
+    site = replace(site, epoch=rec.epoch, no_cache=True)
     inputs = replace(inputs, repository=repo)
-    print(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
+    console.say(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
           f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
     p = runtime_build.prepare(matrix, cell, site, inputs, engine.kind, client)
     if p.plan.content != rec.content:
@@ -129,14 +124,14 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
     except Differs:
         # Not the tested image: never tagged (the rebuild was not tested), kept by id if asked.
         if keep:
-            print(f"the rebuild differs and was not tested: kept untagged, {rebuilt}")
+            console.say(f"the rebuild differs and was not tested: kept untagged, {rebuilt}")
         else:
             steps.remove_untagged(engine, [rebuilt])
         raise
     if keep:       # the same bytes as the image, which passed its tests when it was tagged
         kept = f"{repo}:verify-{rec.content}-{p.plan.cell.target.suffix}"
         subprocess.run(engine.command("tag", rebuilt, kept), capture_output=True)
-        print(f"the rebuild is kept as {kept}")
+        console.say(f"the rebuild is kept as {kept}")
     else:
         steps.remove_untagged(engine, [rebuilt])
     return lines

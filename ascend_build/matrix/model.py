@@ -47,15 +47,15 @@ class Defaults:
     run_as: str = "root"
 
 
-def parse_run_as(value: str) -> tuple[int, int] | None:
-    """(uid, gid) containers run as; None: root. A malformed value is refused."""
+def parse_run_as(value: str) -> str:
+    """Who containers run as, written one way: root, or UID:GID; a malformed value is refused."""
     import re
     if value == "root":
-        return None
+        return value
     m = re.fullmatch(r"([0-9]{1,9}):([0-9]{1,9})", value)
     if not m or int(m.group(1)) == 0:
         raise UserError(f"--run-as {value!r}: {RUN_AS_HINT}")
-    return int(m.group(1)), int(m.group(2))
+    return f"{int(m.group(1))}:{int(m.group(2))}"
 
 
 @dataclass
@@ -222,10 +222,13 @@ class Matrix:
 
     # ------------------------------------------------------------ images
     def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
-             chip: str | None = None, platform: str | None = None, torch_atb: bool = False) -> Cell:
+             chip: str | None = None, platform: str | None = None, torch_atb: bool = False,
+             run_as: str | None = None) -> Cell:
         """One image, every choice made; `torch_atb` asks for NNAL's Python plugin as well
-        (`invoke build --torch-atb`), as the stack's `torch_atb: true` does. The cell
-        carries the alias `images:` gives this very image."""
+        (`invoke build --torch-atb`), as the stack's `torch_atb: true` does; `run_as`: who
+        its containers run as (default: the matrix's defaults.run_as). The cell carries the
+        alias `images:` gives this very image."""
+        run_as = parse_run_as(run_as or self.defaults.run_as)
         st = self.stack(stack)
         if torch_atb and not st.torch_atb:
             st = dataclasses.replace(st, torch_atb=True)
@@ -243,7 +246,7 @@ class Matrix:
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip, target=target, cann=cann,
                     toolkit=cann.toolkit[target.arch], kernels=kernels,
                     pins=tuple(f"{name}{spec}" for name, spec in sorted(st.pins.items())),
-                    alias=self._alias(st, base, python, chip, target), nnal=nnal, pairing=kind)
+                    alias=self._alias(st, base, python, chip, target), nnal=nnal, pairing=kind, run_as=run_as)
 
     def _os(self, os: str | None) -> OSBase:
         os = os or self.defaults.os
@@ -321,9 +324,10 @@ class Matrix:
         raise UserError(f"chip {chip}: its images need TorchNPU {need.torchnpu_from} or newer (chip_support.{chip}: "
                         f"{need.source}); stack {st.name} is {what}. Stacks for {chip}: {', '.join(fits) or 'none'}")
 
-    def image_cells(self) -> list[Cell]:
+    def image_cells(self, run_as: str | None = None) -> list[Cell]:
         """Every cell the `images:` list asks for (the CI matrix), with its user layers."""
-        return [dataclasses.replace(self.cell(spec.stack, os, spec.python, spec.chip, platform), layers=spec.layers)
+        return [dataclasses.replace(self.cell(spec.stack, os, spec.python, spec.chip, platform, run_as=run_as),
+                                    layers=spec.layers)
                 for spec in self.images for os in spec.os for platform in spec.platforms]
 
 

@@ -187,9 +187,6 @@ class Builder:
         return (st.torch is not None and self.offers(st.torch.gcc) and any(p in st.pythons() for p in self.pythons)
                 and (not self.cann_from or cann_key(st.cann) >= cann_key(self.cann_from)))
 
-    def python_path(self, minor: str) -> str:
-        return self.python.replace("{X.Y}", minor).replace("{XY}", minor.replace(".", ""))
-
     def offers(self, gcc: int) -> bool:
         return gcc in self.gccs
 
@@ -318,6 +315,7 @@ class Cell:
     layers: tuple[UserLayer, ...] = ()   # user layers `images:` builds on it
     nnal: CannFile | None = None         # NNAL (ATB) installed after the operator package
     pairing: str = "published"           # published: released for this CANN; compatible: Huawei's grid
+    run_as: str = "root"                 # who containers run as: root, or UID:GID (the hosts' HwHiAiUser)
 
     @property
     def platform(self) -> str:
@@ -338,6 +336,28 @@ class Cell:
         """The readable tag: what is inside, lowercase."""
         framework = f"{self.stack.framework.tag_word}{self.stack.release}{self.stack.variant_suffix}"
         return f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}-{framework}".lower()
+
+    @property
+    def user(self) -> tuple[int, int] | None:
+        """(uid, gid) containers run as; None: root."""
+        if self.run_as == "root":
+            return None
+        uid, gid = self.run_as.split(":")
+        return int(uid), int(gid)
+
+    @property
+    def tag_name(self) -> str:
+        """What its tags name: its name, and the user it runs as when that is not root (the
+        tags of a root image and of a user's do not collide)."""
+        return self.name + self._uid
+
+    @property
+    def alias_name(self) -> str | None:
+        return self.alias + self._uid if self.alias else None
+
+    @property
+    def _uid(self) -> str:
+        return f"-uid{self.user[0]}" if self.user else ""
 
     @property
     def torch_index(self) -> str | None:

@@ -99,7 +99,7 @@ def test_an_unpaired_line_is_not_sent_to_write_a_stack():
 
 
 def test_messages_name_the_invoke_that_runs_here():
-    from ascend_build.cli import localize, program
+    from ascend_build.cli.program import localize, program
     text = localize("pin it with `invoke pin --packages DIR`")
     assert f"`{program()} pin --packages DIR`" in text
     assert "`invoke pin" not in text or program() == "invoke"

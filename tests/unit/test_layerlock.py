@@ -137,7 +137,7 @@ def test_the_layer_kind_inherits_the_runtime_suite():
     assert suites(KINDS["runtime"]) == ["image"]
     assert LAYER.tags("repo", "cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-team", "sha-1",
                       __import__("ascend_build.platforms", fromlist=["PLATFORMS"]).PLATFORMS["linux/arm64"]
-                      )[0] == "repo:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-team-arm64"
+                      ).readable == "repo:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-team-arm64"
 
 
 def test_a_layer_name_must_fit_in_a_tag(tmp_path):

@@ -213,14 +213,39 @@ def test_invoke_list_shows_each_tasks_first_sentence_whole():
 
 
 def test_every_exit_code_is_in_the_readme_and_the_tasks_page():
-    """Each error class's code (and 0, 1, 130) is in README's exit-code sentence and in
-    docs/tasks.md's, and neither names a code no class has."""
+    """One table of exit codes (errors.EXIT_CODES): every error class's code is in it,
+    the tasks page is generated from it, README's sentence names exactly its codes."""
     from ascend_build import errors
+    from ascend_build.cli import pages
     from ascend_build.engine.interrupts import Interrupted
-    from ascend_build.images.verify import Differs
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.UserError)]
-    codes = {c.exit_code for c in classes + [Differs, Interrupted]} | {0, 1}
-    for page, start in ((ROOT / "README.md", "Exit codes: "), (ROOT / "docs" / "tasks.md", "Exit codes: ")):
-        text = page.read_text().split(start, 1)[1].split("interrupted", 1)[0] + "interrupted"
-        said = {int(n) for n in re.findall(r"(?:^|[;,] )(\d+) ", text.replace("\n", " "))}
-        assert said == codes, (page.name, said, codes)
+    table = {e.code for e in errors.EXIT_CODES}
+    assert {c.exit_code for c in classes + [Interrupted]} | {0, 1} == table
+    page = pages.tasks_page(_tasks_module())
+    for e in errors.EXIT_CODES:
+        assert f"| {e.code} | {e.meaning.replace('|', chr(92) + '|')} |" in page
+    text = (ROOT / "README.md").read_text().split("Exit codes: ", 1)[1].split("interrupted", 1)[0] + "interrupted"
+    said = {int(n) for n in re.findall(r"(?:^|[;,] )(\d+) ", text.replace("\n", " "))}
+    assert said == table
+
+
+def _tasks_module():
+    import tasks  # the checkout's tasks.py (the repository root is on sys.path, as for tests.*)
+    return tasks
+
+
+def test_the_tasks_page_and_readmes_table_are_the_tasks_own_words():
+    """docs/tasks.md and README's task table are generated from the tasks (their docstrings
+    and the help written once in cli/helptext.py): every task and every option is on the
+    page with its help, and `invoke render --check` holds both current."""
+    from ascend_build.cli import helptext, pages
+    module = _tasks_module()
+    page = (ROOT / "docs" / "tasks.md").read_text()
+    assert page == pages.tasks_page(module)
+    assert pages.readme_table(module) in (ROOT / "README.md").read_text()
+    for name in ("build", "ci-matrix", "torch-npu", "verify", "job"):
+        assert f"## invoke {name}\n" in page and f"[`invoke {name}`](docs/tasks.md#invoke-{name})" in \
+            (ROOT / "README.md").read_text()
+    build = page.split("## invoke build\n", 1)[1].split("\n## ", 1)[0]
+    for option, text in helptext.BUILD.items():
+        assert f"`--{option.replace('_', '-')}" in build and " ".join(text.split()).replace("|", "\\|") in build, option

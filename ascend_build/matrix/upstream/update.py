@@ -76,6 +76,20 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
         merged.conflicts.append(Conflict(path, values, taken, choice.get("why", "") if choice else ""))
         return taken if taken is not None else default
 
+    merged.cann = _merge_cann(ordered, decide)
+    merged.torch_npu = _merge_releases(ordered, "torch_npu", "torch_npu_releases",
+                                       lambda r: TorchNpuData(r, None, None), decide)
+    merged.mindspore = _merge_releases(ordered, "mindspore", "mindspore_releases",
+                                       lambda r: MindSporeData(r, None, None), decide)
+    if ascend is not None:
+        _add_docs(merged, ascend, decide)
+    return merged
+
+
+def _merge_cann(ordered: list[DeployerData], decide) -> dict[str, CannData]:
+    """Each CANN release the deployer releases list: the newest one's entry, every file
+    the releases disagree on decided (a chip only an older release lists is kept)."""
+    out = {}
     for version in sorted({v for d in ordered for v in d.cann}, key=_version_key):
         entries = [(d.version, d.cann[version]) for d in ordered if version in d.cann]
         best = entries[0][1]
@@ -92,37 +106,27 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
                         chosen.kernels.setdefault(chip, {})[arch] = pub
                     else:
                         _file_conflict(decide, version, pub, mine, entries[0][0], dv, chosen.kernels[chip], arch)
-        merged.cann[version] = chosen
+        out[version] = chosen
+    return out
 
-    for release in sorted({r for d in ordered for r in d.torch_npu}, key=Version):
-        published = [(d.version, d.torch_npu[release]) for d in ordered if release in d.torch_npu]
-        paired = [(dv, t) for dv, t in published if t.cann]
-        with_wheels = [(dv, t) for dv, t in published if t.wheels]
-        cann = None
-        source = None
+
+def _merge_releases(ordered: list[DeployerData], field: str, section: str, make, decide) -> dict:
+    """A framework package's releases (torch_npu, mindspore) across the deployer releases:
+    the pairing decided where they disagree, the wheel sums of the newest that lists any."""
+    out = {}
+    for release in sorted({r for d in ordered for r in getattr(d, field)}, key=Version):
+        entries = [(d.version, getattr(d, field)[release]) for d in ordered if release in getattr(d, field)]
+        paired = [(dv, x) for dv, x in entries if x.cann]
+        rel = make(release)
         if paired:
-            cann = decide(f"torch_npu_releases.{release}.cann",
-                          {f"ascend-deployer {dv}": t.cann for dv, t in paired}, paired[0][1].cann)
-            source = next(t.pairing_source for dv, t in paired if t.cann == cann)
-        wheels, wheels_source = ({}, None)
+            rel.cann = decide(f"{section}.{release}.cann", {f"ascend-deployer {dv}": x.cann for dv, x in paired},
+                              paired[0][1].cann)
+            rel.pairing_source = next(x.pairing_source for _, x in paired if x.cann == rel.cann)
+        with_wheels = [x for _, x in entries if x.wheels]
         if with_wheels:
-            wheels, wheels_source = with_wheels[0][1].wheels, with_wheels[0][1].wheels_source
-        merged.torch_npu[release] = TorchNpuData(release, cann, source, wheels=wheels, wheels_source=wheels_source)
-    for release in sorted({r for d in ordered for r in d.mindspore}, key=Version):
-        entries_ms = [(d.version, d.mindspore[release]) for d in ordered if release in d.mindspore]
-        paired_ms = [(dv, m) for dv, m in entries_ms if m.cann]
-        ms = MindSporeData(release, None, None)
-        if paired_ms:
-            ms.cann = decide(f"mindspore_releases.{release}.cann",
-                             {f"ascend-deployer {dv}": m.cann for dv, m in paired_ms}, paired_ms[0][1].cann)
-            ms.pairing_source = next(m.pairing_source for dv, m in paired_ms if m.cann == ms.cann)
-        with_wheels_ms = [m for _, m in entries_ms if m.wheels]
-        if with_wheels_ms:
-            ms.wheels, ms.wheels_source = with_wheels_ms[0].wheels, with_wheels_ms[0].wheels_source
-        merged.mindspore[release] = ms
-    if ascend is not None:
-        _add_docs(merged, ascend, decide)
-    return merged
+            rel.wheels, rel.wheels_source = with_wheels[0].wheels, with_wheels[0].wheels_source
+        out[release] = rel
+    return out
 
 
 def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
@@ -164,6 +168,17 @@ def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
                             {f"its branch {entry.branch}": entry.torchnpu, source: series}, entry.torchnpu)
         entry.torchnpu = series
         entry.branch = source.rsplit(": ", 1)[-1]     # a release tag names exactly this build; a branch moves on
+    counts["new CANN"] = _add_cann_notes(merged, ascend, decide)
+    merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+    merged.from_docs = counts
+
+
+def _add_cann_notes(merged: Merged, ascend: DocsData, decide) -> int:
+    """CANN releases the deployer data does not reach (named by release notes or TorchNPU
+    notes: files by their era's rule, no sums) and the drivers each release runs on; how
+    many releases were added."""
+    added = 0
     newest = max((c for c in merged.cann.values() if c.kernels), key=lambda c: _version_key(c.version), default=None)
     chips = sorted(newest.kernels) if newest else []
     newest_listed = max((_version_key(v) for v in merged.cann), default=Version("0"))
@@ -171,7 +186,7 @@ def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
     for notes in ascend.cann:
         if notes.version not in merged.cann:
             merged.cann[notes.version] = _named_release(notes.version, notes.drivers[0], notes.source, chips)
-            counts["new CANN"] += 1
+            added += 1
         else:
             current = merged.cann[notes.version]
             current.driver = decide(f"cann.{notes.version}.driver",
@@ -181,12 +196,10 @@ def _add_docs(merged: Merged, ascend: DocsData, decide) -> None:
         if version not in merged.cann:
             merged.cann[version] = _named_release(version, None, f"named by {source}; no release notes of it read",
                                                   chips)
-            counts["new CANN"] += 1
+            added += 1
     for version, rel in merged.cann.items():
         rel.runs_on, rel.runs_on_source = docs.runs_on(ascend.cann, version)
-    merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
-    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
-    merged.from_docs = counts
+    return added
 
 
 OBS = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{v}/"

@@ -1,0 +1,109 @@
+"""What a task was told, as small records, the way cibuildwheel keeps its command line
+(CommandLineArguments): tasks.py hands invoke's keyword arguments to `Opts.of`, which
+takes the fields it has (nested records from the same arguments) and leaves the rest.
+Checks that need no matrix happen here; the actions get typed values."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+from ..engine.network import ca_setting, proxy_settings
+from ..errors import UserError
+from ..images.options import Site, parse_base_images
+from ..matrix import FRAMEWORKS, Matrix
+
+T = TypeVar("T")
+
+
+def of(cls: type[T], kwargs: Mapping[str, Any]) -> T:
+    """A record of `cls` from a task's keyword arguments: each field by its name, a field
+    that is itself a record made from the same arguments."""
+    hints = {f.name: f for f in dataclasses.fields(cls)}     # type: ignore[arg-type]
+    values = {}
+    for name, f in hints.items():
+        kind = f.type if isinstance(f.type, type) else _RECORDS.get(str(f.type))
+        if kind is not None and dataclasses.is_dataclass(kind):
+            values[name] = of(kind, kwargs)
+        elif name in kwargs:
+            values[name] = kwargs[name]
+    return cls(**values)
+
+
+def number(value: Any, option: str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise UserError(f"{option} {value!r}: expected a whole number") from None
+
+
+def required(value: Any, option: str, example: str) -> Any:
+    """A task's required option, asked for by name (a positional one would swallow --help)."""
+    if not value:
+        raise UserError(f"{option} is required, e.g. {option} {example}")
+    return value
+
+
+def path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+@dataclass(frozen=True)
+class Output:
+    """--quiet and --verbose (cli/wrap.py sets the console's level from them first)."""
+    quiet: bool = False
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class Network:
+    """How this site reaches things: its mirrors, proxy and CA (credentials stay secrets)."""
+    base_image: list[str] | None = None
+    ca_bundle: str | None = None
+    pip_index_url: str | None = None
+    torch_index_url: str | None = None
+    proxy: str | None = None
+    no_proxy: str | None = None
+    network: str | None = None
+
+    def site(self, dry: bool = False, **more: Any) -> Site:
+        bundle, source = ca_setting(self.ca_bundle)
+        return Site(base_images=parse_base_images(self.base_image or []), pip_index_url=self.pip_index_url,
+                    ca_bundle=bundle, ca_source=source, dry=dry, proxy=proxy_settings(self.proxy, self.no_proxy),
+                    network=self.network, torch_index_url=self.torch_index_url, **more)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which image: the stack (by --torch, or another framework's option), OS, Python, chip, platform."""
+    torch: str | None = None
+    mindspore: str | None = None
+    os: str | None = None
+    python: str | None = None
+    chip: str | None = None
+    platform: str | None = None
+
+    def named(self) -> dict[str, str]:
+        """The framework options given: {framework name: value}."""
+        return {name: value for name, value in (("torch", self.torch), ("mindspore", self.mindspore)) if value}
+
+    def stack(self, m: Matrix) -> str | None:
+        """The stack the framework options name (None: the matrix's default), at most one."""
+        named = self.named()
+        if len(named) > 1:
+            raise UserError(f"{' and '.join(FRAMEWORKS[n].flag for n in named)} each name the image's framework: "
+                            f"give one")
+        if not named:
+            return None
+        (name, value), = named.items()
+        fw = FRAMEWORKS[name]
+        if fw.stack_prefix:          # --mindspore 2.9.0: a key of its framework's section
+            return m.stack_for(fw, value).name
+        return m.stack(value).name   # --torch: any stack by its name (`invoke ci-matrix` names them so)
+
+    def given(self) -> bool:
+        return any((self.torch, self.mindspore, self.os, self.python, self.chip, self.platform))
+
+
+_RECORDS = {"Output": Output, "Network": Network, "Choice": Choice}

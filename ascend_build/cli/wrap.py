@@ -1,0 +1,61 @@
+"""Errors into messages and exit codes, the one way every task ends: a UserError prints
+`error: ...` and exits with its class's code (errors.EXIT_CODES); Ctrl-C `interrupted:`
+and 130, whichever process saw it first; a path the system refuses is bad input; never
+a traceback. The output level a task was given (--quiet, --verbose) is set first."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+from invoke import Exit
+
+from .. import console
+from ..engine import interrupts
+from ..errors import CODE, UserError
+from .program import localize
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        console.configure(console.level_of(bool(kwargs.get("quiet")), bool(kwargs.get("verbose"))))
+        interrupts.install()
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            print(interrupts.report(exc), file=sys.stderr)
+            raise Exit(code=interrupts.Interrupted.exit_code) from None
+        except UserError as exc:
+            if interrupts.received():       # a step that failed because it was interrupted
+                print(interrupts.report(exc), file=sys.stderr)
+                raise Exit(code=interrupts.Interrupted.exit_code) from None
+            console.error(localize(str(exc)))
+            raise Exit(code=exc.exit_code) from None
+        except OSError as exc:
+            # A path given on the command line the system refuses (too long, no permission, ...).
+            where = f"{exc.filename}: " if exc.filename else ""
+            console.error(f"{where}{exc.strerror or exc}")
+            raise Exit(code=CODE[2].code) from None
+        finally:
+            interrupts.uninstall()
+            console.configure("normal")
+    return wrapper
+
+
+def exit_with(code: int) -> None:
+    """End the task with this code (a subprocess's, or 1 for news and blocking checks)."""
+    if code:
+        raise Exit(code=code)
+
+
+def task(**opts: Any) -> Callable[[Callable[..., Any]], Any]:
+    """invoke's @task, keeping each option's help on the task as given: invoke hands the
+    help to its parser once (and drops it from the task), the tasks page reads it again."""
+    from invoke import task as invoke_task
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        made = invoke_task(auto_shortflags=False, **opts)(fn)
+        made.option_help = dict(opts.get("help") or {})
+        return made
+    return decorate

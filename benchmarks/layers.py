@@ -165,7 +165,7 @@ def build_with(matrix, stack: str, os: str, python: str, platform: str, **kw):
 def timed_build(matrix, **kw) -> tuple[float, str]:
     start = time.monotonic()
     result = build_with(matrix, **kw)
-    return time.monotonic() - start, result.tags[0]
+    return time.monotonic() - start, result.tags.readable
 
 
 def main() -> None:

@@ -365,7 +365,7 @@ def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) ->
     chip = chip or host_chip(root)
     torch, skipped = pick_stack(matrix, driver, chip, torch)
     console.say(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
-          + "".join(f"\n  skipped {line}" for line in skipped))
+                + "".join(f"\n  skipped {line}" for line in skipped))
     return torch, chip
 
 

@@ -96,7 +96,7 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
         console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
-              + (" under qemu, a few minutes" if target.emulated() else ", about a minute"))
+                    + (" under qemu, a few minutes" if target.emulated() else ", about a minute"))
         if dry:
             console.show(eng.show(boot))
             console.show(f"# remove from it: {', '.join(JUNK)}")

@@ -84,9 +84,9 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
     if site.epoch is not None:
         cannot = engine.reproducible()
         console.say(f"reproducible: every time in the image is SOURCE_DATE_EPOCH={site.epoch}"
-              + (f"; {cannot}" if cannot else ""))
+                    + (f"; {cannot}" if cannot else ""))
     console.say(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
-          f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
+                f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
     inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
                  locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
@@ -131,9 +131,9 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, en
         req = _request(p, secrets, ctx)
         if site.dry:
             console.show(f"# stage {plan.toolkit.path} -> {ctx}/cann/toolkit/, {plan.kernels.path} -> {ctx}/cann/kernels/"
-                  + (f", {plan.nnal.path} -> {ctx}/cann/nnal/" if plan.nnal else ""))
+                         + (f", {plan.nnal.path} -> {ctx}/cann/nnal/" if plan.nnal else ""))
             console.show(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
-                  + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
+                         + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content)
         try:
@@ -238,7 +238,7 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
     lock = locks.for_cell(matrix, cell, matrix.path.parent)      # a stale lock is refused here
     if lock is not None:
         console.say(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
-              f"({len(lock.packages)} packages, sha256-checked)")
+                    f"({len(lock.packages)} packages, sha256-checked)")
         return lock
     hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
             "makes one")
@@ -246,7 +246,7 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
                            f"--require-pins is set; {hint}")
     console.warn(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
-          f"its Python packages at build time, so two builds may differ; {hint}")
+                 f"its Python packages at build time, so two builds may differ; {hint}")
     return None
 
 
@@ -399,7 +399,7 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
             console.note(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "))
         else:
             console.show(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
-                  f"{', '.join(map(str, site.packages))} or the cache by then)")
+                         f"{', '.join(map(str, site.packages))} or the cache by then)")
         return Located(f, Path("<missing>") / f.file, "<unknown>", False)
 
 
@@ -431,6 +431,6 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
             console.say(f"apex: using the built wheel {cached}")
             return replace(inputs, apex_wheel=cached)
         console.say(f"apex: no Ascend apex wheel built for torch {cell.stack.torch.version} / python {cell.python} / "
-              f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
-              f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
+                    f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
+                    f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
     return inputs

@@ -73,7 +73,7 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
     instead (restamp.py), so that the config holds nothing of this one run."""
     if reproducible is not None:
         console.say("reproducible: the project's files and a config from the inputs only (save, rewrite, load)"
-              + ("; every layer after the base's written again with the epoch's times (this engine cannot)"
+                    + ("; every layer after the base's written again with the epoch's times (this engine cannot)"
                  if engine.mode == "classic-buildkit" else ""))
         return restamp.finish(engine, candidate, files_tar(files, reproducible.epoch), reproducible.epoch,
                               reproducible.base, engine.mode == "classic-buildkit", work)

@@ -84,8 +84,8 @@ class Site:
         if base is None:
             if self.pip_on == "auto":
                 console.say(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
-                      f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
-                      f"path")
+                            f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
+                            f"path")
                 return args
             base = self.base(named, builder)        # --pip-on native: the user's word for it
         return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": target.arch}

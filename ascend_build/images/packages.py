@@ -262,7 +262,7 @@ def check_contents(f: CannFile, path: Path) -> Contents:
     facts = read_contents(path)
     if not facts.readable:
         console.say(f"note: {path.name}: payload is not a gzip tar after the header; its arch and chip were not "
-              f"read from its contents (the installer checks them when it runs)")
+                    f"read from its contents (the installer checks them when it runs)")
     # Kernels files up to 8.0.RC2 name no arch: one file serves both, so only named arches are held to.
     wrong_arch = facts.arches - {f.arch} if f.arch in f.file else set()
     if wrong_arch:

@@ -86,10 +86,10 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     if compiling == "cross" and here is not None:
         build_args |= {"COMPILE_ON": "cross", "CROSS_BASE_IMAGE": site.base(cross, here)}
         console.say(f"compilers: gcc-{bcell.gcc} for aarch64 on the build machine ({here}), from {cross}; "
-              f"Python, CMake and make run in the image (--emulated: everything under qemu)")
+                    f"Python, CMake and make run in the image (--emulated: everything under qemu)")
     elif bcell.target.emulated() and not cross and not site.emulated:
         console.say(f"compilers: builder {bcell.flavor.name} has no cross compiler (builders.{bcell.flavor.name}.cross): "
-              f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
+                    f"compiling under qemu, about 6 times slower; the apt flavors cross-compile")
     content = content_tag(rendered.text, build_args, {})
     # The venvs made on the build machine for the image's machine when cross-building
     # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
@@ -234,7 +234,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
     if site.dry or engine is None:
         console.show(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
-              f"python {python}")
+                     f"python {python}")
         build_builder(matrix, bcell, site, engine, builder_repository)
         console.show(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
@@ -245,7 +245,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     check_python(kind, src, python)
     extra = apex_inputs(matrix, src, given, site.cache_dir, bcell) if kind.name == "apex" else ApexInputs()
     console.say(f"{kind.name}: source {src.origin}: {want.what}" + (f", commit {want.commit[:12]}" if want.commit else "")
-          + "".join(f", {p} {c[:12]}" for p, c in sorted(want.submodules.items())) + " (checked)")
+                + "".join(f", {p} {c[:12]}" for p, c in sorted(want.submodules.items())) + " (checked)")
     tag = builder_tag(builder_repository, bcell, site)
     if _image_id(engine, tag) is None:
         console.say(f"{kind.name}: builder {tag} not present; building it first")
@@ -258,7 +258,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     cached = sorted(out_dir.glob(f"{kind.wheel_prefix}*.whl"))
     if cached:
         console.say(f"{kind.name}: reusing {cached[0]} (source {src.revision[:16]}, builder {builder_id[:19]}, "
-              f"python {python})")
+                    f"python {python})")
         return cached[0]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=out_dir.parent))
@@ -302,7 +302,7 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     nvidia = matrix.sources["apex"].nvidia
     if pinned and nvidia and nvidia.ref and not nvidia.ref.startswith(pinned):
         console.say(f"apex: its build script pins NVIDIA apex {pinned}, matrix.yaml sources.apex.nvidia says "
-              f"{nvidia.ref[:12]}: the script's pin is the one built")
+                    f"{nvidia.ref[:12]}: the script's pin is the one built")
     mounts: list[tuple[Path, str]] = []
     script = ""
     key = f"\0nvidia={pinned}"
@@ -315,7 +315,7 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
         console.say(f"apex: NVIDIA apex {pinned} from {given[0]} (its build script's clone reads it; no network)")
     elif pinned_url:
         console.say(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
-              f"of it with --submodule-src")
+                    f"of it with --submodule-src")
     npu = find_cached(cache, "torch_npu", bcell.torch.version, bcell.pythons[0], bcell.arch)
     if npu is not None:
         mounts.append((npu.parent, "/torch-npu-wheel"))
@@ -395,7 +395,7 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
     flags, env, said = offline_settings(matrix, kind, src) if matrix else ([], {}, [])
     if said:
         console.say(f"{kind.name}: offline build: {'; '.join(said)} (torchair and Tensorpipe fetch sources while "
-              f"they build; see matrix.yaml torch_npu_build)")
+                    f"they build; see matrix.yaml torch_npu_build)")
     exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
     if bcell.flavor.wheel_plat:
         # upstream's setup.py runs auditwheel when AUDITWHEEL_PLAT names a manylinux tag

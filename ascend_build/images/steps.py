@@ -147,7 +147,7 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
             raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
     tag_all(engine, found, tags)
     console.say(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
-          f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags))
+                f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags))
     return found
 
 

@@ -109,7 +109,7 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
     site = replace(site, epoch=rec.epoch, no_cache=True)
     inputs = replace(inputs, repository=repo)
     console.say(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
-          f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
+                f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
     p = runtime_build.prepare(matrix, cell, site, inputs, engine.kind, client)
     if p.plan.content != rec.content:
         raise UserError(

@@ -10,7 +10,7 @@ def test_gcc_major_is_the_matrix_value(host, bcell):
     for var in ("CC", "CXX"):
         out = host.run(f'"${var}" -dumpfullversion -dumpversion')
         assert out.rc == 0, out.stderr
-        assert int(out.stdout.strip().split(".")[0]) == bcell.stack.gcc, f"${var} is {out.stdout.strip()}"
+        assert int(out.stdout.strip().split(".")[0]) == bcell.gcc, f"${var} is {out.stdout.strip()}"
 
 
 def test_compilers_go_through_ccache(host):
@@ -34,7 +34,7 @@ def test_each_python_has_torch_of_the_stack(host, bcell):
         assert out.rc == 0, out.stderr
         got_python, got_torch = out.stdout.split()
         assert got_python == minor
-        assert Version(got_torch).base_version == bcell.stack.torch
+        assert Version(got_torch).base_version == bcell.torch.version
 
 
 def test_each_python_has_what_a_setup_py_build_imports(host, bcell):

@@ -136,9 +136,10 @@ def _installed(host) -> dict[str, str]:
 def test_torch_and_torch_npu_versions(host, torch_cell):
     cell = torch_cell
     installed = _installed(host)
-    assert Version(installed["torch"]).base_version == cell.stack.torch
+    assert cell.stack.torch is not None
+    assert Version(installed["torch"]).base_version == cell.stack.torch.version
     # A source build may add a local label (2.1.0.post8+git...): the release must match.
-    assert Version(installed["torch-npu"]).public == cell.stack.torch_npu
+    assert Version(installed["torch-npu"]).public == cell.stack.package
 
 
 def test_companions_are_the_ones_made_for_this_torch(docker_run, torch_cell):
@@ -146,10 +147,11 @@ def test_companions_are_the_ones_made_for_this_torch(docker_run, torch_cell):
     operators load (a torchvision made for another torch fails here with `operator
     torchvision::nms does not exist`)."""
     cell = torch_cell
-    if not cell.stack.companions:
+    companions = cell.stack.torch.companions if cell.stack.torch else ()
+    if not companions:
         pytest.skip(f"stack {cell.stack.name} has no companions")
     code = ("import json, torch, importlib; from importlib.metadata import version, requires; "
-            f"names = {list(cell.stack.companions)!r}; mods = {{n: importlib.import_module(n) for n in names}}; "
+            f"names = {list(companions)!r}; mods = {{n: importlib.import_module(n) for n in names}}; "
             "b = torch.tensor([[0., 0., 1., 1.], [0., 0., 1., 1.]]); "
             "kept = mods['torchvision'].ops.nms(b, torch.tensor([0.9, 0.8]), 0.5).tolist() "
             "if 'torchvision' in mods else [0]; "
@@ -417,7 +419,7 @@ def test_nnal_is_the_releases_for_the_abi_of_torch(host, cell, image_env, labels
 
 def test_image_env_carries_what_nnals_set_env_exports(host, cell, image_env):
     if cell.nnal is None:
-        pytest.skip(f"no NNAL in this image (CANN {cell.cann.version}, torch_npu {cell.stack.torch_npu})")
+        pytest.skip(f"no NNAL in this image (CANN {cell.cann.version}, {cell.stack.title})")
     out = host.run(f"env -i PATH=/usr/bin:/bin bash -c '. {NNAL_ROOT}/set_env.sh --cxx_abi={cell.abi} >/dev/null "
                    f"&& env -0'")
     assert out.rc == 0, out.stderr

@@ -78,7 +78,7 @@ def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engi
     cann = {c["name"]: c["hashes"][0]["content"] for c in doc["components"] if c.get("group") == "Huawei CANN"}
     assert cann == {f: sha256_of(packages / f) for f in (cell.toolkit.file, cell.kernels.file)}
     torch = next(c for c in doc["components"] if c["bom-ref"] == "pypi:torch")
-    locked = next(p for p in read(ROOT, "2.1.0", "3.11", "aarch64").packages if p.name == "torch")
+    locked = next(p for p in read(ROOT, cell.stack, "3.11", "aarch64").packages if p.name == "torch")
     assert torch["version"] == "2.1.0" and torch["hashes"][0]["content"] in locked.hashes
     out = subprocess.run([sys.executable, "-m", "invoke", "sbom", "--image", f"{REPO}:{cell.name}-arm64"],
                          cwd=ROOT, capture_output=True, text=True)

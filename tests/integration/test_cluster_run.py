@@ -106,7 +106,7 @@ def network(engine):
 def _conf_mode(pinned_matrix) -> int:
     """The CPU_AFFINITY_CONF mode the 2.1.0 line's torch_npu reads (its Extension release)."""
     stack = load_matrix(pinned_matrix).stacks["2.1.0"]
-    return binding.torch_npu_binding(binding.extension_release(stack.torch_npu_branch), stack.cann).mode
+    return binding.torch_npu_binding(binding.extension_release(stack.torch.npu_branch), stack.cann).mode
 
 
 def test_two_nodes_two_processes_each_all_reduce_over_gloo_each_rank_on_its_core(engine, image, network, tmp_path,

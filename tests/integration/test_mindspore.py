@@ -57,7 +57,7 @@ def test_the_mindspore_wheel_in_the_image_is_huaweis(engine, built_mindspore, ma
     MindSpore_2.9.0.json lists for cp311 aarch64 (the lock took PyPI's file, the same bytes)."""
     matrix = load_matrix(matrix_900)
     tag = f"{REPO}:{matrix.cell(**CELL).name}-arm64"
-    huawei = matrix.source.data["mindspore_releases"]["2.9.0"]["wheels"]["cp311-aarch64"]["mindspore"]
+    huawei = matrix.releases["mindspore"]["2.9.0"].sums("3.11", "aarch64")["mindspore"]
     sbom = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", tag, "cat",
                                          "/usr/local/share/ascend-build/sbom.cdx.json"), capture_output=True, text=True)
     assert sbom.returncode == 0, sbom.stderr

@@ -67,7 +67,9 @@ def podman_base(podman, engine, built, arm64_base, amd64_base, pinned_matrix, ca
     from ascend_build.matrix import load_matrix
     cell = load_matrix(pinned_matrix).cell(**STACK)
     arm64 = OS_BASE.format(arch="arm64")
-    req = eng.BuildRequest(dockerfile=ROOT / cell.dockerfile, context=ROOT / "images", platform="linux/arm64",
+    from ascend_build.images.render import runtime_dockerfile
+    dockerfile = runtime_dockerfile(load_matrix(pinned_matrix), cell.stack, cell.os).path
+    req = eng.BuildRequest(dockerfile=ROOT / dockerfile, context=ROOT / "images", platform="linux/arm64",
                            target="python-distro", tags=[arm64], network="host",
                            build_args={"BASE_IMAGE": arm64_base, "PYTHON_FROM": "distro"},
                            secrets={"ca-bundle": ca_bundle} if ca_bundle else {})

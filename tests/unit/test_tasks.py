@@ -124,7 +124,7 @@ def test_dry_build_says_where_pip_runs(tmp_path):
     cached = invoke(*args, "--pip-on", "target", env=env)
     assert cached.returncode == 0, cached.stderr
 
-    def command(out: str) -> list[str]:
+    def command(out: subprocess.CompletedProcess) -> list[str]:
         line = next(x for x in out.stdout.splitlines() if " build --progress=plain " in x)
         return [w for w in re.sub(r"--secret id=[\w-]+,src=\S+", "", line).split() if w != "--no-cache"]
     assert "--no-cache" not in cached.stdout and command(cached) == command(plain)

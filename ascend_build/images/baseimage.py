@@ -106,8 +106,10 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         started = time.monotonic()
         # Its second stage runs the target's binaries under qemu: the same faster CPU
         # setting as for builds (engine/emulation.py).
-        env = {**os.environ, **emulation.build_args(target)}
-        if subprocess.run(boot, env=env, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
+        # (Its own name: `env` is the build's, DOCKER_BUILDKIT=1 in it, else docker 20.10 falls
+        # back to the legacy builder.)
+        boot_env = {**os.environ, **emulation.build_args(target)}
+        if subprocess.run(boot, env=boot_env, stdout=None if sys.stdout.isatty() else subprocess.DEVNULL).returncode != 0:
             raise UserError(f"debootstrap of {suite} ({platform}) from {mirror} failed "
                             f"(for a foreign arch, qemu-user-static and binfmt must be set up)")
         console.say(f"base image {tag}: root file system ready in {time.monotonic() - started:.0f} s; building the image")

@@ -29,3 +29,32 @@ def test_base_image_says_what_it_runs_before_the_quiet_minute():
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
     assert first.startswith("base image t: debootstrap bookworm (arm64) from http://deb.debian.org/debian")
+
+
+def test_the_base_image_is_built_with_the_engines_buildkit_not_the_legacy_builder(tmp_path, monkeypatch):
+    """debootstrap and tar stand in by a recorder; the build command and its environment
+    are what reaches the engine. docker 20.10 without DOCKER_BUILDKIT=1 falls back to the
+    legacy builder, silently."""
+    import subprocess
+
+    from ascend_build import engine as eng
+    from ascend_build.images import baseimage
+    ran: list[tuple[list[str], dict[str, str] | None]] = []
+    real_run = subprocess.run
+
+    def fake_subprocess_run(cmd, env=None, **kw):
+        if cmd[0] not in ("debootstrap", "tar"):
+            return real_run(cmd, env=env, **kw)      # qemu's version, asked by the emulation settings
+        if cmd[0] == "debootstrap":
+            (tmp_path / "done").write_text("")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(baseimage.shutil, "which", lambda name: "/usr/sbin/" + name)
+    monkeypatch.setattr(baseimage.subprocess, "run", fake_subprocess_run)
+    monkeypatch.setattr(baseimage.eng, "run", lambda cmd, env=None, **kw: ran.append((cmd, env)) or 0)
+    docker = eng.Engine(kind="docker", client="/usr/bin/docker", mode="classic-buildkit", version="20.10.24")
+    baseimage.debian_base(docker, "bookworm", "linux/arm64", "t")
+    assert (tmp_path / "done").exists()
+    [(cmd, env)] = ran
+    assert cmd[:3] == ["/usr/bin/docker", "build", "--progress=plain"]
+    assert env is not None and env.get("DOCKER_BUILDKIT") == "1"

@@ -6,17 +6,31 @@ block (templates/framework-<name>.j2) and its tests (docs/adding.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
-if TYPE_CHECKING:
-    from .records import Stack
+
+class _TorchRead(Protocol):
+    @property
+    def version(self) -> str: ...
+    @property
+    def companions(self) -> tuple[str, ...]: ...
+
+
+class Lockable(Protocol):
+    """What a lock spec reads of a stack (records.Stack is one; named here, not imported,
+    as records.py builds on this file)."""
+    @property
+    def package(self) -> str: ...
+    @property
+    def torch(self) -> _TorchRead | None: ...
+
 
 # A framework's lock spec: its layers' requirements for a stack on an arch, the stack's pins
 # given (CANN's layer, shared by every framework, is the lock's own).
-LockSpec = Callable[["Stack", str, "list[str]"], "dict[str, list[str]]"]
+LockSpec = Callable[[Lockable, str, "list[str]"], "dict[str, list[str]]"]
 
 
-def _torch_lock(stack: Stack, arch: str, pins: list[str]) -> dict[str, list[str]]:
+def _torch_lock(stack: Lockable, arch: str, pins: list[str]) -> dict[str, list[str]]:
     """torch with its companions and the pins, then torch_npu. x86_64's torch is the CPU
     build (PyPI's x86_64 torch is CUDA's), from the stack's torch index."""
     assert stack.torch is not None
@@ -25,7 +39,7 @@ def _torch_lock(stack: Stack, arch: str, pins: list[str]) -> dict[str, list[str]
             "torch_npu": [f"torch_npu=={stack.package}", torch] + pins}
 
 
-def _mindspore_lock(stack: Stack, arch: str, pins: list[str]) -> dict[str, list[str]]:
+def _mindspore_lock(stack: Lockable, arch: str, pins: list[str]) -> dict[str, list[str]]:
     return {"mindspore": [f"mindspore=={stack.package}"] + pins}
 
 

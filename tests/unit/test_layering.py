@@ -93,6 +93,67 @@ def test_a_planted_upward_import_is_found(tmp_path):
     assert len(found) == 2
 
 
+def _module_file(package: Path, target: str) -> Path | None:
+    """The file of ascend_build that `target` (dotted below ascend_build) names: a module, a
+    package's __init__, or the module a name is taken from."""
+    parts = target.split(".")
+    for cut in (parts, parts[:-1]):
+        if cut and (package.joinpath(*cut).with_suffix(".py")).exists():
+            return package.joinpath(*cut).with_suffix(".py")
+        if (package.joinpath(*cut) / "__init__.py").exists():
+            return package.joinpath(*cut) / "__init__.py"
+    return None
+
+
+def circles(package: Path) -> list[list[str]]:
+    """Every set of files that import each other round (Tarjan's strongly connected
+    components over the file graph; imports under TYPE_CHECKING count, they tie the
+    files as much). Floors keep rooms apart; this keeps the files of one room apart."""
+    files = sorted(package.rglob("*.py"))
+    edges = {f: {t for _, target in _imports(f, package) if (t := _module_file(package, target)) and t != f}
+             for f in files}
+    index: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    found: list[list[str]] = []
+
+    def visit(f: Path) -> None:
+        index[f] = low[f] = len(index)
+        stack.append(f)
+        for t in edges.get(f, ()):
+            if t not in index:
+                visit(t)
+                low[f] = min(low[f], low[t])
+            elif t in stack:
+                low[f] = min(low[f], index[t])
+        if low[f] == index[f]:
+            group = []
+            while True:
+                g = stack.pop()
+                group.append(str(g.relative_to(package)))
+                if g == f:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+    for f in files:
+        if f not in index:
+            visit(f)
+    return found
+
+
+def test_no_files_import_each_other_round():
+    assert circles(ROOT / "ascend_build") == []
+
+
+def test_a_planted_circle_between_two_files_of_one_room_is_found(tmp_path):
+    copy = tmp_path / "ascend_build"
+    shutil.copytree(ROOT / "ascend_build", copy, ignore=shutil.ignore_patterns("__pycache__", "templates"))
+    eras = copy / "matrix" / "eras.py"
+    eras.write_text(eras.read_text() + "\n\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                    "    from .records import Stack  # noqa\n")
+    assert circles(copy) == [["matrix/eras.py", "matrix/records.py"]]
+
+
 LONGEST = 60        # lines a function of the package may have (docs/code.md says so)
 
 

@@ -100,8 +100,8 @@ def base_image(c, tag=None, suite="bookworm", platform=None, mirror="http://deb.
 @task(iterable=["base_image"], help=helptext.BUILDER)
 @user_errors
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
-            pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-            network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
+            pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
+            no_proxy=None, network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
             repository="ascend-builder", emulated=False, quiet=False, verbose=False):
     """Build, test and tag a stack's builder image (gcc toolchain, torch per Python)."""
     building.builder(of(building.SourceOptions, locals()))
@@ -110,9 +110,9 @@ def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=N
 @task(iterable=["base_image", "submodule_src"], help=helptext.TORCH_NPU)
 @user_errors
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-              pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-              network=None, repository="ascend-builder", emulated=False, submodule_src=None, quiet=False,
-              verbose=False):
+              pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
+              no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
+              quiet=False, verbose=False):
     """Build the torch_npu wheel from source in the builder; print the wheel's path."""
     building.wheel("torch_npu", of(building.SourceOptions, locals()))
 
@@ -120,8 +120,9 @@ def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, 
 @task(iterable=["base_image", "submodule_src"], help=helptext.APEX)
 @user_errors
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-         pip_index_url=None, docker=None, dry=False, matrix="matrix.yaml", proxy=None, no_proxy=None,
-         network=None, repository="ascend-builder", emulated=False, submodule_src=None, quiet=False, verbose=False):
+         pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
+         no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None, quiet=False,
+         verbose=False):
     """Build the Ascend apex wheel from source in the builder; print the wheel's path."""
     building.wheel("apex", of(building.SourceOptions, locals()))
 
@@ -149,8 +150,8 @@ def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_
 
 @task(iterable=["cluster"], help=helptext.DOCTOR)
 @user_errors
-def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", docker=None,
-           cluster=None):
+def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", engine="docker",
+           docker=None, cluster=None):
     """Check a 910B host and an image against it, many hosts, or explain an error.
 
     The host: driver, devices, group, runtime, chip, NPU network; many hosts before a

@@ -82,7 +82,7 @@ def build(o: BuildOptions) -> None:
                      "as always (its times are its build's)")
     layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(o.requirements, o.layer_name,
                                                                             o.layer_wheelhouse))
-    batch.build_cell(m, cell, site, inputs, layers, o.engine, o.docker)
+    batch.build_cell(m, cell, site, inputs, layers, eng.for_task(o.engine, o.docker, o.dry))
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
@@ -91,7 +91,7 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--os/--python/--chip/"
                         "--platform")
-    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine, o.docker)
+    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, eng.for_task(o.engine, o.docker, o.dry))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
     if failed:
@@ -126,7 +126,7 @@ def verify(o: VerifyOptions) -> None:
         site = o.network.site(packages=tuple(Path(p) for p in o.packages or ["packages"]), offline=o.offline)
         inputs = Inputs(wheelhouse=path(o.wheelhouse), torch_npu_wheel=path(o.torch_npu_wheel),
                         apex_wheel=path(o.apex_wheel))
-        lines = check.verify(load_matrix(o.matrix), o.image, site, inputs, o.engine, o.docker, o.keep)
+        lines = check.verify(load_matrix(o.matrix), o.image, site, inputs, eng.detect(o.engine, o.docker), o.keep)
     console.show("\n".join(lines) + f"\nverified: {o.image} is the same bytes, layer for layer")
 
 
@@ -139,6 +139,7 @@ class SourceOptions:
     flavor: str | None = None
     python: str | None = None
     platform: str | None = None
+    engine: str = "docker"
     docker: str | None = None
     dry: bool = False
     matrix: str = "matrix.yaml"
@@ -159,7 +160,7 @@ def builder(o: SourceOptions) -> None:
     site = o.network.site(o.dry, debootstrap=o.debootstrap, retest=o.retest, keep_failed=o.keep_failed,
                           no_cache=o.no_cache, pip_on=o.pip_on, emulated=o.emulated)
     build_builder(m, m.builder_cell(o.torch, o.flavor, o.python, o.platform), site,
-                  eng.for_task("docker", o.docker, o.dry), o.repository)
+                  eng.for_task(o.engine, o.docker, o.dry), o.repository)
 
 
 def wheel(kind: str, o: SourceOptions) -> None:
@@ -168,7 +169,7 @@ def wheel(kind: str, o: SourceOptions) -> None:
     m = load_matrix(o.matrix)
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))
-    made = build_wheel(m, req, o.network.site(o.dry, emulated=o.emulated), eng.for_task("docker", o.docker, o.dry),
+    made = build_wheel(m, req, o.network.site(o.dry, emulated=o.emulated), eng.for_task(o.engine, o.docker, o.dry),
                        o.repository)
     console.show(str(made))
 

@@ -100,7 +100,7 @@ SOURCE = {
     "python": "python minor version (default: all the builder and the stack share; one for wheels)",
     "platform": CELL["platform"],
     **{k: SITE[k] for k in ("base_image", "ca_bundle", "pip_index_url", "proxy", "no_proxy", "network")},
-    "docker": ENGINE["docker"], **DRY, **OUTPUT,
+    **ENGINE, **DRY, **OUTPUT,
     "repository": "the repository builder images are tagged into (default ascend-builder)",
     "emulated": "compile under qemu with the image's gcc, not with the flavor's cross compiler (an aarch64 "
                 "builder on another machine cross-compiles by default: about 6 times faster)",
@@ -154,7 +154,7 @@ DOCTOR = {
             "`doctor --cluster` read)",
     "explain": "an error text, or a file holding a log: say what it means",
     "cluster": "check many hosts from their `doctor --json` files (repeatable, or a folder of them)",
-    "user": "the user who will run containers (default: you)", "docker": ENGINE["docker"],
+    "user": "the user who will run containers (default: you)", **ENGINE,
 }
 RANKTABLE = {
     "hosts": "a host's `invoke doctor --json` file (repeatable, in rank order; or a folder: name order)",

@@ -67,7 +67,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     opts = Compose(image=image, command=tuple(command), devices=o.devices, interactive=interactive,
                    shm_size=o.shm_size, network_host=o.network_host, runtime=o.runtime)
     chip = facts.chip if facts else None
-    cmd = compose(engine.client, opts, Path(o.host_root), runtimes, preview=o.dry, chip=chip)
+    cmd = compose(engine, opts, Path(o.host_root), runtimes, preview=o.dry, chip=chip)
     if o.dry:
         if not host_cards(Path(o.host_root)):
             host = ("a 310B board with card 0 (the image's chip)" if (chip or "").lower() == "310b"
@@ -101,6 +101,7 @@ class DoctorOptions:
     explain: str | None = None
     user: str | None = None
     matrix: str = "matrix.yaml"
+    engine: str = "docker"
     docker: str | None = None
     cluster: list[str] | None = None
 
@@ -122,7 +123,7 @@ def doctor(o: DoctorOptions) -> None:
         return exit_with(1 if any(ch.blocking for ch in checks) else 0)
     root = Path(o.root)
     here = root.resolve() == Path("/")
-    engine = eng.for_task("docker", o.docker, dry=not o.image) if (o.image or here) else None
+    engine = eng.for_task(o.engine, o.docker, dry=not o.image) if (o.image or here) else None
     facts_of_image = doc.read_image(engine, o.image) if o.image else None
     if o.image and facts_of_image is None:
         raise UserError(f"image {o.image} is not here: pull it first")

@@ -26,7 +26,7 @@ def test(image: str | None, matrix: str, engine: str, docker: str | None) -> Non
     if image:
         load_matrix(matrix)
         found = eng.detect(engine, docker)
-        if steps.image_id(found, image) is None:
+        if found.image_id(image) is None:
             raise UserError(f"no image {image} in {found.client}'s store: build it (`invoke build`) or pull it")
         if steps.run_image_tests(image, Path(matrix), found) != 0:
             raise TestsFailed(f"the image suite failed on {image} (above)")

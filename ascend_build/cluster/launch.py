@@ -196,7 +196,7 @@ def over_ssh(host: str, argv: list[str]) -> list[str]:
     return ["ssh", "-o", "BatchMode=yes", host, shlex.join(argv)]
 
 
-def node_commands(client: str, launch: Launch, image: str, devices: str, root: Path,
+def node_commands(engine: eng.Engine, launch: Launch, image: str, devices: str, root: Path,
                   runtimes: frozenset[str], runtime: str = "auto", shm_size: str = "16g") -> list[list[str]]:
     """One `docker run` per host, in node-rank order. The hosts are not read from here:
     each command is composed for the usual 910B layout (or this host's, when it has
@@ -208,7 +208,7 @@ def node_commands(client: str, launch: Launch, image: str, devices: str, root: P
                           shm_size=shm_size, network_host=True, runtime=runtime, multi_card=True,
                           env=tuple(launch.env(rank).items()), mounts=launch.mounts(),
                           cpuset=launch.plan.cpuset if launch.plan is not None and launch.bound else "")
-        commands.append(compose(client, opts, root, runtimes, preview=True))
+        commands.append(compose(engine, opts, root, runtimes, preview=True))
     return commands
 
 
@@ -261,7 +261,7 @@ def plan_launch(req: LaunchRequest, client: eng.Engine) -> tuple[Launch, list[li
     for warning in launch.check():
         console.warn(warning)
     runtimes = client.runtimes() if not req.dry and req.runtime == "auto" else frozenset()
-    return launch, node_commands(client.client, launch, req.image, req.devices, req.host_root, runtimes, req.runtime,
+    return launch, node_commands(client, launch, req.image, req.devices, req.host_root, runtimes, req.runtime,
                                  req.shm_size)
 
 

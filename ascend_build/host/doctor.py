@@ -332,14 +332,9 @@ def as_json(checks: list[Check], facts: dict | None = None) -> str:
 def read_image(engine, ref: str) -> ImageFacts | None:
     """The image's labels (None when the engine does not have the image)."""
     from ..images.kinds import label
-    try:
-        out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+    labels = engine.labels(ref)
+    if labels is None:
         return None
-    if out.returncode != 0:
-        return None
-    labels = json.loads(out.stdout or "null") or {}
     return ImageFacts(ref, labels.get(label("cann")), labels.get(label("chip")), labels.get(label("driver")),
                       labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
                       labels.get(label("user")),

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine import Engine, Mount, RunSpec
 from ..errors import UserError
 from .layout import DRIVER_DIR, DRIVER_LIB, for_chip, layout_of
 
@@ -62,9 +63,9 @@ def parse_devices(spec: str, available: list[int]) -> list[int]:
 SERVER_CARDS = list(range(8))
 
 
-def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset(),
+def compose(engine: Engine, opts: RunOptions, root: Path = Path("/"), runtimes: frozenset[str] = frozenset(),
             preview: bool = False, chip: str | None = None) -> list[str]:
-    """The docker run argv for this host. Refuses a host with no NPU rather than
+    """The `run` argv for this host (the engine writes the flags from a RunSpec). Refuses a host with no NPU rather than
     starting a container that cannot see one; a `preview` (a dry run) on such a machine
     composes the command for a host of the image's `chip` (a 910B server, or a 310B board)
     with the usual layout instead."""
@@ -78,16 +79,18 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
                         f"(`npu-smi info` lists the cards)? The image runs without NPUs only as a plain "
                         f"`docker run {opts.image}`; `--dry` previews the command a 910B host would run.")
     chosen = parse_devices(opts.devices, cards)
-    cmd = [client, "run", "--rm"] + (["-it"] if opts.interactive else [])
+    devices: list[str] = []
+    mounts: list[Mount] = []
+    env: list[tuple[str, str]] = []
+    runtime = None
     use_runtime = opts.runtime == "ascend" or (opts.runtime == "auto" and "ascend" in runtimes)
     if opts.runtime == "ascend" and "ascend" not in runtimes:
         raise UserError("--runtime ascend: the engine has no `ascend` runtime; install the Ascend Docker Runtime "
                         "or use --runtime runc for plain device flags")
     if use_runtime:
         # The Ascend Docker Runtime adds the devices and driver mounts itself.
-        cmd += ["--runtime", "ascend", "-e", f"ASCEND_VISIBLE_DEVICES={','.join(map(str, chosen))}"]
-        for key, value in layout.runtime_env:
-            cmd += ["-e", f"{key}={value}"]
+        runtime = "ascend"
+        env += [("ASCEND_VISIBLE_DEVICES", ",".join(map(str, chosen))), *layout.runtime_env]
     else:
         here = (lambda path: True) if assumed else (lambda path: (root / path.lstrip("/")).exists())
         missing = [d for d in layout.control if not here(d)]
@@ -96,33 +99,18 @@ def compose(client: str, opts: RunOptions, root: Path = Path("/"), runtimes: fro
                             f"fully installed")
         if not assumed and not (root / DRIVER_LIB.lstrip("/")).is_dir():
             raise UserError(f"{DRIVER_LIB} is missing on the host: torch_npu needs the driver's libraries")
-        for n in chosen:
-            cmd += ["--device", f"/dev/davinci{n}"]
-        for dev in layout.control + tuple(d for d in layout.extra_devices if here(d)):
-            cmd += ["--device", dev]
+        devices += [f"/dev/davinci{n}" for n in chosen]
+        devices += [*layout.control, *(d for d in layout.extra_devices if here(d))]
         # The server's driver directory is required (checked above); the rest where present.
-        mounts = [m for m in layout.mounts if m == DRIVER_DIR or here(m)]
+        host_mounts = [m for m in layout.mounts if m == DRIVER_DIR or here(m)]
         smi = next((p for p in NPU_SMI if here(p)), None)
         if smi:
-            mounts.append(smi)
-        for path in mounts:
-            cmd += ["-v", f"{path if assumed else root / path.lstrip('/')}:{path}:ro"]
-    return cmd + _container_flags(opts) + [opts.image, *opts.command]
-
-
-def _container_flags(opts: RunOptions) -> list[str]:
-    """What every run takes besides the NPUs: memory, IPC, network, limits, cores, mounts, env."""
-    flags = [f"--shm-size={opts.shm_size}"]
-    if opts.ipc_host:
-        flags += ["--ipc=host"]
-    if opts.network_host:
-        flags += ["--network=host"]
-    if opts.multi_card:
-        flags += ["--ulimit", "memlock=-1:-1", "--ulimit", "nofile=65536:65536"]
-    if opts.cpuset:
-        flags += [f"--cpuset-cpus={opts.cpuset}"]
-    for host_path, path in opts.mounts:
-        flags += ["-v", f"{host_path}:{path}:ro"]
-    for key, value in opts.env:
-        flags += ["-e", f"{key}={value}"]
-    return flags
+            host_mounts.append(smi)
+        mounts = [Mount(str(path if assumed else root / path.lstrip("/")), path) for path in host_mounts]
+    return engine.run_argv(RunSpec(
+        opts.image, tuple(opts.command), devices=tuple(devices), runtime=runtime, interactive=opts.interactive,
+        # What every run takes besides the NPUs: memory, IPC, network, limits, cores, mounts, env.
+        shm_size=opts.shm_size, ipc="host" if opts.ipc_host else None, network="host" if opts.network_host else None,
+        ulimits=(("memlock", "-1:-1"), ("nofile", "65536:65536")) if opts.multi_card else (),
+        cpuset=opts.cpuset or None, mounts=(*mounts, *(Mount(h, p) for h, p in opts.mounts)),
+        env=(*env, *opts.env)), composed=True)

@@ -92,7 +92,6 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
             f"# Debian {suite} root file system from debootstrap ({mirror})\n"
             "FROM scratch\nADD rootfs.tar /\nCMD [\"bash\"]\n")
         req = eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform=platform, tags=[tag])
-        cmd, env = engine.build_command(req)
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
         console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
@@ -101,7 +100,7 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
             console.show(eng.show(boot))
             console.show(f"# remove from it: {', '.join(JUNK)}")
             console.show(eng.show(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."]))
-            console.show(eng.show(cmd, env))
+            console.show(eng.show(*engine.build_command(req)))
             return
         started = time.monotonic()
         # Its second stage runs the target's binaries under qemu: the same faster CPU
@@ -116,7 +115,7 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         _tidy(root)
         subprocess.run(["tar", "-C", str(root), "-cf", str(ctx / "rootfs.tar"), "."], check=True)
         shutil.rmtree(root, ignore_errors=True)
-        if eng.run(cmd, env) != 0:
+        if engine.build(req) != 0:
             raise UserError(f"building the base image {tag} failed")
 
 

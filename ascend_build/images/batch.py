@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Literal
 
 from .. import console
-from ..engine import interrupts
+from ..engine import Engine, interrupts
 from ..errors import UserError
 from ..locking.layerlock import LayerLock
 from ..matrix import Cell, Matrix
 from . import build as runtime_build
 from . import userlayer
-from .options import NO_INPUTS, Inputs, Site
+from .options import Inputs, Site
 from .steps import Built
 
 Status = Literal["tagged", "failed"]
@@ -40,30 +40,30 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
     return [(req, userlayer.prepare(matrix, cell, site, inputs, req)[0]) for req in requests]
 
 
-def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: list[Layer],
-               engine_kind: str = "docker", client: str | None = None) -> list[Built]:
+def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: list[Layer], engine: Engine,
+               run_tests=None) -> list[Built]:
     """The runtime image, then each layer on it; the first failure stops (and says why)."""
-    runtime = runtime_build.build(matrix, cell, site, inputs, engine_kind, client)
-    return [runtime] + [userlayer.build(matrix, cell, site, inputs, runtime, req, lock, engine_kind, client)
+    runtime = runtime_build.build(matrix, cell, site, inputs, engine, run_tests)
+    return [runtime] + [userlayer.build(matrix, cell, site, inputs, runtime, req, lock, engine, run_tests)
                         for req, lock in layers]
 
 
-def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs = NO_INPUTS,
-               engine_kind: str = "docker", client: str | None = None) -> list[Outcome]:
+def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs, engine: Engine,
+               run_tests=None) -> list[Outcome]:
     """Every cell and its layers (`images:` ... `layers:`); one failing does not stop the
     others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
     outcomes: list[Outcome] = []
     for index, cell in enumerate(cells):
-        log = runtime_build.work_dir(site, cell, engine_kind) / "build.log"
+        log = runtime_build.work_dir(site, cell, engine.kind) / "build.log"
         log.unlink(missing_ok=True)
         try:
             ready = _prepare_each(matrix, cell, site, inputs, outcomes)
             runtime = _attempt(outcomes, cell.name, cell.platform, log,
-                               partial(runtime_build.build, matrix, cell, site, inputs, engine_kind, client))
+                               partial(runtime_build.build, matrix, cell, site, inputs, engine, run_tests))
             for req, lock in ready if runtime is not None else []:
                 _attempt(outcomes, f"{cell.name}-{req.name}", cell.platform, None,
                          partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock,  # type: ignore[arg-type]
-                                 engine_kind, client))
+                                 engine, run_tests))
         except KeyboardInterrupt:
             if outcomes:
                 console.note("\n" + summary(outcomes))

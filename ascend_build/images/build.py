@@ -24,7 +24,7 @@ from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import baseimage, finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag, label
-from .options import NO_INPUTS, Inputs, Site
+from .options import Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
 from .render import Rendered, runtime_dockerfile
 from .steps import Built
@@ -64,8 +64,7 @@ class Prepared:
     lock: locks.Lock | None
 
 
-def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
-            client: str | None = None) -> Prepared:
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine) -> Prepared:
     """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
     network settings) before the first engine command."""
     rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
@@ -79,7 +78,6 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
     if not site.dry:
         torch_index.reach(torch_src, site.net)     # seconds, before CANN downloads and pip's minutes of retries
     toolkit, kernels, nnal = _locate_packages(cell, site)
-    engine = eng.for_task(engine_kind, client, site.dry)
     console.say(engine.describe())
     if site.epoch is not None:
         cannot = engine.reproducible()
@@ -87,7 +85,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, 
                     + (f"; {cannot}" if cannot else ""))
     console.say(f"python: {cell.python} from " + (f"source (CPython {cell.python_source.version}; {cell.os.name} has "
                 f"{cell.os.python})" if cell.python_source else f"{cell.os.name}'s python3 (distro)"))
-    inputs = _source_built_wheels(matrix, cell, site, inputs, None if site.dry else engine)
+    inputs = _source_built_wheels(matrix, cell, site, inputs, engine)
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
                  locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
                  torch_src)
@@ -99,7 +97,7 @@ def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildReque
     return eng.BuildRequest(dockerfile=p.dockerfile, context=ctx, platform=plan.cell.platform,
                             build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
                             iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
-                            epoch=plan.epoch, cache_ref=steps.cache_ref(p.engine, site.cache_registry, plan.work.name))
+                            epoch=plan.epoch, cache_ref=p.engine.cache_ref(site.cache_registry, plan.work.name))
 
 
 def _say_how(p: Prepared) -> None:
@@ -110,12 +108,11 @@ def _say_how(p: Prepared) -> None:
                                           if native else f"in the image ({p.plan.cell.platform})"))
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs = NO_INPUTS, engine_kind: str = "docker",
-          client: str | None = None, run_tests=None) -> Built:
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine, run_tests=None) -> Built:
     """Build, test and tag one runtime image. An image with the same content tag is here
     already only if it passed its tests when it was tagged (the content tag hashes every
     input): it is taken as it is, in seconds, unless --no-cache or --retest."""
-    p = prepare(matrix, cell, site, inputs, engine_kind, client)
+    p = prepare(matrix, cell, site, inputs, engine)
     plan, site, engine, cell = p.plan, p.site, p.engine, p.plan.cell
     ctx = plan.work / "context"
     test = run_tests or steps.run_image_tests
@@ -164,9 +161,8 @@ def rebuild(matrix: Matrix, p: Prepared) -> str:
             _stage(plan, ctx)
             assert req.iidfile is not None
             req.iidfile.unlink(missing_ok=True)
-            cmd, env = engine.build_command(req)
             console.say(f"rebuilding {plan.what}; log: {log}")
-            if eng.run(cmd, env, log) != 0:
+            if engine.build(req, log) != 0:
                 raise BuildFailed(f"the rebuild of {plan.what} failed; log: {log}")
             candidate = req.iidfile.read_text().strip()
             try:
@@ -183,7 +179,7 @@ def rebuild(matrix: Matrix, p: Prepared) -> str:
 def _reproducible(engine: eng.Engine, plan: Plan) -> finish.Reproducible | None:
     if plan.epoch is None:
         return None
-    return finish.Reproducible(plan.epoch, frozenset(steps.layers_of(engine, plan.build_args["BASE_IMAGE"])))
+    return finish.Reproducible(plan.epoch, frozenset(engine.layers(plan.build_args["BASE_IMAGE"])))
 
 
 def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
@@ -404,7 +400,7 @@ def _locate(store: PackageStore, f, site: Site) -> Located:
 
 
 def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
-                  engine: eng.Engine | None) -> Path:
+                  engine: eng.Engine) -> Path:
     """A torch_npu or apex wheel compiled in the stack's builder (`src`: a tree, a URL@ref,
     or "upstream"), from the wheel cache when it was compiled before."""
     from .sources import WheelRequest, build_wheel
@@ -414,7 +410,7 @@ def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, i
 
 
 def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
-                         engine: eng.Engine | None) -> Inputs:
+                         engine: eng.Engine) -> Inputs:
     """The inputs with torch_npu / apex filled from source builds, or apex from the
     wheel cache; says plainly when the image will have no apex."""
     from .sources import find_cached

@@ -17,10 +17,11 @@ from pathlib import Path, PurePosixPath
 
 from .. import console
 from .. import engine as eng
+from ..engine import interrupts
 from ..errors import BuildFailed
 from ..matrix import Cell
 from . import probe as probes
-from . import restamp, sbom
+from . import restamp, sbom, steps
 from .render import FINISH_TAR, ROOT, finish_dockerfile
 
 
@@ -74,29 +75,37 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
     if reproducible is not None:
         console.say("reproducible: the project's files and a config from the inputs only (save, rewrite, load)"
                     + ("; every layer after the base's written again with the epoch's times (this engine cannot)"
-                 if engine.mode == "classic-buildkit" else ""))
+                 if engine.retimes_layers else ""))
         return restamp.finish(engine, candidate, files_tar(files, reproducible.epoch), reproducible.epoch,
-                              reproducible.base, engine.mode == "classic-buildkit", work)
+                              reproducible.base, engine.retimes_layers, work)
     ctx = work / "finish-context"
     shutil.rmtree(ctx, ignore_errors=True)
     ctx.mkdir(parents=True)
     (ctx / FINISH_TAR).write_bytes(files_tar(files, epoch()))
     temporary = f"ascend-build/candidate:{candidate.split(':')[-1][:16]}"
-    if subprocess.run(engine.command("tag", candidate, temporary), capture_output=True).returncode != 0:
-        raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
+    iidfile = work / "finished-id"
+    iidfile.unlink(missing_ok=True)
     try:
-        iidfile = work / "finished-id"
-        req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
-                               build_args={"CANDIDATE": temporary}, iidfile=iidfile)
-        iidfile.unlink(missing_ok=True)
-        cmd, env = engine.build_command(req)
-        log = work / "finish.log"
-        if eng.run(cmd, env, log) != 0:
-            raise BuildFailed(f"adding the manifest and SBOM to {candidate} failed; nothing was tagged. Log: {log}")
-        return iidfile.read_text().strip()
-    finally:
-        subprocess.run(engine.command("rmi", temporary), capture_output=True)
-        shutil.rmtree(ctx, ignore_errors=True)
+        try:
+            if not engine.tag(candidate, temporary):
+                raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
+            req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
+                                   build_args={"CANDIDATE": temporary}, iidfile=iidfile)
+            log = work / "finish.log"
+            if engine.build(req, log) != 0:
+                raise BuildFailed(f"adding the manifest and SBOM to {candidate} failed; nothing was tagged. Log: {log}")
+            return iidfile.read_text().strip()
+        finally:
+            with interrupts.deferred():        # the temporary tag goes, whatever came between
+                engine.remove(temporary)
+                shutil.rmtree(ctx, ignore_errors=True)
+    except BaseException:
+        # An interrupt (or a failure) after the finishing build made its image: it goes too.
+        with interrupts.deferred():
+            made = iidfile.read_text().strip() if iidfile.is_file() else ""
+            if made:
+                steps.remove_untagged(engine, [made])
+        raise
 
 
 @dataclass(frozen=True)

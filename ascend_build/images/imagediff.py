@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import subprocess
 import tarfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -110,25 +109,16 @@ def archive_members(stream: IO[bytes]) -> Iterator[tuple[str, IO[bytes] | str]]:
 
 def members(engine: Engine, ref: str) -> Iterator[tuple[str, IO[bytes] | str]]:
     """archive_members of `save REF`."""
-    proc = subprocess.Popen(engine.command("save", ref), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    try:
-        yield from archive_members(proc.stdout)
-    finally:
-        proc.stdout.close()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.wait() != 0:
-            raise UserError(f"`{engine.client} save {ref}` failed: {err.strip()[:300]}")
+    with engine.save(ref) as stream:
+        yield from archive_members(stream)
 
 
 def load(engine: Engine, ref: str, skip: frozenset[str] = frozenset()) -> Saved:
     """The image `ref` from the engine's store, every layer's files read (a few seconds a
     GB) except those whose diff_id is in `skip` (known the same)."""
-    inspected = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True,
-                               text=True)
-    if inspected.returncode != 0:
+    image_id = engine.image_id(ref)
+    if image_id is None:
         raise UserError(f"no image {ref} in {engine.client}'s store: pull it or build it first")
-    image_id = inspected.stdout.strip()
     return read(members(engine, ref), ref, image_id if image_id.startswith("sha256:") else f"sha256:{image_id}", skip)
 
 

@@ -5,15 +5,15 @@ files the caller names (globs below the CANN toolkit home, e.g. the install reco
 from __future__ import annotations
 
 import json
-import subprocess
 
-from ..engine import Engine
+from ..engine import Engine, RunSpec
 from ..errors import EngineError
 
 SHARE = "/usr/local/share/ascend-build"
 REQUIREMENTS = f"{SHARE}/requirements"
 MANIFEST = f"{SHARE}/manifest.txt"
 SBOM_PATH = f"{SHARE}/sbom.cdx.json"
+PROBE_TIMEOUT = 900          # seconds: a Python start and a pip freeze, under qemu on a slow day
 
 # Run inside the image: what is installed, as JSON on stdout. argv[1]: JSON list of globs,
 # relative to $ASCEND_TOOLKIT_HOME unless absolute.
@@ -53,9 +53,8 @@ print(json.dumps({
 
 
 def probe(engine: Engine, image: str, platform: str, globs: tuple[str, ...] = ()) -> dict:
-    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
-                                        "--entrypoint", "python", image, "-c", _PROBE, json.dumps(list(globs))),
-                         capture_output=True, text=True)
+    out = engine.run_container(RunSpec(image, ("-c", _PROBE, json.dumps(list(globs))), platform=platform,
+                                       network="none", entrypoint="python"), timeout=PROBE_TIMEOUT)
     if out.returncode != 0:
         raise EngineError(f"could not read the packages of {image}: {out.stderr.strip()[-500:]}")
     return json.loads(out.stdout)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import subprocess
 import tarfile
 import tempfile
 from datetime import datetime, timezone
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from .. import engine as eng
-from ..errors import BuildFailed
+from ..engine import interrupts
+from ..errors import BuildFailed, EngineError
 from .imagediff import members
 
 STEP = "ascend-build: the package manifest, the requirement files as installed and the SBOM (images/finish.py)"
@@ -86,12 +86,21 @@ def finish(engine: eng.Engine, candidate: str, layer_tar: bytes, epoch: int, bas
     (diff_ids), kept as they are."""
     work.mkdir(parents=True, exist_ok=True)
     archive = work / "reproducible.tar"
+    image_id = ""
     try:
         image_id = rewrite(members(engine, candidate), archive, layer_tar, epoch, base, retime, candidate)
         with archive.open("rb") as fh:
-            loaded = subprocess.run(engine.command("load"), stdin=fh, capture_output=True, text=True)
-        if loaded.returncode != 0:
-            raise BuildFailed(f"`{engine.client} load` of the reproducible image failed: {loaded.stderr.strip()[:400]}")
+            try:
+                engine.load(fh)
+            except EngineError as exc:
+                raise BuildFailed(f"the reproducible image could not be loaded: {exc}") from None
+        interrupts.check()
+    except BaseException:
+        # Interrupted while (or just after) it loaded: the loaded image is nobody's.
+        with interrupts.deferred():
+            if image_id and engine.tag_count(image_id) == 0:
+                engine.remove(image_id)
+        raise
     finally:
         archive.unlink(missing_ok=True)
     return image_id

@@ -12,12 +12,11 @@ tag and its time from the build's SOURCE_DATE_EPOCH, not from the clock."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..engine import Engine
+from ..engine import Engine, RunSpec
 from ..errors import EngineError
 from ..locking.lock import ALL_LAYERS, Lock, normalize
 from .kinds import LABEL_PREFIX, label
@@ -25,10 +24,10 @@ from .probe import REQUIREMENTS, SBOM_PATH, probe
 
 
 def inspect(engine: Engine, image: str) -> dict:
-    out = subprocess.run(engine.command("image", "inspect", image), capture_output=True, text=True)
-    if out.returncode != 0:
-        raise EngineError(f"no image {image}: {out.stderr.strip()[:300]}")
-    return json.loads(out.stdout)[0]
+    found = engine.image(image)
+    if found is None:
+        raise EngineError(f"no image {image} in {engine.client}'s store")
+    return found
 
 
 def _os_release(text: str) -> dict[str, str]:
@@ -135,6 +134,6 @@ def for_image(engine: Engine, image: str, platform: str | None = None, ref: str 
 
 def stored(engine: Engine, image: str, platform: str) -> str | None:
     """The SBOM the image carries, if it has one."""
-    out = subprocess.run(engine.command("run", "--rm", "--platform", platform, "--network", "none",
-                                        "--entrypoint", "cat", image, SBOM_PATH), capture_output=True, text=True)
+    out = engine.run_container(RunSpec(image, (SBOM_PATH,), platform=platform, network="none", entrypoint="cat"),
+                               timeout=600)
     return out.stdout if out.returncode == 0 else None

@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -70,7 +69,7 @@ def _builder_name(bcell: BuilderCell, compiling: CompileOn) -> str:
     return bcell.name + ("-cross" if compiling == "cross" else "")
 
 
-def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine | None,
+def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Engine,
                   repository: str = BUILDER.repository) -> str:
     """Build, test and tag a builder image; returns its tag."""
     check_network(site.net)
@@ -107,9 +106,9 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
                                build_args={**build_args, **host_args}, secrets=secrets,
                                labels=BUILDER.labels(BuilderFacts(bcell, content, build_args["BASE_IMAGE"])),
                                iidfile=work / "image-id", network=site.network, no_cache=site.no_cache)
-        if engine is None or site.dry:
+        if site.dry:
             console.show(f"# builder {bcell.name}: build unless {tags.readable} exists")
-            steps.show_dry(engine or eng.Engine("docker", "docker", "buildx", "?"), req, tags, BUILDER)
+            steps.show_dry(engine, req, tags, BUILDER)
             return tags.readable
         what = f"builder {bcell.name} ({bcell.platform})"
         test = lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite)  # noqa: E731
@@ -151,11 +150,6 @@ def _check_bases(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Eng
         steps.check_base(engine, args["BUILD_BASE_IMAGE"], here, said, maker(wanted))
     if args.get("COMPILE_ON") == "cross":
         steps.check_base(engine, args["CROSS_BASE_IMAGE"], here, said, maker(bcell.flavor.cross))
-
-
-def _image_id(engine: eng.Engine, ref: str) -> str | None:
-    out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 # ---------------------------------------------------------------------------- sources
@@ -223,7 +217,7 @@ def find_cached(cache: Path, kind: str, torch: str, python: str, arch: str) -> P
     return best[1] if best else None
 
 
-def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engine | None,
+def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engine,
                 builder_repository: str = BUILDER.repository) -> Path:
     """A torch_npu or apex wheel compiled in the stack's builder, from the wheel cache
     when the same source, builder and Python made one before."""
@@ -232,11 +226,11 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     bcell = _builder_cell(matrix, req)
     python = bcell.pythons[0]
     location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
-    if site.dry or engine is None:
+    if site.dry:
         console.show(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
                      f"python {python}")
         build_builder(matrix, bcell, site, engine, builder_repository)
-        console.show(f"# then: docker run <builder> bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
+        console.show(f"# then: in a container of the builder, bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
     want = expected(matrix, req.kind, bcell.stack.name)
@@ -247,10 +241,10 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     console.say(f"{kind.name}: source {src.origin}: {want.what}" + (f", commit {want.commit[:12]}" if want.commit else "")
                 + "".join(f", {p} {c[:12]}" for p, c in sorted(want.submodules.items())) + " (checked)")
     tag = builder_tag(builder_repository, bcell, site)
-    if _image_id(engine, tag) is None:
+    if engine.image_id(tag) is None:
         console.say(f"{kind.name}: builder {tag} not present; building it first")
         build_builder(matrix, bcell, site, engine, builder_repository)
-    builder_id = _image_id(engine, tag)
+    builder_id = engine.image_id(tag)
     if builder_id is None:
         raise BuildFailed(f"{kind.name}: builder {tag} is not in the engine's store after its build")
     key = hashlib.sha256(f"{kind.name}\0{src.revision}\0{builder_id}\0{python}{extra.key}".encode()).hexdigest()[:16]
@@ -406,18 +400,18 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
               f"bash {kind.entry} --python={python}{''.join(' ' + f for f in flags)}; "
               f"ccache --show-stats | grep -i -E 'hit|miss' || true; "
               f"cp {kind.dist}/{kind.wheel_prefix}*.whl /out/")
-    network = ["--network", site.network] if site.network else []
     progress = Progress(kind.name)
     # The site's proxy, index and CA, as in image builds: read-only files for this run
     # only (a container of the builder, removed after; the wheel carries none of them).
     with steps.secrets(site.net) as secrets:
-        mounts = [arg for sid, path in sorted(secrets.items()) for arg in ("-v", f"{path}:/run/secrets/{sid}:ro")]
-        mounts += [arg for host_path, inside in extra.mounts for arg in ("-v", f"{host_path}:{inside}:ro")]
-        cmd = engine.command("run", "--rm", "--platform", bcell.platform, *network, *mounts,
-                             "-v", f"{src.path}:/src:ro", "-v", f"{out}:/out", "-v", "ascend-build-ccache:/ccache",
-                             tag, "bash", "-c", script)
+        mounts = [eng.Mount(str(path), f"/run/secrets/{sid}") for sid, path in sorted(secrets.items())]
+        mounts += [eng.Mount(str(host_path), inside) for host_path, inside in extra.mounts]
+        mounts += [eng.Mount(str(src.path), "/src"), eng.Mount(str(out), "/out", read_only=False),
+                   eng.Mount("ascend-build-ccache", "/ccache", read_only=False)]
+        spec = eng.RunSpec(tag, ("bash", "-c", script), platform=bcell.platform, network=site.network,
+                           mounts=tuple(mounts))
         console.say(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}")
-        code = eng.run(cmd, None, log, show_line=lambda line: _shown(progress, line))
+        code = eng.run(engine.run_argv(spec), None, log, show_line=lambda line: _shown(progress, line))
     console.say(progress.summary())
     wheels = sorted(out.glob(f"{kind.wheel_prefix}*.whl"))
     if code != 0 or len(wheels) != 1:

@@ -4,10 +4,8 @@ it, and the tags set only after the tests passed. Runtime builds (build.py) and 
 and wheel builds (sources.py) both stand on this module; it knows neither."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -55,20 +53,12 @@ def secrets(net: Network, fresh: bool = False) -> Iterator[dict[str, Path]]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def cache_ref(engine: eng.Engine, registry: str | None, name: str) -> str | None:
-    """Where layer cache lives: with buildx a separate cache tag; with a classic client
-    the pushed image itself (inline cache), so the same tag `invoke push` writes."""
-    if not registry:
-        return None
-    return f"{registry}:{name}" if engine.mode == "classic-buildkit" else f"{registry}:buildcache-{name}"
-
-
 def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: Tags, kind) -> None:
     cmd, env = engine.build_command(req)
     console.show(eng.show(cmd, env))
     console.show(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
     for tag in tags:
-        console.show(eng.show(engine.command("tag", "<built id>", tag)))
+        console.show(eng.show(engine.tag_argv("<built id>", tag)))
 
 
 def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
@@ -76,16 +66,15 @@ def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
     """The base image is here, or the engine can pull it (or `make` makes it), before
     anything is built: an air-gapped site otherwise learns it from a DNS error deep in
     the build. `advice` says what to do when none of that works."""
-    if subprocess.run(engine.command("image", "inspect", base), capture_output=True).returncode == 0:
+    if engine.exists(base):
         return
     if make is not None:
         make(base, platform)
         return
     console.say(f"base image {base} is not here; pulling it")
-    out = subprocess.run(engine.command("pull", "--platform", platform, base), capture_output=True, text=True)
-    if out.returncode != 0:
-        said = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no answer"]
-        raise EngineError(f"base image {base} is not here and cannot be pulled ({said[0]}).\n{advice}")
+    said = engine.pull(base, platform)
+    if said is not None:
+        raise EngineError(f"base image {base} is not here and cannot be pulled ({said}).\n{advice}")
 
 
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: Tags, log: Path,
@@ -98,9 +87,8 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: T
     away from is removed once nothing names it."""
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
-    cmd, env = engine.build_command(req)
     console.say(f"building {what}; log: {log}")
-    code = eng.run(cmd, env, log)
+    code = engine.build(req, log)
     if code != 0:
         tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
         raise BuildFailed(f"build of {what} failed (exit {code}); nothing was tagged. Log: {log}.{tls_hint(tail)}")
@@ -113,7 +101,14 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: T
         raise
     # The candidate before `finish` is nobody's: the finished image carries its layers.
     leftovers = [candidate] if image != candidate else []
-    if test(image) != 0:
+    try:
+        verdict = test(image)
+    except BaseException:
+        # Ctrl-C (or a crash) during the suite: what was built is nobody's; no tag was set.
+        with interrupts.deferred():
+            remove_untagged(engine, [image] + leftovers)
+        raise
+    if verdict != 0:
         if keep_failed:
             raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged. It is kept (--keep-failed):"
                               f" rerun them with `invoke test --image {image}`, remove it with "
@@ -135,15 +130,14 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
     """The image tagged with this content tag (tags.content), if it is here: it passed its tests
     when it was tagged, from exactly these inputs. Every tag of the image is set on it
     again; with `retest` its suite runs first, and a failure takes its tags away."""
-    found = image_id(engine, tags.content)
+    found = engine.image_id(tags.content)
     if found is None or label_of(engine, found, "content-tag") != content:
         return None
     if retest:
         console.say(f"{tags.content} is here; --retest: running its suite again")
         if test(found) != 0:
             with interrupts.deferred():
-                for tag in tags:
-                    subprocess.run(engine.command("rmi", tag), capture_output=True)
+                engine.remove(*tags)
             raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
     tag_all(engine, found, tags)
     console.say(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
@@ -152,46 +146,26 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
 
 
 def label_of(engine: eng.Engine, image: str, key: str) -> str:
-    out = subprocess.run(engine.command("image", "inspect", "--format",
-                                        '{{index .Config.Labels "' + label(key) + '"}}', image),
-                         capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-def image_id(engine: eng.Engine, ref: str) -> str | None:
-    out = subprocess.run(engine.command("image", "inspect", "--format", "{{.Id}}", ref), capture_output=True,
-                         text=True)
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def layers_of(engine: eng.Engine, ref: str) -> list[str]:
-    """The image's layers (diff_ids), oldest first."""
-    out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .RootFS.Layers}}", ref),
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise EngineError(f"cannot read the layers of {ref}: {out.stderr.strip()[:300]}")
-    return list(json.loads(out.stdout) or [])
+    return (engine.labels(image) or {}).get(label(key), "")
 
 
 def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
     """All tags or none (an interrupt waits for the last); the images they named before
     are removed when no tag names them any more (a rebuild leaves nothing dangling)."""
     with interrupts.deferred():
-        before = {i for i in (image_id(engine, t) for t in tags) if i}
+        before = {i for i in (engine.image_id(t) for t in tags) if i}
         for tag in tags:
-            if _quiet(engine.command("tag", image, tag)) != 0:
+            if not engine.tag(image, tag):
                 raise EngineError(f"could not tag {image} as {tag}")
         interrupts.record(f"tagged {tags.readable}")
-        remove_untagged(engine, sorted(before - {image_id(engine, image)}))
+        remove_untagged(engine, sorted(before - {engine.image_id(image)}))
 
 
 def remove_untagged(engine: eng.Engine, images: list[str]) -> None:
     """Remove these images where no tag names them (an image something still uses stays)."""
     for image in images:
-        out = subprocess.run(engine.command("image", "inspect", "--format", "{{len .RepoTags}}", image),
-                             capture_output=True, text=True)
-        if out.returncode == 0 and out.stdout.strip() == "0":
-            subprocess.run(engine.command("rmi", image), capture_output=True, start_new_session=True)
+        if engine.tag_count(image) == 0:
+            engine.remove(image)
 
 
 def kind_of(engine: eng.Engine, image: str) -> str:
@@ -214,9 +188,3 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}
     # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
     return eng.run(cmd, cwd=ROOT, env=env, inherit=False)
-
-
-def _quiet(cmd: list[str]) -> int:
-    """A short engine command that is not interrupted half-way by Ctrl-C (its own
-    process group): the caller decides when to stop."""
-    return subprocess.run(cmd, start_new_session=True).returncode

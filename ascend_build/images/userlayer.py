@@ -86,17 +86,15 @@ def _lock(req, lines, cell, hold, net, wheelhouse, dry):
 
 
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: LayerRequest,
-          lock: layerlock.LayerLock, engine_kind: str = "docker", client: str | None = None,
-          run_tests=None) -> Built:
+          lock: layerlock.LayerLock, engine: eng.Engine, run_tests=None) -> Built:
     rendered = layer_dockerfile(matrix)
     dockerfile = steps.current_dockerfile(rendered)
-    engine = eng.for_task(engine_kind, client, site.dry)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     build_args = {"RUNTIME_IMAGE": base}
     content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
     tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
     labels = LAYER.labels(LayerFacts(req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
-    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine_kind)
+    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine.kind)
     ctx = work / "context"
     what = f"user layer {req.name} on {cell.name} ({cell.platform})"
     test = run_tests or steps.run_image_tests

@@ -7,7 +7,6 @@ side by side, layer by layer: which layer differs, which files in it and how."""
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, replace
 
 from .. import console
@@ -36,11 +35,9 @@ class Recorded:
 
 
 def recorded(engine: eng.Engine, ref: str) -> Recorded:
-    out = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
-                         capture_output=True, text=True)
-    if out.returncode != 0:
+    labels = engine.labels(ref)
+    if labels is None:
         raise UserError(f"no image {ref} in {engine.client}'s store: pull it first (`{engine.client} pull {ref}`)")
-    labels = json.loads(out.stdout) or {}
     missing = [k for k in ("stack", "os", "python", "chip", "platform", "content-tag") if label(k) not in labels]
     if missing:
         raise UserError(f"{ref} does not say what it was built from (no {', '.join(label(k) for k in missing)} "
@@ -87,7 +84,7 @@ def report(a: imagediff.Saved, b: imagediff.Saved) -> tuple[bool, list[str]]:
 def compare(engine: eng.Engine, image: str, other: str) -> list[str]:
     """Hold two images side by side; raise Differs (with the report) when they are not
     the same bytes, else return the report."""
-    common = frozenset(steps.layers_of(engine, image)) & frozenset(steps.layers_of(engine, other))
+    common = frozenset(engine.layers(image)) & frozenset(engine.layers(other))
     a, b = imagediff.load(engine, image, skip=common), imagediff.load(engine, other, skip=common)
     same, lines = report(a, b)
     if not same:
@@ -95,10 +92,9 @@ def compare(engine: eng.Engine, image: str, other: str) -> list[str]:
     return lines
 
 
-def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: str = "docker",
-           client: str | None = None, keep: bool = False) -> list[str]:
+def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.Engine,
+           keep: bool = False) -> list[str]:
     """Rebuild `image` from the inputs its labels record and compare the two."""
-    engine = eng.detect(engine_kind, client)
     rec = recorded(engine, image)
     if rec.epoch is None:
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
@@ -110,7 +106,7 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
     inputs = replace(inputs, repository=repo)
     console.say(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
                 f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
-    p = runtime_build.prepare(matrix, cell, site, inputs, engine.kind, client)
+    p = runtime_build.prepare(matrix, cell, site, inputs, engine)
     if p.plan.content != rec.content:
         raise UserError(
             f"the inputs here make {p.plan.content}, not the image's {rec.content}: not the same inputs, so nothing "
@@ -130,7 +126,7 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine_kind: 
         raise
     if keep:       # the same bytes as the image, which passed its tests when it was tagged
         kept = f"{repo}:verify-{rec.content}-{p.plan.cell.target.suffix}"
-        subprocess.run(engine.command("tag", rebuilt, kept), capture_output=True)
+        engine.tag(rebuilt, kept)
         console.say(f"the rebuild is kept as {kept}")
     else:
         steps.remove_untagged(engine, [rebuilt])

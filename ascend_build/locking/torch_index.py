@@ -53,7 +53,8 @@ class TorchSource:
 
 
 def test_only(environ: Mapping[str, str] | None = None) -> bool:
-    return bool((environ if environ is not None else os.environ).get(TEST_ONLY_SWITCH))
+    """The switch is on only when set to exactly 1: "0", "false" or an empty value leave it off."""
+    return (environ if environ is not None else os.environ).get(TEST_ONLY_SWITCH, "").strip() == "1"
 
 
 def source(stack: Stack, arch: str, mirror: str | None = None, environ: Mapping[str, str] | None = None) -> TorchSource:

@@ -241,6 +241,11 @@ def _layout(version: str) -> tuple[str, bool, bool]:
     return f"ascend-toolkit/{version}", False, False
 
 
+# Where real CANN puts each chip's kernels (opp/built-in/op_impl/ai_core/tbe/kernel/<folder>):
+# Atlas A3's SoC is Ascend910_93.
+KERNEL_FOLDERS = {"a3": "ascend910_93"}
+
+
 def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, workdir: Path) -> bytes:
     buf = io.BytesIO()
     root = _layout(version)[0] if kind != "nnal" else "nnal"
@@ -274,8 +279,9 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
                     _add(tar, f"nnal/asdsip/{version}/lib/{lib.name}", lib.read_bytes(), 0o755)
                 _add(tar, "nnal/asdsip/set_env.sh", SIP_SET_ENV.encode(), 0o755)
         else:
-            _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}")
-            _add(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/ascend{chip}/double.json",
+            folder = KERNEL_FOLDERS.get(chip.lower(), f"ascend{chip.lower()}")
+            _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/{folder}")
+            _add(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/{folder}/double.json",
                  f'{{"chip": "{chip}", "double": true}}\n'.encode())
         if pad_bytes:
             # Incompressible filler, so image sizes behave like a real multi-GB CANN.

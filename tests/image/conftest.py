@@ -13,11 +13,51 @@ from ascend_build.matrix import Cell, load_matrix
 from tests.conftest import label
 
 
-@pytest.fixture(scope="session")
-def cell(pytestconfig, labels) -> Cell:
-    matrix = load_matrix(pytestconfig.getoption("--matrix"))
+def pytest_collection_modifyitems(config, items):
+    """The checks that do not apply to this image are left out (pytest says "deselected"),
+    not skipped: a torch check on a MindSpore image (it asks for `torch_cell`), a MindSpore
+    check on a torch image, NNAL's checks where the image has no NNAL (needs_nnal), the
+    companions' where its stack has none (needs_companions). Under CI=true a skip fails, so
+    what is left must run."""
+    image = config.getoption("--image")
+    applies = _what_applies(config, image) if image else None
+    if applies is None:
+        return
+    keep, dropped = [], []
+    for item in items:
+        need = set()
+        if Path(str(item.fspath)).parent == Path(__file__).parent:
+            need |= {kind for kind, fixture in (("torch", "torch_cell"), ("mindspore", "mindspore_cell"))
+                     if fixture in item.fixturenames}
+            need |= {kind for kind in ("nnal", "companions") if item.get_closest_marker(f"needs_{kind}")}
+        (keep if need <= applies else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _what_applies(config, image: str) -> set[str] | None:
+    """What the image has, from its labels and the matrix: its framework, and nnal and
+    companions where it has them. None when the image is not there (the suite then fails on it)."""
+    from ascend_build import engine as eng
+    labels = eng.detect(config.getoption("--engine"), config.getoption("--engine-client")).labels(image)
+    if labels is None:
+        return None
+    found = _cell(config.getoption("--matrix"), labels)
+    torch = found.stack.torch
+    return {found.stack.framework.name} | ({"nnal"} if found.nnal else set()) \
+        | ({"companions"} if torch is not None and torch.companions else set())
+
+
+def _cell(matrix_path: str, labels: dict[str, str]) -> Cell:
+    matrix = load_matrix(matrix_path)
     return matrix.cell(*(label(labels, k) for k in ("stack", "os", "python", "chip", "platform")),
                        torch_atb=labels.get(f"{LABEL_PREFIX}.torch-atb") == "yes")
+
+
+@pytest.fixture(scope="session")
+def cell(pytestconfig, labels) -> Cell:
+    return _cell(pytestconfig.getoption("--matrix"), labels)
 
 
 @pytest.fixture(scope="session")
@@ -36,15 +76,13 @@ def mindspore_cell(cell) -> Cell:
     return cell
 
 
-def run_on_npu(client: str, image: str, code: str, needs: str) -> subprocess.CompletedProcess:
+def run_on_npu(engine, image: str, code: str, needs: str) -> subprocess.CompletedProcess:
     """`python -c CODE` in the image on this host's first NPU, started the way `invoke run`
     starts containers; skips (saying what `needs` it) on a host without NPUs."""
     from ascend_build.host.run import RunOptions, compose, host_cards
     cards = host_cards(Path("/"))
     if not cards:
         pytest.skip(f"no /dev/davinciN on this host: {needs} needs a 910B host")
-    runtimes = subprocess.run([client, "info", "--format", "{{range $k, $v := .Runtimes}}{{$k}} {{end}}"],
-                              capture_output=True, text=True).stdout.split()
-    cmd = compose(client, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
-                  Path("/"), frozenset(runtimes))
+    cmd = compose(engine, RunOptions(image, ("python", "-c", code), devices=str(cards[0]), interactive=False),
+                  Path("/"), engine.runtimes())
     return subprocess.run(cmd, capture_output=True, text=True)

@@ -58,10 +58,10 @@ def test_msrun_is_on_the_path_of_a_plain_docker_run(docker_run, mindspore_cell):
     assert where == "/opt/venv/bin/msrun" and shebang == "#!/opt/venv/bin/python3", result.stdout
 
 
-def test_run_check_on_an_npu(client, image, mindspore_cell):
+def test_run_check_on_an_npu(suite_engine, image, mindspore_cell):
     """MindSpore's own check (`mindspore.run_check()` on Ascend), on a host with NPUs;
     skipped (with the reason) elsewhere. Started the way `invoke run` starts containers."""
-    result = run_on_npu(client, image, "import mindspore as ms; ms.set_device('Ascend'); ms.run_check()",
+    result = run_on_npu(suite_engine, image, "import mindspore as ms; ms.set_device('Ascend'); ms.run_check()",
                         "MindSpore's run_check on Ascend")
     assert result.returncode == 0 and "MindSpore" in result.stdout + result.stderr, result.stderr
 

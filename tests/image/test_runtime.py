@@ -76,17 +76,18 @@ def test_operator_package_is_installed(host, cell, image_env):
     assert cell.cann.version in named, f"{found} name {sorted(named)}, not CANN {cell.cann.version}"
 
 
-# The folder each chip's kernels install into, below the operator tree (opp/); A3's
-# (910_93) is not listed: its folder name was not seen by this project.
-KERNEL_FOLDERS = {"910b": "ascend910b", "910": "ascend910", "310p": "ascend310p", "310b": "ascend310b"}
+# The folder each chip's kernels install into, below the operator tree (opp/). A3's and
+# 950's as seen in installed CANN trees (opp/built-in/op_impl/ai_core/tbe/kernel/ascend910_93
+# under cann-8.5.0, .../kernel/ascend950 under CANN 9.2.0, in public reports of real installs).
+KERNEL_FOLDERS = {"910b": "ascend910b", "910": "ascend910", "310p": "ascend310p", "310b": "ascend310b",
+                  "a3": "ascend910_93", "950": "ascend950"}
 
 
 def test_the_chips_operator_tree_is_installed(host, cell, image_env):
     """The kernels of the image's chip, where the operators look for them (ASCEND_OPP_PATH):
     a 310b image carries ascend310b."""
-    folder = KERNEL_FOLDERS.get(cell.chip)
-    if folder is None:
-        pytest.skip(f"the kernel folder of chip {cell.chip} is not known to this suite")
+    folder = KERNEL_FOLDERS.get(cell.chip.lower())
+    assert folder is not None, f"the kernel folder of chip {cell.chip} is not known to this suite: add it to KERNEL_FOLDERS"
     tree = f"{image_env['ASCEND_OPP_PATH']}/built-in/op_impl/ai_core/tbe/kernel"
     assert host.file(f"{tree}/{folder}").is_directory, f"no {tree}/{folder}: the {cell.chip} kernels are not installed"
 
@@ -142,14 +143,13 @@ def test_torch_and_torch_npu_versions(host, torch_cell):
     assert Version(installed["torch-npu"]).public == cell.stack.package
 
 
+@pytest.mark.needs_companions
 def test_companions_are_the_ones_made_for_this_torch(docker_run, torch_cell):
     """torchvision (and other companions) present, and built for this torch: its C++
     operators load (a torchvision made for another torch fails here with `operator
     torchvision::nms does not exist`)."""
     cell = torch_cell
     companions = cell.stack.torch.companions if cell.stack.torch else ()
-    if not companions:
-        pytest.skip(f"stack {cell.stack.name} has no companions")
     code = ("import json, torch, importlib; from importlib.metadata import version, requires; "
             f"names = {list(companions)!r}; mods = {{n: importlib.import_module(n) for n in names}}; "
             "b = torch.tensor([[0., 0., 1., 1.], [0., 0., 1., 1.]]); "
@@ -390,11 +390,11 @@ def test_apex_slot_matches_its_label(host, labels):
         assert shown.rc == 0, f"label names {apex} but apex is not installed"
 
 
-def test_npu_smoke(client, image, torch_cell):
+def test_npu_smoke(suite_engine, image, torch_cell):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""
     code = "import torch, torch_npu; a = torch.randn(3, 4).npu(); print((a + a).cpu().sum().item())"
-    result = run_on_npu(client, image, code, "the NPU tensor test")
+    result = run_on_npu(suite_engine, image, code, "the NPU tensor test")
     assert result.returncode == 0, result.stderr
 
 
@@ -417,9 +417,8 @@ def test_nnal_is_the_releases_for_the_abi_of_torch(host, cell, image_env, labels
     assert host.file(f"{image_env['ATB_HOME_PATH']}/lib/libatb.so").exists
 
 
+@pytest.mark.needs_nnal
 def test_image_env_carries_what_nnals_set_env_exports(host, cell, image_env):
-    if cell.nnal is None:
-        pytest.skip(f"no NNAL in this image (CANN {cell.cann.version}, {cell.stack.title})")
     out = host.run(f"env -i PATH=/usr/bin:/bin bash -c '. {NNAL_ROOT}/set_env.sh --cxx_abi={cell.abi} >/dev/null "
                    f"&& env -0'")
     assert out.rc == 0, out.stderr
@@ -427,11 +426,10 @@ def test_image_env_carries_what_nnals_set_env_exports(host, cell, image_env):
     assert env_gaps(exported, image_env, nnal_vars(exported)) == []
 
 
+@pytest.mark.needs_nnal
 def test_a_login_shell_sources_nnal_without_importing_torch(docker_run, cell):
     """/etc/profile.d passes NNAL's set_env.sh the image's ABI: without it the script
     imports torch to find out, seconds per shell (cann-container-image #102)."""
-    if cell.nnal is None:
-        pytest.skip("no NNAL in this image")
     out = docker_run("bash", "-lc", "cat /etc/profile.d/ascend-nnal.sh; echo \"ATB=$ATB_HOME_PATH\"; "
                      "ls /tmp/nnal-set-env-imported-torch 2>/dev/null || echo no-torch-import")
     assert out.returncode == 0, out.stderr
@@ -465,11 +463,10 @@ def test_sip_is_beside_atb_where_nnal_holds_it(host, cell, image_env):
     assert env_gaps(exported, image_env, ("ASDSIP_HOME_PATH", "LD_LIBRARY_PATH")) == []
 
 
+@pytest.mark.needs_nnal
 def test_nnals_libraries_resolve_from_the_image_env(docker_run, cell):
     """Every shared library of ATB (the image's ABI) and SiP finds what it links against in a
     plain `docker run`, with no set_env.sh sourced."""
-    if cell.nnal is None:
-        pytest.skip("no NNAL in this image")
     dirs = '"$ATB_HOME_PATH/lib"' + (' "$ASDSIP_HOME_PATH/lib"' if cell.cann.sip else "")
     out = docker_run("bash", "-c", f"n=0; for d in {dirs}; do for f in \"$d\"/*.so; do n=$((n+1)); "
                                    "ldd \"$f\" | sed \"s#^#$f: #\"; done; done; echo \"libraries: $n\"")

@@ -51,7 +51,8 @@ def test_the_base_image_is_built_with_the_engines_buildkit_not_the_legacy_builde
 
     monkeypatch.setattr(baseimage.shutil, "which", lambda name: "/usr/sbin/" + name)
     monkeypatch.setattr(baseimage.subprocess, "run", fake_subprocess_run)
-    monkeypatch.setattr(baseimage.eng, "run", lambda cmd, env=None, **kw: ran.append((cmd, env)) or 0)
+    from ascend_build.engine import engine as room
+    monkeypatch.setattr(room, "run", lambda cmd, env=None, *a, **kw: ran.append((cmd, env)) or 0)
     docker = eng.Engine(kind="docker", client="/usr/bin/docker", mode="classic-buildkit", version="20.10.24")
     baseimage.debian_base(docker, "bookworm", "linux/arm64", "t")
     assert (tmp_path / "done").exists()

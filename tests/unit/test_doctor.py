@@ -173,7 +173,7 @@ def test_run_refuses_an_image_the_host_driver_cannot_run(tmp_path):
 case "$1" in
   version) echo 20.10.24 ;;
   info) echo "runc " ;;
-  image) echo '{json.dumps(labels)}' ;;
+  image) echo '{json.dumps([{"Id": "sha256:" + "0" * 64, "Config": {"Labels": labels}}])}' ;;
   *) exit 1 ;;
 esac
 """)

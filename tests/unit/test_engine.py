@@ -144,5 +144,6 @@ def test_the_engine_line_names_client_version_builder_and_what_was_passed_over()
 def test_an_unknown_engine_is_refused_on_a_dry_run_too():
     """A dry run does without a running engine, not without a known one."""
     from ascend_build import engine as eng
-    with pytest.raises(EngineError, match="unknown engine 'dockr'; choose docker or podman"):
+    from ascend_build.errors import UserError  # bad input (exit 2), not an engine that failed (#50)
+    with pytest.raises(UserError, match="--engine 'dockr': choose docker or podman"):
         eng.for_task("dockr", None, dry=True)

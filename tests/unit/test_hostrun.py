@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from ascend_build.engine import Engine
 from ascend_build.errors import UserError
 from ascend_build.host.run import RunOptions, compose
+
+DOCKER = Engine("docker", "docker", "classic-buildkit", "20.10.24")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +42,7 @@ def pairs(cmd: list[str], flag: str) -> list[str]:
 
 def test_device_flags_and_driver_mounts(tmp_path):
     root = stand_in_host(tmp_path)
-    cmd = compose("docker", RunOptions("img", ("python", "-c", "1"), devices="0,2"), root)
+    cmd = compose(DOCKER, RunOptions("img", ("python", "-c", "1"), devices="0,2"), root)
     assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci_manager", "/dev/devmm_svm",
                                       "/dev/hisi_hdc"]
     mounts = pairs(cmd, "-v")
@@ -53,33 +56,33 @@ def test_device_flags_and_driver_mounts(tmp_path):
 
 def test_all_and_ranges(tmp_path):
     root = stand_in_host(tmp_path)
-    assert pairs(compose("docker", RunOptions("img"), root), "--device")[:4] == [f"/dev/davinci{n}" for n in range(4)]
-    assert pairs(compose("docker", RunOptions("img", devices="1-2"), root), "--device")[:2] == ["/dev/davinci1",
+    assert pairs(compose(DOCKER, RunOptions("img"), root), "--device")[:4] == [f"/dev/davinci{n}" for n in range(4)]
+    assert pairs(compose(DOCKER, RunOptions("img", devices="1-2"), root), "--device")[:2] == ["/dev/davinci1",
                                                                                                 "/dev/davinci2"]
     with pytest.raises(UserError, match="no /dev/davinci7 on this host; it has cards 0, 1, 2, 3"):
-        compose("docker", RunOptions("img", devices="7"), root)
+        compose(DOCKER, RunOptions("img", devices="7"), root)
     with pytest.raises(UserError, match="expected all, a list"):
-        compose("docker", RunOptions("img", devices="first"), root)
+        compose(DOCKER, RunOptions("img", devices="first"), root)
 
 
 def test_ascend_docker_runtime_replaces_devices_and_mounts(tmp_path):
     root = stand_in_host(tmp_path)
-    cmd = compose("docker", RunOptions("img", devices="0-3"), root, frozenset({"runc", "ascend"}))
+    cmd = compose(DOCKER, RunOptions("img", devices="0-3"), root, frozenset({"runc", "ascend"}))
     assert cmd[cmd.index("--runtime") + 1] == "ascend"
     assert "ASCEND_VISIBLE_DEVICES=0,1,2,3" in cmd
     assert "--device" not in cmd and "-v" not in cmd
     with pytest.raises(UserError, match="no `ascend` runtime"):
-        compose("docker", RunOptions("img", runtime="ascend"), root, frozenset({"runc"}))
-    assert "--runtime" not in compose("docker", RunOptions("img", runtime="runc"), root, frozenset({"ascend"}))
+        compose(DOCKER, RunOptions("img", runtime="ascend"), root, frozenset({"runc"}))
+    assert "--runtime" not in compose(DOCKER, RunOptions("img", runtime="runc"), root, frozenset({"ascend"}))
 
 
 def test_host_without_npu_or_driver_is_refused(tmp_path):
     with pytest.raises(UserError, match="no NPU on this host"):
-        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "a", cards=()))
+        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "a", cards=()))
     with pytest.raises(UserError, match="davinci_manager"):
-        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "b", control=False))
+        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "b", control=False))
     with pytest.raises(UserError, match="driver/lib64 is missing"):
-        compose("docker", RunOptions("img"), stand_in_host(tmp_path / "c", driver=False))
+        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "c", driver=False))
 
 
 def test_invoke_run_dry(tmp_path):
@@ -96,7 +99,7 @@ def test_invoke_run_dry(tmp_path):
 def test_a_310b_board_gets_its_own_devices_and_driver_files(tmp_path):
     from tests.doubles.host_roots import BOARD_DEVICES, make_board
     root = make_board(tmp_path)
-    cmd = compose("docker", RunOptions("img", ("python",)), root)
+    cmd = compose(DOCKER, RunOptions("img", ("python",)), root)
     assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci_manager", "/dev/svm0", "/dev/ts_aisle",
                                       "/dev/upgrade", "/dev/sys", "/dev/vdec", "/dev/vpc", "/dev/pngd", "/dev/venc",
                                       "/dev/dvpp_cmdlist", "/dev/log_drv"]
@@ -109,28 +112,28 @@ def test_a_310b_board_gets_its_own_devices_and_driver_files(tmp_path):
         assert path in mounts, path
     assert "/usr/lib64/libcrypto.so.1.1" not in mounts, "only where this board's OS keeps it"
     with pytest.raises(UserError, match="no /dev/davinci1 on this host; it has cards 0"):
-        compose("docker", RunOptions("img", devices="0-1"), root)
+        compose(DOCKER, RunOptions("img", devices="0-1"), root)
 
 
 def test_a_board_under_the_ascend_docker_runtime_allows_its_links(tmp_path):
     from tests.doubles.host_roots import make_board
-    cmd = compose("docker", RunOptions("img"), make_board(tmp_path), frozenset({"ascend"}))
+    cmd = compose(DOCKER, RunOptions("img"), make_board(tmp_path), frozenset({"ascend"}))
     assert pairs(cmd, "-e") == ["ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=True"]
-    server = compose("docker", RunOptions("img"), stand_in_host(tmp_path / "server"), frozenset({"ascend"}))
+    server = compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "server"), frozenset({"ascend"}))
     assert pairs(server, "-e") == ["ASCEND_VISIBLE_DEVICES=0,1,2,3"]
 
 
 def test_a_preview_for_a_310b_image_on_a_machine_without_npus(tmp_path):
     (tmp_path / "dev").mkdir()
-    cmd = compose("docker", RunOptions("img"), tmp_path, preview=True, chip="310b")
+    cmd = compose(DOCKER, RunOptions("img"), tmp_path, preview=True, chip="310b")
     assert pairs(cmd, "--device")[:4] == ["/dev/davinci0", "/dev/davinci_manager", "/dev/svm0", "/dev/ts_aisle"]
     assert "/dev/davinci1" not in cmd
-    server = compose("docker", RunOptions("img"), tmp_path, preview=True)
+    server = compose(DOCKER, RunOptions("img"), tmp_path, preview=True)
     assert pairs(server, "--device")[:8] == [f"/dev/davinci{n}" for n in range(8)]
 
 
 def test_a_bound_launch_gives_the_container_exactly_its_ranks_cores(tmp_path):
     root = stand_in_host(tmp_path)
-    cmd = compose("docker", RunOptions("img", ("torchrun", "train.py"), cpuset="0-23,48-71"), root)
+    cmd = compose(DOCKER, RunOptions("img", ("torchrun", "train.py"), cpuset="0-23,48-71"), root)
     assert "--cpuset-cpus=0-23,48-71" in cmd and cmd.index("--cpuset-cpus=0-23,48-71") < cmd.index("img")
-    assert not any(c.startswith("--cpuset-cpus") for c in compose("docker", RunOptions("img"), root))
+    assert not any(c.startswith("--cpuset-cpus") for c in compose(DOCKER, RunOptions("img"), root))

@@ -173,3 +173,45 @@ def test_no_function_is_longer_than_sixty_lines(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("def long():\n" + "    x = 1\n" * LONGEST)
     assert long_functions(tmp_path) == [f"planted.py:1 long: {LONGEST + 1} lines"]
+
+
+# ------------------------------------------------------------------ the engine room
+# Only engine/ knows docker's and podman's command lines: everything else asks an Engine
+# for an operation (issue #49). Found by ast: a call of `.command(...)` (the raw command
+# line, kept for tests), or a list that starts with a client (`engine.client`, "docker",
+# "podman", "skopeo", "buildah").
+CLIENT_WORDS = {"docker", "podman", "skopeo", "buildah"}
+
+
+def command_lines_outside_the_engine(package: Path) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "command":
+                found.append(f"{rel}:{node.lineno}: .command(...)")
+            elif isinstance(node, ast.List) and node.elts:
+                first = node.elts[0]
+                if (isinstance(first, ast.Attribute) and first.attr == "client") or \
+                        (isinstance(first, ast.Constant) and first.value in CLIENT_WORDS):
+                    found.append(f"{rel}:{node.lineno}: a command line that starts with the client")
+    return found
+
+
+def test_no_command_line_of_an_engine_outside_the_engine_room():
+    assert command_lines_outside_the_engine(ROOT / "ascend_build") == []
+
+
+def test_the_engine_room_check_finds_a_planted_command_line(tmp_path):
+    package = tmp_path / "ascend_build"
+    shutil.copytree(ROOT / "ascend_build", package, ignore=shutil.ignore_patterns("__pycache__"))
+    planted = package / "images" / "planted.py"
+    planted.write_text("def f(engine, ref):\n    return [engine.client, 'image', 'inspect', ref]\n\n\n"
+                       "def g(engine):\n    return engine.command('tag', 'a', 'b')\n\n\n"
+                       "X = ['docker', 'run', 'img']\n")
+    assert sorted(command_lines_outside_the_engine(package)) == [
+        "images/planted.py:2: a command line that starts with the client",
+        "images/planted.py:6: .command(...)",
+        "images/planted.py:9: a command line that starts with the client"]

@@ -188,11 +188,11 @@ def test_verify_refuses_an_image_it_cannot_check(tmp_path):
     labels = {"io.ascend-build.stack": "2.1.0", "io.ascend-build.os": "debian12", "io.ascend-build.python": "3.11",
               "io.ascend-build.chip": "910b", "io.ascend-build.platform": "linux/arm64",
               "io.ascend-build.content-tag": "sha-0123456789abcdef"}
-    fake.write_text(f"#!/bin/sh\necho '{json.dumps(labels)}'\n")
+    fake.write_text(f"#!/bin/sh\necho '{json.dumps([{'Id': 'sha256:' + '0' * 64, 'Config': {'Labels': labels}}])}'\n")
     fake.chmod(0o755)
     engine = Engine("podman", str(fake), "podman", "4.3.1")
     rec = verify.recorded(engine, "some/image:tag")
     assert rec.epoch is None and rec.stack == "2.1.0"
-    fake.write_text("#!/bin/sh\necho '{\"maintainer\": \"someone\"}'\n")
+    fake.write_text("#!/bin/sh\necho '[{\"Id\": \"sha256:1\", \"Config\": {\"Labels\": {\"maintainer\": \"someone\"}}}]'\n")
     with pytest.raises(UserError, match="does not say what it was built from"):
         verify.recorded(engine, "some/image:tag")

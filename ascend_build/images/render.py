@@ -178,8 +178,9 @@ class Rendered:
 def _env() -> jinja2.Environment:
     # One environment: it parses each template once (rendering every Dockerfile of the
     # matrix is then a fraction of a second).
+    # auto_reload off: the templates do not change while a task runs (no stat per template use).
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, autoescape=False)
+                              keep_trailing_newline=True, autoescape=False, auto_reload=False)
 
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:

@@ -17,7 +17,8 @@ from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 # Both files as one document, keyed by file name: a mutation may hit either.
-BASE = {name: yaml.safe_load((ROOT / name).read_text()) for name in ("matrix.yaml", "imported.yaml")}
+TEXT = {name: (ROOT / name).read_text() for name in ("matrix.yaml", "imported.yaml")}
+BASE = {name: yaml.safe_load(text) for name, text in TEXT.items()}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=False, width=16),
                     st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "3.99", "8.0.RC3", "9.9", "910b", "310p", "linux/arm64",
@@ -43,9 +44,12 @@ PATHS = [p for p in node_paths(BASE) if len(p) > 1]
 
 
 def mutate(data: Any, path: tuple, kind: str, value: Any, name: str) -> Any:
-    data = copy.deepcopy(data)
+    """`data` with one mutation at `path`: the containers along the path are copied, the
+    rest shared with the original (which stays as it is)."""
+    data = copy.copy(data)
     parent = data
     for part in path[:-1]:
+        parent[part] = copy.copy(parent[part])
         parent = parent[part]
     last = path[-1]
     if kind == "delete":
@@ -71,8 +75,9 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
             data = mutate(data, path, kind, value, name)
         except (KeyError, IndexError, TypeError):
             continue        # an earlier mutation removed that path
-    for name, doc in data.items():
-        (tmp_path / name).write_text(yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
+    for name, doc in data.items():        # a file no mutation touched is written as it is
+        (tmp_path / name).write_text(TEXT[name] if doc is BASE[name] else
+                                     yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
     target = tmp_path / "matrix.yaml"
     try:
         matrix = load_matrix(target)

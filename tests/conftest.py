@@ -65,46 +65,48 @@ def link_locks(matrix_path: Path) -> Path:
 
 
 # ------------------------------------------------------------------ lanes and timing
-# `invoke test` runs the suite in two lanes side by side (pytest-xdist, two workers): each
-# lane is one unit of work (pytest_xdist_make_scheduler below), so one worker, and a lane's
-# modules share what its session fixtures build. "bookworm": the 2.1.0 Debian 12 image and
-# everything built on or beside it, the Debian 12 amd64 set-up check and the unit tests;
+# `invoke test` runs the suite on three workers (pytest-xdist): two lanes of real builds
+# side by side, and the unit tests beside them. Each lane is one unit of work
+# (pytest_xdist_make_scheduler below), so one worker, and a lane's modules share what its
+# session fixtures build; the unit tests are a third unit, so they never wait for the
+# lanes. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside it;
 # "other": the Debian 13 and 11 images and builders (a builder shares its OS's first layer
 # with the runtime images, so each OS installs its packages under qemu once in this lane)
 # and the CPython build, then the MindSpore image (Debian 12: by then the other lane's 2.1.0
-# build has made that OS's first step, which it takes). Each lane runs its modules in the order written here, the unlisted
-# ones after (by name): the lane's --no-cache 2.1.0 build goes first and the 310B image (the
-# same OS, Python and torch layers) takes them from it, where the other way round both
-# would make them. Balanced by the module wall times a cold run printed (`invoke test`
-# prints them).
+# build has made that OS's first step, which it takes). Each lane runs its modules in the
+# order written here, the unlisted ones after (by name). Balanced by the module wall times
+# a cold run printed (`invoke test` prints them, and each lane's end).
 LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_fast_path",
-                 "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python", "unit"),
+                 "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python"),
     "other": ("test_build_current_line", "test_build_train_26", "test_source_build", "test_source_build_trixie",
               "test_python_source", "test_mindspore"),
+    "unit": (),
 }
 DEFAULT_LANE = "other"
 
 
-def _place(module: str) -> tuple[str, int]:
-    """(lane, position in it) of a test module, by its name or, for tests/unit/..., the
-    "unit" group; unlisted modules go last in the default lane."""
+def _place(module: str) -> tuple[int, str, int]:
+    """(the lane's order, the lane, the position in it) of a test module: by its name, or
+    for tests/unit/... the "unit" lane; unlisted modules go last in the default lane."""
     path = Path(module)
-    for name in (path.stem, "unit" if "unit" in path.parts[:-1] else None):
-        for lane, names in LANES.items():
-            if name in names:
-                return lane, names.index(name)
-    return DEFAULT_LANE, len(LANES[DEFAULT_LANE])
+    if "unit" in path.parts[:-1]:
+        return list(LANES).index("unit"), "unit", 0
+    for order, (lane, names) in enumerate(LANES.items()):
+        if path.stem in names:
+            return order, lane, names.index(path.stem)
+    return list(LANES).index(DEFAULT_LANE), DEFAULT_LANE, len(LANES[DEFAULT_LANE])
 
 
 def lane_of(module: str) -> str:
-    return _place(module)[0]
+    return _place(module)[1]
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Each lane's modules in the order of LANES (a stable sort: tests keep their order
-    within a module, unlisted modules their order by name)."""
-    items.sort(key=lambda item: _place(item.nodeid.split("::")[0])[1])
+    """The lanes in the order of LANES, each lane's modules in its order (a stable sort:
+    tests keep their order within a module, unlisted modules their order by name): the
+    scheduler hands the lanes out in that order, the longest first."""
+    items.sort(key=lambda item: (_place(item.nodeid.split("::")[0])[0], _place(item.nodeid.split("::")[0])[2]))
 
 
 # The suite's own images (and builders) are named below this; its debootstrap bases too.
@@ -195,6 +197,12 @@ def module_table(path: Path) -> str:
     for r in sorted(rows.values(), key=lambda r: r["start"]):
         lines.append(f"{r['module']:<52} {lane_of(r['module']):<9} {r['worker']:<6} "
                      f"{r['start'] - first:>6.0f}s {r['end'] - r['start']:>6.0f}s")
+    for lane in LANES:
+        mine = [r for r in rows.values() if lane_of(r["module"]) == lane]
+        if mine:
+            lines.append(f"{'lane ' + lane + ', its first start to its last end':<52} {lane:<9} {'':<6} "
+                         f"{min(r['start'] for r in mine) - first:>6.0f}s "
+                         f"{max(r['end'] for r in mine) - min(r['start'] for r in mine):>6.0f}s")
     lines.append(f"{'all modules, first start to last end':<52} {'':<9} {'':<6} {'':>7} "
                  f"{max(r['end'] for r in rows.values()) - first:>6.0f}s")
     return "\n".join(lines)

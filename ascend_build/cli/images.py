@@ -34,11 +34,12 @@ def test(image: str | None, matrix: str, engine: str, docker: str | None) -> Non
     if (matrix, engine, docker) != ("matrix.yaml", "docker", None):
         raise UserError("--matrix, --engine and --docker choose what the image suite runs on: give --image REF "
                         "(the whole suite uses the committed matrix and starts its engines itself)")
-    # Two lanes side by side (tests/conftest.py: LANES); each module's wall time at the end.
+    # Two lanes of real builds and the unit tests, side by side (tests/conftest.py: LANES);
+    # at the end each module's and each lane's wall time, and the slowest tests.
     with tempfile.NamedTemporaryFile(prefix="ascend-build-timings-", suffix=".jsonl", delete=False) as fh:
         timings = fh.name
     code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
-                           "--durations=25", "-n", "2"], cwd=ROOT,
+                           "--durations=10", "-n", "3"], cwd=ROOT,
                           env={**os.environ, "ASCEND_BUILD_TEST_TIMINGS": timings}).returncode
     Path(timings).unlink(missing_ok=True)
     exit_with(code)       # pytest's own code for the whole suite

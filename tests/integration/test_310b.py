@@ -4,10 +4,20 @@ linux/arm64, Debian 12 (the lane's base, so the OS and Python layers are the lan
 The CANN installers are the test doubles of 8.0.0's toolkit and 310b kernels; the 310b
 file is hand-recorded in matrix.yaml (cann_chips:) with no published sum, so it is pinned
 with `invoke pin` first, as on first use, and built with --require-pins. Then doctor and
-run on a stand-in board (tests/doubles/host_roots.make_board) and a stand-in server."""
+run on a stand-in board (tests/doubles/host_roots.make_board) and a stand-in server.
+
+The build is first interrupted (Ctrl-C to the whole process group of a task started with
+SIGINT ignored, as a script's background job is: the race CI once lost) once the torch
+step starts: exit 130, "interrupted", no tag, no staged context. Its rerun is the board's
+image: it completes, and takes the steps finished before the interrupt from the cache.
+The other orders of the signal (to the task only, to the engine client only) are proven
+with a client double in tests/unit/test_interrupts.py, and an interrupt at every step of
+the gate against the engine double in tests/unit/test_gate.py."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +37,9 @@ STACK = dict(stack="2.1.0-cann8.0.0", os="debian12", python="3.11", chip="310b",
 def board_packages(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cann-800-310b")
     make_run(folder, "toolkit", "8.0.0", "aarch64")
-    make_run(folder, "kernels", "8.0.0", "aarch64", chip="310b")
+    # Random filler makes this kernels file (and every step from it on) new on every run, so
+    # the build has real work to interrupt even where the layer cache has seen it before.
+    make_run(folder, "kernels", "8.0.0", "aarch64", chip="310b", pad_bytes=4096)
     return folder
 
 
@@ -44,17 +56,59 @@ def matrix_310b(tmp_path_factory, board_packages) -> Path:
     return path
 
 
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.fixture(scope="module")
-def built_310b(engine, arm64_base, board_packages, matrix_310b, tmp_path_factory):
+def interrupted_then_built(engine, arm64_base, board_packages, matrix_310b, tmp_path_factory):
+    """The board image's build interrupted at its torch step, then run again to the end:
+    (the interrupted run's exit code and output, the images its repository had after it,
+    the rerun)."""
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0-cann8.0.0", "--chip", "310b", "--os", "debian12",
            "--python", "3.11", "--platform", "linux/arm64", "--packages", str(board_packages), "--offline",
            "--require-pins", "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO,
            "--matrix", str(matrix_310b), "--network", "host"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
-    cache = tmp_path_factory.mktemp("cache-310b")
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    return out
+    env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path_factory.mktemp("cache-310b"))}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True, preexec_fn=_ignore_sigint)
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        # The torch layer starting in the image (a COPY from the build machine's stage on
+        # the fast path, a pip step otherwise): the kernels step is done, nothing is tagged.
+        if re.match(r"#\d+ \[torch-pip-(native|target) ", line):
+            os.killpg(proc.pid, signal.SIGINT)      # a terminal's Ctrl-C: the whole group
+            break
+    else:
+        pytest.fail("the build ended before reaching the torch step:\n" + "".join(seen[-40:]))
+    rest = proc.stdout.read()
+    code = proc.wait(timeout=300)
+    left = engine.images(REPO)
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-3000:]
+    return code, "".join(seen) + rest, left, again
+
+
+@pytest.fixture(scope="module")
+def built_310b(interrupted_then_built):
+    return interrupted_then_built[3]
+
+
+def test_an_interrupted_build_tags_nothing_and_its_rerun_takes_the_finished_steps(interrupted_then_built,
+                                                                                  matrix_310b):
+    code, out, left, again = interrupted_then_built
+    assert code == 130, out[-3000:]
+    assert "interrupted: nothing was tagged" in out and "error:" not in out, out[-3000:]
+    name = _tag(matrix_310b).split(":")[1].removesuffix("-arm64")
+    assert not [ref for ref in left if name in ref], "nothing of the interrupted build was tagged"
+    kernels_step = [row for row in again.stdout.splitlines() if "cann/kernels" in row and row.startswith("#")]
+    step_ids = {row.split()[0] for row in kernels_step}
+    assert any(f"{sid} CACHED" in again.stdout for sid in step_ids), "the kernels step was redone"
+    assert "tested and tagged" in again.stdout
+    # Only this cell's folder: the other lane may be staging a context of its own now.
+    assert not any((ROOT / ".build").glob("*-310b-*/context")), "the staged context was left behind"
 
 
 def _tag(matrix: Path) -> str:

@@ -1,15 +1,19 @@
-"""The 26.x train, built for real: torch 2.12.0 + torch_npu 2.12.0.post3 (real aarch64
-wheels, hash-checked by a lock made here) on CANN 9.1.0 with NNAL (ATB and SiP), linux/arm64,
-Debian 13 and its Python 3.13. CANN 9.1.0 publishes no sums: the doubles (toolkit, 910b
-operator package, NNAL in the 9.x layout: tests/doubles) are pinned with `invoke pin`
-first, as a user would on first use, then built with --require-pins.
-
-One difference from the shipped stack, on purpose and said: the stack takes torch from
-PyTorch's CPU index only (PyPI's aarch64 torch is a CUDA build from 2.11), which CI cannot
-reach. This module stands PyPI in for it through the named test-only switch
-(ASCEND_BUILD_TEST_ONLY_TORCH_FROM_PYPI): the lock says so, the CUDA check stands aside, and
-the image's labels say it is not one to ship. Without the switch the same lock is refused
-before anything resolves (the index does not answer)."""
+"""The 26.x train, built for real: one of the 26.1.0 tags users run today, torch 2.10.0 +
+torch_npu 2.10.0.post4 (real aarch64 wheels, hash-checked by a lock made here) on CANN 9.1.0
+with NNAL (ATB and SiP), linux/arm64, Debian 13 and its Python 3.13. CANN 9.1.0 publishes no
+sums: the doubles (toolkit, 910b operator package, NNAL in the 9.x layout: tests/doubles)
+are pinned with `invoke pin` first, as a user would on first use, then built with
+--require-pins. The lane's 2.10.0 image (test_build_current_line) holds the same torch:
+this build takes its OS, Python and torch layers as they are, and makes the CANN 9.1.0,
+NNAL and torch_npu ones.
+One difference from the shipped stack, on purpose and said: the 26.x stacks take torch
+from PyTorch's CPU index (on aarch64 too: PyPI's aarch64 torch is a CUDA build from 2.11),
+which CI cannot reach. This module stands PyPI in for it through the named test-only
+switch (ASCEND_BUILD_TEST_ONLY_TORCH_FROM_PYPI=1): the lock says so, the CUDA check stands
+aside, and the image's labels say it is not one to ship (`invoke push` refuses it:
+tests/unit/test_gate.py). Without the switch the same lock is refused before anything
+resolves. (Until 2026-11-27 this module built the 2.12.0 line the same way, with PyPI's
+CUDA torch: 5.8 GB and most of a lane's time; the 2.12.0 plan stays in the unit tests.)"""
 from __future__ import annotations
 
 import os
@@ -24,7 +28,7 @@ from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
 from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, image_exists
 
-STACK = dict(stack="2.12.0", os="debian13", python="3.13", platform="linux/arm64")
+STACK = dict(stack="2.10.0-26.1.0", os="debian13", python="3.13", platform="linux/arm64")
 SWITCHED = {**os.environ, TEST_ONLY_SWITCH: "1"}
 
 
@@ -48,19 +52,19 @@ def matrix_26(tmp_path_factory, packages_910):
     path = copy_matrix(tmp_path_factory.mktemp("matrix-26"))
     pinned = invoke("pin", "--packages", str(packages_910), "--matrix", str(path))
     assert pinned.returncode == 0 and pinned.stdout.count("pinned ") == 3, pinned.stdout + pinned.stderr
-    locked = invoke("lock", "--torch", "2.12.0", "--python", "3.13", "--platform", "linux/arm64", "--matrix", str(path),
+    locked = invoke("lock", "--torch", "2.10.0-26.1.0", "--python", "3.13", "--platform", "linux/arm64", "--matrix", str(path),
                     *(["--ca-bundle", str(CA)] if CA.exists() else []), env=SWITCHED)
     assert locked.returncode == 0, locked.stdout[-3000:] + locked.stderr[-3000:]
     return path
 
 
 @pytest.fixture(scope="module")
-def built_2120(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_factory):
+def built_26(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_factory):
     # The default build network, as test_build_current_line's 2.10.0 build before it in this
     # lane: the network is part of BuildKit's cache key, and on the same one this build takes
     # that build's Debian 13 OS layers (5 minutes of apt under qemu) instead of making them.
     cache = tmp_path_factory.mktemp("cache-910")
-    out = invoke("build", "--torch", "2.12.0", "--os", "debian13", "--python", "3.13", "--platform", "linux/arm64",
+    out = invoke("build", "--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--platform", "linux/arm64",
                  "--packages", str(packages_910), "--offline", "--require-pins",
                  "--base-image", f"debian:trixie={TRIXIE}", "--repository", REPO, "--matrix", str(matrix_26),
                  *(["--ca-bundle", str(CA)] if CA.exists() else []),
@@ -69,18 +73,18 @@ def built_2120(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_fact
     return out
 
 
-def test_the_2_12_line_with_nnal_passes_its_suite_and_is_tagged(engine, built_2120, matrix_26):
+def test_the_26_1_0_line_with_nnal_passes_its_suite_and_is_tagged(engine, built_26, matrix_26):
     cell = load_matrix(matrix_26).cell(**STACK)
     assert cell.nnal is not None and cell.nnal.file == "Ascend-cann-nnal_9.1.0_linux-aarch64.run"
-    assert cell.pairing == "compatible" and cell.abi == 1
-    suite = built_2120.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
+    assert cell.stack.package == "2.10.0.post4" and cell.cann.version == "9.1.0" and cell.abi == 1
+    suite = built_26.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
     assert " passed" in suite and " failed" not in suite and " error" not in suite.lower()
     assert "no NNAL in this image" not in suite, "the NNAL checks were skipped"
     tag = f"{REPO}:{cell.name}-arm64"
     assert image_exists(engine, tag)
     labels = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
                             capture_output=True, text=True).stdout
-    assert '"io.ascend-build.nnal":"9.1.0 cxx_abi_1"' in labels and '"io.ascend-build.pairing":"compatible"' in labels
+    assert '"io.ascend-build.nnal":"9.1.0 cxx_abi_1"' in labels and '"io.ascend-build.torch-npu":"2.10.0.post4"' in labels
     # The stand-in is said where the image is: not one to ship.
     assert f"({TEST_ONLY_SWITCH}): not an image to ship" in labels
     assert '"io.ascend-build.driver":"26.0.RC1"' in labels and '"io.ascend-build.runs-on":"26.0.RC1 25.2' in labels
@@ -91,7 +95,7 @@ def test_the_2_12_line_with_nnal_passes_its_suite_and_is_tagged(engine, built_21
     assert "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.1.0" in env
 
 
-def test_the_atb_plugin_finds_libatb_from_the_image_env(engine, built_2120, matrix_26):
+def test_the_atb_plugin_finds_libatb_from_the_image_env(engine, built_26, matrix_26):
     """torch_npu's ATB plugin (lib/libop_plugin_atb.so) resolves libatb.so from a plain
     `docker run` (NNAL's double stands in for the real library)."""
     cell = load_matrix(matrix_26).cell(**STACK)
@@ -106,9 +110,9 @@ def test_the_atb_plugin_finds_libatb_from_the_image_env(engine, built_2120, matr
 
 
 def test_the_lock_made_under_the_switch_says_so_and_is_not_taken_without_it(matrix_26):
-    lock = (matrix_26.parent / "locks" / "2.12.0" / "py3.13-aarch64" / "torch.txt").read_text()
+    lock = (matrix_26.parent / "locks" / "2.10.0-26.1.0" / "py3.13-aarch64" / "torch.txt").read_text()
     assert f"# torch: from the site's index in place of https://download.pytorch.org/whl/cpu ({TEST_ONLY_SWITCH}" in lock
     # Without the switch the same cell's lock is stale: it was made for another torch source.
-    out = invoke("build", "--torch", "2.12.0", "--os", "debian13", "--python", "3.13", "--dry", "--matrix",
+    out = invoke("build", "--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--dry", "--matrix",
                  str(matrix_26))
     assert out.returncode == 2 and "is stale" in out.stderr, out.stdout + out.stderr

@@ -10,9 +10,10 @@ from pathlib import Path
 from ascend_build.cli import building, data, helptext, images
 from ascend_build.cli import hosts as on_host
 from ascend_build.cli.options import of
-from ascend_build.cli.wrap import task, user_errors
+from ascend_build.cli.wrap import command_line_ends, task, user_errors
 
 ROOT = Path(__file__).resolve().parent
+command_line_ends()
 THIS = sys.modules[__name__]
 
 

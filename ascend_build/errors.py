@@ -24,6 +24,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(5, "an image's tests failed (`build`: nothing tagged; `test --image`)"),
     ExitCode(6, "no usable container engine, or it refused a command (a base image it cannot pull, too)"),
     ExitCode(7, "`invoke verify` found the image and its rebuild (or `--against` image) differ"),
+    ExitCode(141, "what read its output went away (`| head`): it ends quietly, as Unix tools do (SIGPIPE)"),
     ExitCode(130, "interrupted"),
 )
 CODE = {e.code: e for e in EXIT_CODES}

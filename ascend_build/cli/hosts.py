@@ -11,10 +11,12 @@ from .. import console
 from .. import engine as eng
 from ..errors import UserError
 from ..matrix import load_matrix
-from .options import number, required
+from .options import choice, k8s_name, number, required, size
 from .wrap import exit_with
 
 IMAGE_EXAMPLE = "ascend-runtime:torch2.1.0-arm64"
+# The chips a multi-server job runs on (the Ascend operator's ring names ascend-<chip>).
+CHIPS = ("910b", "910", "a3", "950")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     from ..host import doctor as doc
     from ..host.run import RunOptions as Compose
     from ..host.run import compose, host_cards
-    image = required(o.image, "--image", IMAGE_EXAMPLE)
+    image = eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image")
+    _check_run(o)
     engine = eng.for_task(o.engine, o.docker, o.dry)
     facts = doc.read_image(engine, image)
     if facts is None:
@@ -78,18 +81,26 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     exit_with(subprocess.run(cmd).returncode)
 
 
+def _check_run(o: RunOptions) -> None:
+    """What reaches the engine's command line, checked against its grammar first."""
+    size(o.shm_size, "--shm-size")
+    choice(o.runtime, "--runtime", ("auto", "ascend", "runc"))
+
+
 def _launch(o: RunOptions, command: list[str], matrix: Path) -> None:
     from ..cluster.launch import LaunchRequest, launch
+    _check_run(o)
     req = LaunchRequest(
-        image=required(o.image, "--image", IMAGE_EXAMPLE), command=tuple(command), devices=o.devices,
-        runtime=o.runtime, shm_size=o.shm_size, host_root=Path(o.host_root),
+        image=eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image"), command=tuple(command),
+        devices=o.devices, runtime=o.runtime, shm_size=o.shm_size, host_root=Path(o.host_root),
         hostfile=Path(o.hostfile) if o.hostfile else None,
-        nproc=number(o.nproc_per_node, "--nproc-per-node") if o.nproc_per_node else None,
-        master_port=number(o.master_port, "--master-port"), hccl_timeout=number(o.hccl_timeout, "--hccl-timeout"),
+        nproc=number(o.nproc_per_node, "--nproc-per-node", 1, 64) if o.nproc_per_node is not None else None,
+        master_port=number(o.master_port, "--master-port", 1, 65535),
+        hccl_timeout=number(o.hccl_timeout, "--hccl-timeout", 1, 86400),
         rank_table=Path(o.rank_table) if o.rank_table else None,
-        node_rank=number(o.node_rank, "--node-rank") if o.node_rank is not None else None, ssh=o.ssh,
+        node_rank=number(o.node_rank, "--node-rank", 0) if o.node_rank is not None else None, ssh=o.ssh,
         framework="mindspore" if o.msrun else o.framework, bind=o.bind,
-        min_cores=number(o.bind_min_cores, "--bind-min-cores"), matrix=matrix, dry=o.dry)
+        min_cores=number(o.bind_min_cores, "--bind-min-cores", 1), matrix=matrix, dry=o.dry)
     exit_with(launch(req, eng.for_task(o.engine, o.docker, o.dry)))
 
 
@@ -202,8 +213,10 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
     image = required(o.image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     if o.kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {o.kind}: ascendjob or indexed")
-    n, d = number(o.nodes, "--nodes"), number(o.devices, "--devices")
-    timeout = number(o.hccl_timeout, "--hccl-timeout")
+    chip = choice(o.chip.lower(), "--chip", CHIPS)
+    d = number(o.devices, "--devices", 1, 16 if chip == "a3" else 8)    # an A3 server has 16 NPUs, the others 8
+    n, timeout = number(o.nodes, "--nodes", 1, 4096), number(o.hccl_timeout, "--hccl-timeout", 1, 86400)
+    k8s_name(o.name, "--name"), k8s_name(o.queue, "--queue")
     client = eng.for_task("docker", None, True)
     chosen, why = framework_for(client, image, o.framework)
     console.note(f"# framework: {chosen.name} (by {why})")
@@ -212,7 +225,7 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "", o.bind,
                          number(o.bind_min_cores, "--bind-min-cores"), affinity.mode if affinity else 0)
-    made = (k8s.ascend_job(o.name, image, n, d, command, o.chip, o.queue, timeout, chosen, cores)
+    made = (k8s.ascend_job(o.name, image, n, d, command, chip, o.queue, timeout, chosen, cores)
             if o.kind == "ascendjob" else k8s.indexed_job(o.name, image, n, d, command, timeout, framework=chosen,
                                                           cores=cores))
     text = k8s.dump(made)

@@ -31,11 +31,42 @@ def of(cls: type[T], kwargs: Mapping[str, Any]) -> T:
     return cls(**values)
 
 
-def number(value: Any, option: str) -> int:
+def number(value: Any, option: str, low: int | None = None, high: int | None = None) -> int:
+    """A whole number in [low, high], or a UserError that says the bounds."""
     try:
-        return int(str(value))
+        found = int(str(value).strip())
     except ValueError:
         raise UserError(f"{option} {value!r}: expected a whole number") from None
+    if (low is not None and found < low) or (high is not None and found > high):
+        bounds = (f"from {low} to {high}" if low is not None and high is not None else
+                  f"at least {low}" if low is not None else f"at most {high}")
+        raise UserError(f"{option} {found}: expected a whole number {bounds}")
+    return found
+
+
+def size(value: Any, option: str) -> str:
+    """A memory size as docker takes it (a number with b, k, m or g), e.g. 16g."""
+    import re
+    text = str(value).strip().lower()
+    if not re.fullmatch(r"[1-9]\d{0,15}[bkmg]?", text):
+        raise UserError(f"{option} {value!r}: expected a size like 16g, 512m or 1073741824")
+    return text
+
+
+def choice(value: Any, option: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UserError(f"{option} {value!r}: choose one of {', '.join(choices)}")
+    return str(value)
+
+
+def k8s_name(value: Any, option: str) -> str:
+    """A Kubernetes object name (RFC 1123 label: lower-case letters, digits, '-')."""
+    import re
+    text = str(value)
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
+        raise UserError(f"{option} {value!r}: a Kubernetes name: lower-case letters, digits and '-', at most 63, "
+                        f"starting and ending with a letter or digit")
+    return text
 
 
 def required(value: Any, option: str, example: str) -> Any:

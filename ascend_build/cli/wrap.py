@@ -59,3 +59,28 @@ def task(**opts: Any) -> Callable[[Callable[..., Any]], Any]:
         made.option_help = dict(opts.get("help") or {})
         return made
     return decorate
+
+
+def command_line_ends() -> None:
+    """How a task ends outside its own code, made to match the README's table: invoke ends
+    a command line it cannot parse (an unknown option, a flag without its value) with 1,
+    which the table keeps for news and blocking checks, so a parse error is bad input (2);
+    and a reader of its output that went away (`invoke matrix | head`) ends it quietly, as
+    it does any Unix tool (SIGPIPE: 141 in the shell), never with a traceback."""
+    import signal
+
+    from invoke.parser import ParseError
+    from invoke.program import Program
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    original = Program.parse_tasks
+    if getattr(original, "bad_input", False):
+        return
+
+    def parse_tasks(self: Program) -> None:
+        try:
+            original(self)
+        except ParseError as exc:
+            console.error(f"{exc} (`invoke --help TASK` lists the task's options)")
+            raise Exit(code=CODE[2].code) from None
+    parse_tasks.bad_input = True        # type: ignore[attr-defined]
+    Program.parse_tasks = parse_tasks   # type: ignore[method-assign]

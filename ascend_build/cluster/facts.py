@@ -57,18 +57,54 @@ class HostFacts:
     def from_json(cls, data, where: str) -> HostFacts:
         if not isinstance(data, dict):
             data = {}
-        if data.get("ascend_build_host_facts") != FACTS_VERSION:
+        if "ascend_build_host_facts" not in data:
             # `invoke doctor --json` writes {"checks": [...], "facts": {...}}
-            data = data.get("facts") or {}
-            if data.get("ascend_build_host_facts") != FACTS_VERSION:
-                raise UserError(f"{where}: not a host facts file; write one on each host with "
-                                f"`invoke doctor --json > HOST.json`")
+            data = data.get("facts") if isinstance(data.get("facts"), dict) else {}
+        version = data.get("ascend_build_host_facts")
+        if isinstance(version, int) and not isinstance(version, bool) and version > FACTS_VERSION:
+            raise UserError(f"{where}: host facts of version {version}, newer than this release reads "
+                            f"({FACTS_VERSION}); update ascend-build here, or write the file with this release")
+        if version != FACTS_VERSION:
+            raise UserError(f"{where}: not a host facts file; write one on each host with "
+                            f"`invoke doctor --json > HOST.json`")
         try:
             cards = [Card(**c) for c in data["cards"]]
-            return cls(data["name"], data["address"], data.get("chip"), data.get("driver"), cards,
-                       list(data.get("rank_tables") or []), data.get("tool"), data.get("numa"))
+            facts = cls(data["name"], data["address"], data.get("chip"), data.get("driver"), cards,
+                        list(data.get("rank_tables") or []), data.get("tool"), data.get("numa"))
         except (KeyError, TypeError) as exc:
             raise UserError(f"{where}: a host facts file without {exc}") from None
+        facts.check(where)
+        return facts
+
+    def check(self, where: str) -> None:
+        """The shapes the rank table and the checks rely on: card ids whole numbers, unique;
+        addresses real IPv4 or IPv6 addresses."""
+        problems = []
+        for field_name in ("name", "address"):
+            if not isinstance(getattr(self, field_name), str):
+                problems.append(f"{field_name} {getattr(self, field_name)!r} is not text")
+        if self.address and not _is_ip(self.address):
+            problems.append(f"address {self.address!r} is not an IP address")
+        ids = [c.id for c in self.cards]
+        problems += [f"card id {i!r} is not a whole number" for i in ids if not isinstance(i, int) or isinstance(i, bool)
+                     or i < 0]
+        if len(set(map(repr, ids))) != len(ids):
+            problems.append(f"card ids repeat: {sorted(map(str, ids))}")
+        for card in self.cards:
+            for label, value in (("ip", card.ip), ("conf_ip", card.conf_ip)):
+                if value is not None and not (isinstance(value, str) and _is_ip(value)):
+                    problems.append(f"card {card.id!r}: {label} {value!r} is not an IP address")
+        if problems:
+            raise UserError(f"{where}: not a host facts file this release can use:\n  " + "\n  ".join(problems))
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load(paths: list[Path]) -> list[HostFacts]:

@@ -302,8 +302,8 @@ class Engine:
         return subprocess.run(cmd, capture_output=True, start_new_session=True).returncode == 0
 
     def tag_argv(self, image: str, tag: str) -> list[str]:
-        """What `tag` runs, for a dry run to show."""
-        return self.command("tag", image, tag)
+        """What `tag` runs, for a dry run to show (the image may be a placeholder)."""
+        return self.command("tag", image, check_ref(tag, "tag"))
 
     def remove(self, *refs: str, force: bool = False) -> bool:
         if not refs:
@@ -400,7 +400,7 @@ class Engine:
         return ["--tls-verify=false"] if self.kind == "podman" else ["--insecure"]
 
     def push_argv(self, ref: str, registry: str) -> list[str]:
-        return self.command("push", *(self._tls(registry) if self.kind == "podman" else []), ref)
+        return self.command("push", *(self._tls(registry) if self.kind == "podman" else []), check_ref(ref, "tag"))
 
     def push(self, ref: str, registry: str) -> int:
         """Push one tag, its progress streamed; the exit code."""
@@ -424,6 +424,8 @@ class Engine:
 
     def join_argvs(self, target: str, parts: list[str], registry: str) -> list[list[str]]:
         """The commands that write one manifest list of `parts` as `target`."""
+        for ref in (target, *parts):
+            check_ref(ref, "tag")
         tls = self._tls(registry)
         if self.kind == "podman":
             # A local list, filled from the registry, pushed, then dropped.

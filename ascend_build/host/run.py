@@ -45,12 +45,16 @@ def host_cards(root: Path) -> list[int]:
 def parse_devices(spec: str, available: list[int]) -> list[int]:
     if spec == "all":
         return available
+    if not spec.strip():
+        raise UserError("--devices '': expected all, a list like 0,1 or a range like 0-3")
     wanted: list[int] = []
     for part in spec.split(","):
         m = re.fullmatch(r"\s*(\d+)(?:\s*-\s*(\d+))?\s*", part)
         if not m:
             raise UserError(f"--devices {spec!r}: expected all, a list like 0,1 or a range like 0-3")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if lo > hi:
+            raise UserError(f"--devices {spec!r}: the range {lo}-{hi} runs backwards; write {hi}-{lo}")
         wanted += range(lo, hi + 1)
     missing = sorted(set(wanted) - set(available))
     if missing:

@@ -62,6 +62,7 @@ class Prepared:
     engine: eng.Engine
     dockerfile: Path
     lock: locks.Lock | None
+    stops: tuple[str, ...] = ()      # a dry run: where the real one would stop (it then exits as that would)
 
 
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine) -> Prepared:
@@ -77,7 +78,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
         console.say(torch_src.describe())
     if not site.dry:
         torch_index.reach(torch_src, site.net)     # seconds, before CANN downloads and pip's minutes of retries
-    toolkit, kernels, nnal = _locate_packages(cell, site)
+    (toolkit, kernels, nnal), stops = _locate_packages(cell, site)
     console.say(engine.describe())
     if site.epoch is not None:
         cannot = engine.reproducible()
@@ -89,7 +90,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
                  locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
                  torch_src)
-    return Prepared(plan, site, engine, dockerfile, lock)
+    return Prepared(plan, site, engine, dockerfile, lock, tuple(stops))
 
 
 def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildRequest:
@@ -132,6 +133,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             console.show(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
                          + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
+            if p.stops:     # the dry run ends as the real one would: a CI pre-flight fails here too
+                raise PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
             return Built(cell, None, plan.tags, None, plan.content)
         try:
             _stage(plan, ctx)
@@ -254,20 +257,22 @@ def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: I
     return files
 
 
-def _locate_packages(cell: Cell, site: Site) -> tuple[Located, Located, Located | None]:
+def _locate_packages(cell: Cell, site: Site) -> tuple[tuple[Located, Located, Located | None], list[str]]:
     # A dry run touches no network: it says what a real run would download instead.
     store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry)
-    located, errors = [], []
+    located, errors, stops = [], [], []
     for f in cell.cann_files:
         try:
-            located.append(_locate(store, f, site))
+            found, stop = _locate(store, f, site)
+            located.append(found)
+            stops += [stop] if stop else []
         except PackageError as exc:
             errors.append(str(exc))
     if errors:   # report every missing or bad package at once, not one per run
         raise PackageError("\n\n".join(errors))
     warn_unpinned([pkg.file.file for pkg in located if not pkg.pinned and pkg.path.is_file()]
                   + [n for n in cell.unpinned() if n.startswith("CPython")])
-    return located[0], located[1], (located[2] if len(located) > 2 else None)
+    return (located[0], located[1], (located[2] if len(located) > 2 else None)), stops
 
 
 def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
@@ -384,19 +389,21 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _locate(store: PackageStore, f, site: Site) -> Located:
+def _locate(store: PackageStore, f, site: Site) -> tuple[Located, str | None]:
+    """The package, or (a dry run) a stand-in and where the real run would stop, if it would."""
     try:
-        return store.locate(f, site.require_pins)
+        return store.locate(f, site.require_pins), None
     except PackageError as exc:
         if not site.dry:
             raise
         # A dry run still shows the commands: what the real run would fetch, or where it stops.
+        stand_in = Located(f, Path("<missing>") / f.file, "<unknown>", False)
         if site.offline or not isinstance(exc, PackageMissing):
             console.note(f"# NOTE: a real build stops here: {exc}".replace("\n", "\n# "))
-        else:
-            console.show(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
-                         f"{', '.join(map(str, site.packages))} or the cache by then)")
-        return Located(f, Path("<missing>") / f.file, "<unknown>", False)
+            return stand_in, str(exc)
+        console.show(f"# would download {f.zip_url if f.zip_sha256 else f.url} (unless it is in "
+                     f"{', '.join(map(str, site.packages))} or the cache by then)")
+        return stand_in, None
 
 
 def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,

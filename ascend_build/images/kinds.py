@@ -133,5 +133,6 @@ KINDS: dict[str, ImageKind[Any]] = {k.name: k for k in (BUILDER, RUNTIME, LAYER)
 
 
 def suites(kind: ImageKind[Any]) -> list[str]:
-    """The test suites an image of this kind passes: those of the kinds it extends, then its own."""
-    return (suites(KINDS[kind.extends]) if kind.extends else []) + [kind.suite]
+    """The test suites an image of this kind passes: its own first (what the image adds, the
+    likelier to fail and the quicker to say so), then those of the kinds it extends."""
+    return [kind.suite] + (suites(KINDS[kind.extends]) if kind.extends else [])

@@ -5,22 +5,23 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from .. import console
 from ..errors import PackageError, PackageMissing
 from ..hashing import CHUNK, sha256_of
-from ..matrix import CannFile, Matrix
+from ..matrix import CannFile, Matrix, load_matrix
 from ..platforms import of_arch
+from . import makeself
 
 
 def default_cache() -> Path:
@@ -150,19 +151,15 @@ class PackageStore:
         return Located(f, path, actual, bool(f.sha256) or from_zip)
 
     def _self_check(self, f: CannFile, path: Path) -> None:
-        """No pin to compare with: let the installer verify its own payload (`--check`,
-        arch-independent), so a truncated or corrupt file is refused before any build."""
+        """No pin to compare with: the payload checked against its own header's sizes and sums,
+        read here (images/makeself.py), so a truncated or corrupt file is refused before any
+        build. The installer's own `--check` is never run: it is the package's script."""
         if path in self._checked:
             return
         try:
-            out = subprocess.run(["bash", str(path), "--check"], capture_output=True, text=True, timeout=1800,
-                                 cwd=tempfile.gettempdir())
-        except subprocess.TimeoutExpired:
-            raise PackageError(f"{path}: `--check` did not finish in 30 minutes") from None
-        if out.returncode != 0:
-            tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
-            raise PackageError(f"{path} fails its own integrity check (`--check`): truncated or corrupt?\n  "
-                               + "\n  ".join(tail) + f"\nFetch it again from {f.url}.")
+            makeself.verify(path)
+        except PackageError as exc:
+            raise PackageError(f"{exc}\nFetch it again from {f.url}.") from None
         self._checked.add(path)
 
     def _download(self, f: CannFile, zipped: bool = False):
@@ -231,9 +228,12 @@ def read_contents(path: Path, enough_elves: int = 16) -> Contents:
     headers of the first binaries and the kernel folder names. A file of the right name
     may still carry the other arch (a mislabelled mirror, a renamed download): this
     catches it before a build, where the installer would fail minutes in."""
+    header = makeself.read_header(path)
     with open(path, "rb") as fh:
-        head = fh.read(8 << 20)
-        start = head.find(b"\x1f\x8b\x08")      # the header is text: the first gzip magic starts the payload
+        if header is not None:
+            start = header.offset
+        else:       # a header this project does not read: the first gzip magic after the text
+            start = fh.read(8 << 20).find(b"\x1f\x8b\x08")
         if start < 0:
             return Contents(False, frozenset(), frozenset())
         fh.seek(start)
@@ -310,7 +310,25 @@ def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool
 def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
     """Hash local files and write their sha256 into matrix.yaml, keeping the rest of the
     file (comments, order) byte for byte: beside a hand-recorded entry, or in cann_pins for
-    a file the import names (imported.yaml is machine-written). Returns (file name, sha256)."""
+    a file the import names (imported.yaml is machine-written). Returns (file name, sha256).
+    Two pins at once each keep theirs: the file is locked, read again under the lock, and
+    replaced through a temporary file of this run's own."""
+    with _locked(matrix.path):
+        return _pin(load_matrix(matrix.path), files)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    import fcntl
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
     by_name = known_files(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
     pins = dict(matrix.cann_pins)
@@ -319,7 +337,11 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
         if path.name not in by_name:
             raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
                                f"{next(iter(by_name))}")
-        check_contents(by_name[path.name][0], path)     # pin only what its name says it is
+        if not path.is_file() or path.stat().st_size == 0:
+            raise PackageError(f"{path}: " + ("empty: a download that never started? Nothing was pinned"
+                                              if path.is_file() else "no such file (a folder?)"))
+        makeself.verify(path)                           # pin only an installer whose payload is whole
+        check_contents(by_name[path.name][0], path)     # and what its name says it is
         digest = sha256_of(path)
         for f in by_name[path.name]:
             if f.imported:
@@ -332,9 +354,14 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
         done.append((path.name, digest))
     if pins != dict(matrix.cann_pins):
         lines = _with_pins(matrix, lines, pins)
-    tmp = matrix.path.with_suffix(".yaml.tmp")
-    tmp.write_text("".join(lines))
-    tmp.replace(matrix.path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{matrix.path.name}.", suffix=".tmp", dir=matrix.path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write("".join(lines))
+        os.chmod(tmp, matrix.path.stat().st_mode & 0o777)
+        os.replace(tmp, matrix.path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
     return done
 
 

@@ -176,15 +176,19 @@ def kind_of(engine: eng.Engine, image: str) -> str:
 
 def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
                     suite: str | None = None) -> int:
-    """The test suites of the image's kind (those it inherits first)."""
+    """The test suites of the image's kind, its own first; one that fails ends the run (the
+    inherited suites would only confirm a verdict already given)."""
     chosen = [suite] if suite else suites(KINDS[kind_of(engine, image)])
-    cmd = [sys.executable, "-m", "pytest", *[str(ROOT / "tests" / s) for s in chosen], "-p", "no:cacheprovider",
-           "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
-           "--engine", engine.kind, "-v",
-           *(extra or [])]
-    console.say("$ " + eng.show(cmd))
     # A suite of its own, even when a test suite's worker asks for it (xdist's and the
     # suite's own variables would make it think it is one of that run's workers).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}
-    # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
-    return eng.run(cmd, cwd=ROOT, env=env, inherit=False)
+    for name in chosen:
+        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / name), "-p", "no:cacheprovider",
+               "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
+               "--engine", engine.kind, "-v", *(extra or [])]
+        console.say("$ " + eng.show(cmd))
+        # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
+        code = eng.run(cmd, cwd=ROOT, env=env, inherit=False)
+        if code != 0:
+            return code
+    return 0

@@ -34,19 +34,18 @@ class Tested:
 TESTED_HERE = (
     Tested("2.1.0", "debian12", "3.11", "910b", "linux/arm64",
            ("test_build_arm64", "test_fast_path", "test_podman", "test_user_layer"),
-           "--no-cache behind a proxy and a private index (doubles); again with pip in the image, with podman, "
-           "and with a user layer on it"),
-    Tested("2.1.0", "debian12", "3.11", "910", "linux/arm64", ("test_build_arm64",),
-           "interrupted with Ctrl-C, then built again from the cache"),
+           "--no-cache behind a proxy and a private index (doubles); its first Python layer again with pip in "
+           "the image, the whole image with podman, and with a user layer on it"),
     Tested("2.1.0", "debian11", "3.9", "910b", "linux/arm64", ("test_source_build",),
            "torch_npu and apex built from a stand-in source in the Debian 11 gcc 10 builder"),
     Tested("2.1.0-cann8.0.0", "debian12", "3.11", "310b", "linux/arm64", ("test_310b",),
-           "the 310b kernels, hand-recorded and pinned on first use"),
-    Tested("2.10.0", "debian13", "3.13", "910b", "linux/arm64", ("test_build_current_line", "test_source_build_trixie"),
-           "CANN from .zip files as Huawei publishes them; again with a torch_npu built in the Debian 13 gcc 13 "
-           "builder"),
-    Tested("2.12.0", "debian13", "3.13", "910b", "linux/arm64", ("test_build_train_26",),
-           "with NNAL; aarch64 torch from PyPI in place of PyTorch's CPU index (not reachable from CI)"),
+           "the 310b kernels, hand-recorded and pinned on first use; interrupted with Ctrl-C, then built again "
+           "from the cache"),
+    Tested("2.10.0", "debian13", "3.13", "910b", "linux/arm64", ("test_source_build_trixie",),
+           "CANN from .zip files as Huawei publishes them, with a torch_npu built in the Debian 13 gcc 13 builder"),
+    Tested("2.10.0-26.1.0", "debian13", "3.13", "910b", "linux/arm64", ("test_build_train_26",),
+           "a 26.1.0 tag on CANN 9.1.0 with NNAL; torch from PyPI in place of PyTorch's CPU index (not reachable "
+           "from CI)"),
     Tested("mindspore2.9.0", "debian12", "3.11", "910b", "linux/arm64", ("test_mindspore",),
            "MindSpore's real aarch64 wheel from PyPI (Huawei's sha256) on the CANN 9.0.0 .zip doubles"),
 )

@@ -133,7 +133,7 @@ def _materialize(location: Path, commit: str | None, dest: Path) -> str | None:
         _extract(location, dest)
         return got
     if location.name.endswith(".bundle"):
-        out = _git("clone", "-q", "--no-checkout", str(location), str(dest))
+        out = _git("clone", "-q", "--no-checkout", "--", str(location), str(dest))
         if out.returncode != 0:
             raise UserError(f"{location}: not a git bundle git can read: {out.stderr.strip()[-200:]}")
         target = commit or "HEAD"
@@ -146,11 +146,14 @@ def _materialize(location: Path, commit: str | None, dest: Path) -> str | None:
 
 
 def _clone(url: str, ref: str, dest: Path) -> None:
-    out = _git("clone", "-q", "--depth", "1", "--branch", ref, url, str(dest))
+    for value, what in ((url, "a source URL"), (ref, "a ref")):
+        if value.startswith("-"):
+            raise UserError(f"{value!r} is not {what}: a value that begins with - would be read as an option of git")
+    out = _git("clone", "-q", "--depth", "1", "--branch", ref, "--", url, str(dest))
     if out.returncode != 0:                         # a commit, not a branch or tag: fetch it by id
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        for step in (["init", "-q"], ["fetch", "-q", "--depth", "1", url, ref], ["checkout", "-q", "FETCH_HEAD"]):
+        for step in (["init", "-q"], ["fetch", "-q", "--depth", "1", "--", url, ref], ["checkout", "-q", "FETCH_HEAD"]):
             out = _git(*step, cwd=dest)
             if out.returncode != 0:
                 break
@@ -326,7 +329,7 @@ def repository_with(location: Path, commit: str, cache: Path, what: str) -> Path
     if not dest.is_dir():
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".repo-", dir=dest.parent))
-        out = _git("clone", "-q", "--bare", str(location), str(tmp / "r.git"))
+        out = _git("clone", "-q", "--bare", "--", str(location), str(tmp / "r.git"))
         if out.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise UserError(f"--submodule-src {location}: {out.stderr.strip()[-200:]}")

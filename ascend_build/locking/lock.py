@@ -166,9 +166,13 @@ def ci_cells(matrix: Matrix, root: Path) -> tuple[list[Cell], list[tuple[Cell, s
     and those it cannot, each with why and the command that makes its lock."""
     ready, left = [], []
     for cell in matrix.image_cells():
+        unsummed = [f.file for f in cell.cann_files if not f.sha256 and not f.zip_sha256]
         if read(root, cell.stack, cell.python, cell.arch) is None:
             left.append((cell, f"no {cell.arch} lock; `invoke lock {cell.stack.flag} --python "
                                f"{cell.python} --platform {cell.platform}` makes one"))
+        elif unsummed:      # no source publishes its sum: only a site that pinned the file can build it so
+            left.append((cell, f"{', '.join(unsummed)} has no sha256 in the matrix (no source publishes one); "
+                               f"`invoke pin --packages DIR` on the file records it"))
         else:
             ready.append(cell)
     return ready, left

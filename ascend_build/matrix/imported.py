@@ -27,9 +27,10 @@ def path_for(matrix_path: Path, name: str) -> Path:
 
 
 def read_text(matrix_path: Path, name: str) -> str:
+    from .yamlsource import read
     path = path_for(matrix_path, name)
     try:
-        return path.read_text()
+        return read(path)
     except OSError as exc:
         raise UserError(f"cannot read {path}, the imported facts {matrix_path.name} names (upstream.imported: "
                         f"{name}): {exc.strerror}. It is written by `invoke update` and committed beside "

@@ -31,16 +31,36 @@ from .records import (
     TorchParts,
     UserLayer,
 )
-from .yamlsource import Located, load
+from .yamlsource import Located, load, read
 
 
 def load_matrix(path: str | Path = "matrix.yaml") -> Matrix:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read(path)
     except OSError as exc:
         raise UserError(f"cannot read the matrix file {path}: {exc.strerror}") from None
-    return load_text(text, path)
+    key = (str(path.resolve()), text, _stamp(path.resolve().parent))
+    if key in _LOADED:
+        return _LOADED[key]
+    matrix = load_text(text, path)
+    _LOADED.clear()         # one matrix kept: the last one read, while its two files are as they were
+    _LOADED[key] = matrix
+    return matrix
+
+
+# The matrix last read, by its text and the imported file's identity: a task that reads the
+# same files twice (and a process forked after reading them) takes the checked records as
+# they are. A Matrix is not changed by its readers.
+_LOADED: dict[tuple, Matrix] = {}
+
+
+def _stamp(folder: Path) -> tuple:
+    """What changes when a file beside the matrix changes: each file's size and time."""
+    try:
+        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.glob("*.yaml")))
+    except OSError:
+        return ()
 
 
 def load_text(text: str, path: Path, imported_text: str | None = None) -> Matrix:
@@ -53,7 +73,8 @@ def load_text(text: str, path: Path, imported_text: str | None = None) -> Matrix
         raise MatrixError(hand_checker.problems)
     name = hand.data["upstream"]["imported"]
     files = Files(path, imported.path_for(path, name))
-    facts = load(imported_text if imported_text is not None else imported.read_text(path, name), str(files.imported))
+    facts = load(imported_text if imported_text is not None else imported.read_text(path, name), str(files.imported),
+                 aliases=False)
     checkers = s.Checkers(hand_checker, s.Checker(facts), schema.IMPORTED_KEYS)
     schema.IMPORTED(checkers.imported, facts.data, ())
     if checkers.problems:

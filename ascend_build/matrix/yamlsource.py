@@ -1,6 +1,7 @@
 """YAML loading that remembers the line of every key, so errors can point at it."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -40,16 +41,45 @@ class Located:
         return Problem(self.file, self.line(path), format_path(path), message)
 
 
-def load(text: str, file: str) -> Located:
+# Bounds on what one file may hold. An alias repeats a node without its size on the page:
+# nine levels of ten ("billion laughs") are a few hundred bytes that expand to 10**9 nodes,
+# which every reader of the data would then walk. The matrix is some thousands of nodes.
+MAX_BYTES = 8 << 20
+MAX_NODES = 200_000
+
+
+def read(path: Path) -> str:
+    """A YAML file's text: bounded in size, UTF-8, or a MatrixError naming the file and
+    the byte offset of the first byte that is not."""
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise MatrixError([Problem(str(path), None, "(file)", f"larger than {MAX_BYTES >> 20} MB: not a matrix file")])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise MatrixError([Problem(str(path), line, "(file)", f"not UTF-8 text: byte {exc.start} "
+                                                              f"(0x{raw[exc.start]:02x}) {exc.reason}")]) from None
+
+
+def load(text: str, file: str, aliases: bool = True) -> Located:
+    """The file's data and lines. `aliases=False` refuses anchors and aliases (a
+    machine-written file never needs them); with them, the data may expand to at most
+    MAX_NODES nodes."""
+    if len(text) > MAX_BYTES:
+        raise MatrixError([Problem(file, None, "(file)", f"larger than {MAX_BYTES >> 20} MB: not a matrix file")])
     # libyaml's parser where it is there (about 10x faster), else the pure-Python one.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _bound(node, file, aliases)
         data = loader.construct_document(node) if node is not None else None
         lines: dict[KeyPath, int] = {}
         dupes: list[Problem] = []
         if node is not None:
-            _walk(loader, node, (), lines, dupes, file)
+            _walk(loader, node, (), lines, dupes, file, set())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
@@ -61,9 +91,38 @@ def load(text: str, file: str) -> Located:
     return Located(data, lines, file)
 
 
+def _bound(root: yaml.Node, file: str, aliases: bool) -> None:
+    """Refuse an alias where none may be, and data that expands past MAX_NODES: each
+    node's expanded size once (memoized by the node, which an alias shares)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes and not done:
+            if not aliases:
+                raise MatrixError([Problem(file, node.start_mark.line + 1, "(alias)",
+                                           "an alias (*name): this file is written by `invoke update` and never "
+                                           "holds anchors or aliases")])
+            continue
+        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if not done:
+            sizes[id(node)] = 0       # in progress: seen
+            stack.append((node, True))
+            stack += [(child, False) for child in children]
+            continue
+        sizes[id(node)] = 1 + sum(sizes.get(id(child), 0) for child in children)
+        if sizes[id(node)] > MAX_NODES:
+            raise MatrixError([Problem(file, node.start_mark.line + 1, "(size)",
+                                       f"expands to more than {MAX_NODES} nodes (through aliases): not a matrix")])
+
+
 def _walk(loader: Any, node: yaml.Node, path: KeyPath,
-          lines: dict[KeyPath, int], dupes: list[Problem], file: str) -> None:
+          lines: dict[KeyPath, int], dupes: list[Problem], file: str, seen_nodes: set[int]) -> None:
     lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in seen_nodes:
+        return          # an alias: its keys were recorded where its anchor is
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for key_node, value_node in node.value:
@@ -74,7 +133,7 @@ def _walk(loader: Any, node: yaml.Node, path: KeyPath,
                                      "duplicate key: each key may appear once"))
             seen.add(key)
             lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk(loader, value_node, path + (key,), lines, dupes, file)
+            _walk(loader, value_node, path + (key,), lines, dupes, file, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(loader, item, path + (index,), lines, dupes, file)
+            _walk(loader, item, path + (index,), lines, dupes, file, seen_nodes)

@@ -99,8 +99,11 @@ DOUBLE_CHIP=@CHIP@
 DOUBLE_TREE=@TREE@
 DOUBLE_NEW_LAYOUT=@NEW@
 DOUBLE_CANN_SET_ENV=@CANNSETENV@
-PAYLOAD_SHA256=@SHA@
-HEADER_LINES=@LINES@
+# As a makeself header records its payload (Huawei's modified makeself: SHA and MD5 both).
+skip="@LINES@"
+filesizes="@SIZE@"
+SHA="@SHA@"
+MD5="@MD5@"
 set -eu
 install=0; check=0; quiet=0; path=/usr/local/Ascend
 for arg in "$@"; do
@@ -117,11 +120,11 @@ for arg in "$@"; do
     esac
 done
 say() { [ "$quiet" = 1 ] || echo "$@"; }
-payload() { tail -n +$((HEADER_LINES + 1)) "$0"; }
+payload() { tail -n +$((skip + 1)) "$0"; }
 verify() {
     actual=$(payload | sha256sum | cut -d' ' -f1)
-    if [ "$actual" != "$PAYLOAD_SHA256" ]; then
-        echo "[ERROR] Verifying archive integrity... the package is corrupted (expected $PAYLOAD_SHA256, got $actual)" >&2
+    if [ "$actual" != "$SHA" ]; then
+        echo "[ERROR] Verifying archive integrity... the package is corrupted (expected $SHA, got $actual)" >&2
         exit 1
     fi
 }
@@ -302,6 +305,7 @@ def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910
     header = HEADER
     tree, new_layout, cann_set_env = _layout(version)
     fields = (("@KIND@", kind), ("@VERSION@", version), ("@ARCH@", arch), ("@CHIP@", chip), ("@SHA@", sha),
+              ("@MD5@", hashlib.md5(payload).hexdigest()), ("@SIZE@", str(len(payload))),
               ("@TREE@", tree), ("@NEW@", str(int(new_layout))), ("@CANNSETENV@", str(int(cann_set_env))))
     for key, value in fields:
         header = header.replace(key, value)

@@ -224,3 +224,26 @@ def scan_saved(engine, tag: str, needles: dict[str, str]) -> tuple[int, set[str]
         tail = block[-longest:]
     assert saved.wait() == 0
     return total, found
+
+
+def build_stage(engine, matrix_path: Path, cell: dict, site, stage: str, tag: str, log: Path) -> str:
+    """One stage of a cell's runtime Dockerfile (`stage` with {pip} for where pip runs),
+    built by the engine with what `invoke build` would give it, tagged `tag`: a check of
+    one step that needs no whole image (no project files, no suite, no tag of the cell)."""
+    import dataclasses
+
+    from ascend_build.images import build as runtime_build
+    from ascend_build.images import steps
+    from ascend_build.images.options import Inputs
+    from ascend_build.matrix import load_matrix
+    m = load_matrix(matrix_path)
+    p = runtime_build.prepare(m, m.cell(**cell), site, Inputs(repository=tag.split(":")[0]), engine)
+    target = stage.format(pip=p.plan.host_args["PIP_ON"])
+    ctx = log.parent / f"context-{target}"
+    runtime_build._stage(p.plan, ctx)
+    with steps.secrets(site.net) as secrets:
+        req = dataclasses.replace(runtime_build._request(p, secrets, ctx), target=target, tags=[tag], iidfile=None,
+                                  labels={})
+        assert engine.build(req, log) == 0, log.read_text()[-4000:]
+    shutil.rmtree(ctx, ignore_errors=True)
+    return target

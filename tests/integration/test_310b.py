@@ -3,8 +3,11 @@
 linux/arm64, Debian 12 (the lane's base, so the OS and Python layers are the lane's own).
 The CANN installers are the test doubles of 8.0.0's toolkit and 310b kernels; the 310b
 file is hand-recorded in matrix.yaml (cann_chips:) with no published sum, so it is pinned
-with `invoke pin` first, as on first use, and built with --require-pins. Then doctor and
-run on a stand-in board (tests/doubles/host_roots.make_board) and a stand-in server.
+with `invoke pin` first, as on first use, and built with --require-pins. It runs as the
+board's HwHiAiUser (`--run-as 1000:1000`, uid and gid of the driver's user, as boards set
+it up): the image suite runs as that user (its test of the user included), the image is
+tagged under its own name and its label says who it runs as. Then doctor and run on a
+stand-in board (tests/doubles/host_roots.make_board) and a stand-in server.
 
 The build is first interrupted (Ctrl-C to the whole process group of a task started with
 SIGINT ignored, as a script's background job is: the race CI once lost) once the torch
@@ -31,6 +34,7 @@ from tests.doubles.host_roots import make_board, make_host
 from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
 
 STACK = dict(stack="2.1.0-cann8.0.0", os="debian12", python="3.11", chip="310b", platform="linux/arm64")
+RUN_AS = "1000:1000"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +72,8 @@ def interrupted_then_built(engine, arm64_base, board_packages, matrix_310b, tmp_
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0-cann8.0.0", "--chip", "310b", "--os", "debian12",
            "--python", "3.11", "--platform", "linux/arm64", "--packages", str(board_packages), "--offline",
            "--require-pins", "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO,
-           "--matrix", str(matrix_310b), "--network", "host"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
+           "--matrix", str(matrix_310b), "--network", "host", "--run-as", RUN_AS] \
+        + (["--ca-bundle", str(CA)] if CA.exists() else [])
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path_factory.mktemp("cache-310b"))}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True, preexec_fn=_ignore_sigint)
@@ -112,7 +117,7 @@ def test_an_interrupted_build_tags_nothing_and_its_rerun_takes_the_finished_step
 
 
 def _tag(matrix: Path) -> str:
-    return f"{REPO}:{load_matrix(matrix).cell(**STACK).name}-arm64"
+    return f"{REPO}:{load_matrix(matrix).cell(**STACK).name}-uid1000-arm64"
 
 
 def test_the_310b_image_is_built_with_the_pinned_hand_recorded_kernels_and_passes_its_suite(
@@ -123,11 +128,15 @@ def test_the_310b_image_is_built_with_the_pinned_hand_recorded_kernels_and_passe
     suite = built_310b.stdout.split("tests/image", 1)[1].split("tested and tagged")[0]
     assert " passed" in suite and " failed" not in suite and " error" not in suite.lower()
     assert "test_the_chips_operator_tree_is_installed PASSED" in suite
+    assert "test_containers_run_as_the_images_user PASSED" in suite
     tag = _tag(matrix_310b)
     assert image_exists(engine, tag)
     labels = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
                             capture_output=True, text=True).stdout
     assert '"io.ascend-build.chip":"310b"' in labels and '"io.ascend-build.cann":"8.0.0"' in labels
+    found = subprocess.run(engine.command("image", "inspect", "--format", '{{.Config.User}} {{index .Config.Labels '
+                                          '"io.ascend-build.user"}}', tag), capture_output=True, text=True)
+    assert found.stdout.split() == [RUN_AS, RUN_AS], found.stdout + found.stderr
 
 
 def test_doctor_and_run_take_it_to_a_board_and_refuse_it_on_a_server(engine, built_310b, matrix_310b, tmp_path):
@@ -137,6 +146,7 @@ def test_doctor_and_run_take_it_to_a_board_and_refuse_it_on_a_server(engine, bui
     ok = subprocess.run(doctor + [str(board)], cwd=ROOT, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "310B board: 1 card" in ok.stdout
+    assert f"runs as {RUN_AS}, in the host's HwHiAiUser group" in ok.stdout
     server = make_host(tmp_path / "server", driver="24.1.0", members=("HwHiAiUser",))
     refused = subprocess.run(doctor + [str(server)], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 1 and "image 310b, host 910b" in refused.stdout, refused.stdout

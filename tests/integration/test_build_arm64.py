@@ -119,21 +119,6 @@ def test_a_second_build_of_the_same_inputs_reuses_the_tested_image_in_seconds(en
     # --retest, the reuse of a tested image and what a failing retest does: test_gate.py.
 
 
-def test_an_image_that_runs_as_the_hosts_hwhiaiuser(engine, built, packages, pinned_matrix, ca_bundle):
-    """--run-as 1000:1000: every layer of the lane's image but the last is taken from the
-    cache; the image suite runs as that user (the test of the user included), the image is
-    tagged under its own name, and its label says who it runs as."""
-    from tests.integration.conftest import build_2_1_0
-    out = build_2_1_0(packages, pinned_matrix, ca_bundle, "--require-pins", "--run-as", "1000:1000")
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    assert "test_containers_run_as_the_images_user PASSED" in out.stdout
-    cell = load_matrix(pinned_matrix).cell("2.1.0", "debian12", "3.11", None, "linux/arm64")
-    tag = f"{REPO}:{cell.name}-uid1000-arm64"
-    found = subprocess.run(engine.command("image", "inspect", "--format", '{{.Config.User}} {{index .Config.Labels '
-                                          '"io.ascend-build.user"}}', tag), capture_output=True, text=True)
-    assert found.stdout.split() == ["1000:1000", "1000:1000"], found.stdout + found.stderr
-
-
 def _corrupt(folder: Path) -> None:
     kernels = next(folder.glob("Ascend-cann-kernels-*"))
     data = bytearray(kernels.read_bytes())

@@ -3,9 +3,9 @@ torch_npu 2.10.0.post4 (real aarch64 wheels, hash-checked by a lock made here) o
 with NNAL (ATB and SiP), linux/arm64, Debian 13 and its Python 3.13. CANN 9.1.0 publishes no
 sums: the doubles (toolkit, 910b operator package, NNAL in the 9.x layout: tests/doubles)
 are pinned with `invoke pin` first, as a user would on first use, then built with
---require-pins. The lane's 2.10.0 image (test_build_current_line) holds the same torch:
-this build takes its OS, Python and torch layers as they are, and makes the CANN 9.1.0,
-NNAL and torch_npu ones.
+--require-pins. The lane's 2.10.0 image (test_source_build_trixie) is on the same OS and
+Python: this build takes those layers as they are, and makes the CANN 9.1.0, NNAL, torch and
+torch_npu ones.
 One difference from the shipped stack, on purpose and said: the 26.x stacks take torch
 from PyTorch's CPU index (on aarch64 too: PyPI's aarch64 torch is a CUDA build from 2.11),
 which CI cannot reach. This module stands PyPI in for it through the named test-only
@@ -60,7 +60,7 @@ def matrix_26(tmp_path_factory, packages_910):
 
 @pytest.fixture(scope="module")
 def built_26(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_factory):
-    # The default build network, as test_build_current_line's 2.10.0 build before it in this
+    # The default build network, as test_source_build_trixie's 2.10.0 build before it in this
     # lane: the network is part of BuildKit's cache key, and on the same one this build takes
     # that build's Debian 13 OS layers (5 minutes of apt under qemu) instead of making them.
     cache = tmp_path_factory.mktemp("cache-910")

@@ -1,9 +1,17 @@
-"""Source builds on the new toolchain (issue: the lines users run today): the offline
-Debian 13 builder (gcc 13 as the 26.x wheels are built, Python 3.13) of the torch 2.10.0 line is built and tested, the
-stand-in torch_npu tree (tests/doubles) is compiled in it against the real torch 2.10.0,
-and a linux/arm64 runtime image on Debian 13 (CANN 9.0.0 double, published .zip form)
-installs that wheel; inside the image the extension reports that gcc 13 from the builder
-compiled it."""
+"""Source builds on the new toolchain, and the line users run today (issue: the lines users
+run today): the offline Debian 13 builder (gcc 13 as the 26.x wheels are built, Python 3.13)
+of the torch 2.10.0 line is built and tested, the stand-in torch_npu tree (tests/doubles) is
+compiled in it against the real torch 2.10.0, and a linux/arm64 runtime image of the 2.10.0
+stack on Debian 13 installs that wheel: inside the image the extension reports that gcc 13
+from the builder compiled it. The runtime's CANN is the 9.0.0 test double of the 9.x era
+(operator package, cann-9.0.0 tree, cann/set_env.sh), handed in the form Huawei publishes it:
+.zip files, checked against the sums in a matrix copy where the doubles' sums stand in for
+Huawei's; the image passes its suite, carries the 9.0.0 layout and driver labels, and
+`invoke doctor --image` matches it to hosts by the drivers CANN 9.0.0 runs on.
+
+(Until 2026-11-27 test_build_current_line.py built the same cell with PyPI's torch_npu
+2.10.0 as a second image; its checks are here, on this image. The line's PyPI wheel is built
+in test_build_train_26.py: torch_npu 2.10.0.post4 on CANN 9.1.0.)"""
 from __future__ import annotations
 
 import subprocess
@@ -92,3 +100,41 @@ def test_the_extension_in_the_image_was_compiled_by_the_builders_gcc_13(engine, 
     assert got.returncode == 0, got.stderr
     assert gcc.stdout.strip().startswith("13.")
     assert got.stdout.split()[0] == gcc.stdout.strip()
+
+
+def test_the_2_10_line_on_cann_9_builds_from_the_published_zips_and_passes_its_suite(engine, runtime, matrix_900,
+                                                                                       cache):
+    from ascend_build.matrix import load_matrix
+    out, tag = runtime
+    cell = load_matrix(matrix_900).cell("2.10.0", "debian13", "3.13", None, "linux/arm64")
+    assert cell.cann.era.name == "9" and cell.kernels.file == "Ascend-cann-910b-ops_9.0.0_linux-aarch64.run"
+    # Both installers came out of their .zip after its sum was checked.
+    assert out.stdout.count("sha256 matches Huawei's published sum; took") == 2, out.stdout[-3000:]
+    assert not any(p.suffix == ".run" for p in (cache / "cann").glob("*")), "only the verified .run copies are kept"
+    labels = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
+                            capture_output=True, text=True).stdout
+    assert '"io.ascend-build.driver":"26.0.RC1"' in labels and '"io.ascend-build.cann":"9.0.0"' in labels
+    env = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Env}}", tag),
+                         capture_output=True, text=True).stdout
+    assert "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.0.0" in env
+
+
+def test_doctor_reads_the_built_image_and_matches_it_to_a_host(engine, runtime, tmp_path):
+    """`invoke doctor --image` on the image built above: CANN 9.0.0's image carries the drivers
+    its release notes say it runs on (25.0.x to 26.1.0); a host on 24.1.0 is refused and told
+    which line would run; 25.5.0 (in the 25.5 series) can."""
+    import sys
+
+    from tests.doubles.host_roots import make_host
+    from tests.integration.conftest import ROOT
+    _, tag = runtime
+    task = [sys.executable, "-m", "invoke", "doctor", "--image", tag, "--user", "alice", "--root"]
+    old = subprocess.run(task + [str(make_host(tmp_path / "old", driver="24.1.0"))], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert old.returncode == 1, old.stdout + old.stderr
+    assert "CANN 9.0.0's release notes list the drivers it runs on, and 24.1.0 is not one of them" in old.stdout
+    assert "or use the 2.4.0 on CANN 8.0.0 image" in old.stdout
+    new = subprocess.run(task + [str(make_host(tmp_path / "new", driver="25.5.0"))], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert new.returncode == 0, new.stdout + new.stderr
+    assert "CANN 9.0.0 runs on 25.5.0 (its release notes:" in new.stdout

@@ -56,13 +56,16 @@ def finish(case: dict) -> dict:
         problem = "traceback: " + text[text.index("Traceback"):][-600:]
     elif code != 0 and not text.strip():
         problem = f"exit {code} without a word"
-    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:]}
+    marked = [line[:400] for line in text.splitlines() if "-v=/:/host" in line][:20]
+    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked}
 
 
 def main() -> None:
     from invoke import Collection, Program
     sys.path.insert(0, os.getcwd())
     import tasks
+    from ascend_build.matrix import load_matrix
+    load_matrix("matrix.yaml")      # read and checked once here; each forked case finds it read
     program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
     todo = json.loads(open(sys.argv[1]).read())
     running: list[dict] = []

@@ -42,7 +42,7 @@ def test_each_level_says_what_it_should(capsys):
 
 
 def test_a_quiet_dry_build_prints_its_commands_and_nothing_of_its_progress(tmp_path):
-    args = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--offline",
+    args = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry",
             "--packages", str(tmp_path)]
     normal = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     quiet = subprocess.run(args + ["--quiet"], cwd=ROOT, capture_output=True, text=True)

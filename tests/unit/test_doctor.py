@@ -155,7 +155,7 @@ def test_for_host_with_no_runnable_line_says_why():
 
 def test_build_for_host_dry_shows_the_choice(tmp_path):
     root = make_host(tmp_path / "host", driver="25.0.RC1")
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry", "--offline",
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry",
                           "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                          env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
@@ -246,7 +246,7 @@ def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(
     assert "2.14.0: CANN 9.2.0 has no packages for chip 310b" in skipped
     assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch="2.1.0")[0] == "2.1.0-cann8.0.0"
     root = make_board(tmp_path / "board", driver="24.1.0")
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry", "--offline",
+    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry",
                           "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                          env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr

@@ -34,7 +34,7 @@ def test_a_base_that_cannot_be_pulled_leads_to_a_command_that_works_offline():
 
 
 def test_debootstrap_on_a_cell_it_cannot_make_names_the_one_it_can(tmp_path):
-    out = invoke("build", "--torch", "2.1.0", "--os", "ubuntu22.04", "--debootstrap", "--dry", "--offline",
+    out = invoke("build", "--torch", "2.1.0", "--os", "ubuntu22.04", "--debootstrap", "--dry",
                  "--packages", str(tmp_path))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "ubuntu22.04 (ubuntu:22.04) is not one" in out.stderr
@@ -42,7 +42,7 @@ def test_debootstrap_on_a_cell_it_cannot_make_names_the_one_it_can(tmp_path):
 
 
 def test_debootstrap_maps_the_debian_base_to_a_local_name_for_both_arches(tmp_path):
-    out = invoke("build", "--torch", "2.1.0", "--os", "debian12", "--debootstrap", "--dry", "--offline",
+    out = invoke("build", "--torch", "2.1.0", "--os", "debian12", "--debootstrap", "--dry",
                  "--packages", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "--build-arg BASE_IMAGE=ascend-build/debian:bookworm-arm64" in out.stdout

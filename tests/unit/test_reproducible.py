@@ -60,7 +60,7 @@ def test_every_stage_that_runs_a_step_sees_source_date_epoch():
 
 def test_dry_build_reproducible_puts_the_epoch_in_the_content_tag(tmp_path):
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": str(EPOCH)}
-    args = [sys.executable, "-m", "invoke", "build", "--dry", "--offline", "--packages", str(tmp_path),
+    args = [sys.executable, "-m", "invoke", "build", "--dry", "--packages", str(tmp_path),
             "--engine", "podman", "--os", "debian12"]
     plain = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env)
     same = subprocess.run(args + ["--reproducible"], cwd=ROOT, capture_output=True, text=True, env=env)

@@ -34,6 +34,8 @@ def cases() -> list[list[str]]:
         for option, takes_value in options:
             for value in NONSENSE if takes_value else []:
                 out.append([name, f"--{option}", value] + dry)
+            if takes_value:      # a value that is an option of whatever it reaches (docker, git) (#50)
+                out.append([name, f"--{option}=-v=/:/host"] + dry)
     return out
 
 
@@ -51,3 +53,10 @@ def test_no_task_tracebacks_or_runs_off_on_nonsense(tmp_path):
     assert bad == [], "\n".join(f"{' '.join(r['argv'])}: {r['problem']}" for r in bad[:40])
     # Refused means an exit code the README lists (or a dry run's 0), with a message.
     assert {r["code"] for r in results} <= {0, 1, 2, 3, 4, 5, 6, 7, 130}
+    # A value that begins with "-" never reaches a command line as an option: refused (2), or
+    # taken where it is plain data (a dry run's preview, a help text).
+    import re
+    hostile = [r for r in results if any(a.endswith("=-v=/:/host") for a in r["argv"])]
+    reached = [r for r in hostile if r["code"] == 0 and any(re.search(r"(docker|podman|git)\b.* -v=/:/host", line)
+                                                            for line in r["marked"])]
+    assert len(hostile) > 150 and reached == [], reached[:5]

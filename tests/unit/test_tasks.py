@@ -56,7 +56,7 @@ def test_build_stops_before_docker_when_packages_are_missing(tmp_path):
 def test_dry_build_prints_buildkit_commands_with_secrets(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--ca-bundle", str(ca),
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--ca-bundle", str(ca),
                  "--pip-index-url", "https://user:s3cret@pypi.mirror.example/simple",
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
@@ -69,16 +69,16 @@ def test_dry_build_with_a_proxy_from_the_shell(tmp_path):
     """http(s)_proxy of the calling shell reach the build as a secret file, never on the
     command line; one on 127.0.0.1 is refused until the build uses the host network."""
     env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "HTTPS_PROXY": "http://me:pr0xy-pw@127.0.0.1:3128"}
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), env=env)
+    out = invoke("build", "--dry", "--packages", str(tmp_path), env=env)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "https_proxy http://me:***@127.0.0.1:3128 is on this machine's loopback" in out.stderr
     assert "pr0xy-pw" not in out.stderr
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--network", "host", env=env)
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--network", "host", env=env)
     assert out.returncode == 0, out.stderr
     assert "--network host" in out.stdout and "id=proxy-env,src=" in out.stdout
     assert "https_proxy: http://me:***@127.0.0.1:3128 (secret)" in out.stdout
     assert "pr0xy-pw" not in out.stdout + out.stderr
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--proxy", "none", env=env)
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--proxy", "none", env=env)
     assert out.returncode == 0 and "proxy-env" not in out.stdout
 
 
@@ -102,7 +102,7 @@ def test_dry_build_says_where_pip_runs(tmp_path):
     the layer cache's keys."""
     from ascend_build.platforms import host
     env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
-    args = ("build", "--dry", "--offline", "--packages", str(tmp_path), "--os", "debian12",
+    args = ("build", "--dry", "--packages", str(tmp_path), "--os", "debian12",
             "--base-image", "debian:bookworm=mirror.local/debian:bookworm-{arch}")
     fast = invoke(*args, env=env)
     assert fast.returncode == 0, fast.stderr
@@ -142,7 +142,7 @@ def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
     from ascend_build.platforms import host
     if host() is None or host().arch == "aarch64":
         pytest.skip("the fast path is for cross-arch builds: this machine builds arm64 natively")
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--os", "debian12",
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--os", "debian12",
                  "--base-image", "debian:bookworm=mirror.local/debian:bookworm-arm64",
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
@@ -170,7 +170,7 @@ def test_a_user_layer_that_moves_a_held_package_stops_before_docker(tmp_path):
 def test_dry_build_with_a_user_layer_shows_both_builds(tmp_path):
     reqs = tmp_path / "team.txt"
     reqs.write_text("einops==0.8.1\n")
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--torch", "2.1.0", "--os", "debian12",
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--torch", "2.1.0", "--os", "debian12",
                  "--python", "3.11", "--requirements", str(reqs), "--layer-name", "nlp",
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
@@ -178,8 +178,8 @@ def test_dry_build_with_a_user_layer_shows_both_builds(tmp_path):
     assert f"-f {ROOT}/images/layer/Dockerfile" in out.stdout
     assert f"--build-arg RUNTIME_IMAGE={runtime}" in out.stdout and "torch2.1.0-nlp-arm64" in out.stdout
     assert "ascend-runtime:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-nlp-arm64" in out.stdout
-    assert "pytest tests/image tests/layer_image" in out.stdout
-    out = invoke("build", "--dry", "--offline", "--packages", str(tmp_path), "--layer-name", "nlp")
+    assert "pytest tests/layer_image tests/image" in out.stdout
+    out = invoke("build", "--dry", "--packages", str(tmp_path), "--layer-name", "nlp")
     assert out.returncode == 2 and "give its --requirements FILE" in out.stderr
 
 
@@ -193,7 +193,7 @@ def test_images_entries_carry_user_layers(tmp_path):
     shutil.copy(ROOT / "imported.yaml", tmp_path / "imported.yaml")
     (tmp_path / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
     (tmp_path / "team.txt").write_text("einops==0.8.1\n")
-    out = invoke("build", "--all", "--dry", "--offline", "--packages", str(tmp_path), "--matrix", str(matrix),
+    out = invoke("build", "--all", "--dry", "--packages", str(tmp_path), "--matrix", str(matrix),
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ascend-runtime:cann8.0.0-910b-ubuntu22.04-py3.10-torch2.1.0-npu2.1.0.post10-nlp-arm64" in out.stdout
@@ -222,7 +222,7 @@ def test_every_exit_code_is_in_the_readme_and_the_tasks_page():
     from ascend_build.engine.interrupts import Interrupted
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.UserError)]
     table = {e.code for e in errors.EXIT_CODES}
-    assert {c.exit_code for c in classes + [Interrupted]} | {0, 1} == table
+    assert {c.exit_code for c in classes + [Interrupted]} | {0, 1, 141} == table     # 141: SIGPIPE (cli/wrap.py)
     page = pages.tasks_page(_tasks_module())
     for e in errors.EXIT_CODES:
         assert f"| {e.code} | {e.meaning.replace('|', chr(92) + '|')} |" in page

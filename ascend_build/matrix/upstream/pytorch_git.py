@@ -45,8 +45,12 @@ def git_dir(location: str, work: Path) -> tuple[Path, str]:
             if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
                 return candidate, location
         raise UserError(f"--pytorch-git {location}: not a git checkout or a bare repository")
+    if location.startswith("-"):
+        raise UserError(f"--pytorch-git {location!r}: not a URL or a path (a value that begins with - would be "
+                        f"read as an option of git)")
     dest = work / "pytorch.git"
-    out = subprocess.run(["git", "clone", "--bare", "--quiet", location, str(dest)], capture_output=True, text=True)
+    out = subprocess.run(["git", "clone", "--bare", "--quiet", "--", location, str(dest)], capture_output=True,
+                         text=True)
     if out.returncode != 0:
         raise UserError(f"--pytorch-git {location}: cannot clone: {out.stderr.strip()[-300:]}\n"
                         f"Pass a local copy of Ascend/pytorch (a clone or mirror with its tags) instead.")

@@ -113,6 +113,9 @@ def pin(o: PinOptions) -> None:
     files = [Path(f) for f in o.file or []]
     known = pkgs.known_files(m)
     for folder in o.packages or []:
+        if not Path(folder).is_dir():
+            raise UserError(f"--packages {folder}: " + ("a file, not a folder (--file takes one file)"
+                                                        if Path(folder).exists() else "no such folder"))
         files += [p for p in sorted(Path(folder).glob("*.run")) if p.name in known]
     if o.cann:
         files += pkgs.fetch_release(m, o.cann, [Path(p) for p in o.packages or []], download=not o.offline)
@@ -210,7 +213,7 @@ def lock(o: LockOptions, existing_only: bool = False) -> None:
     from ..locking.torch_index import check_mirror
     from ..matrix.upstream.update import pip_options
     if o.check:
-        return _check_locks(o.matrix)
+        return _check_locks(o.matrix, o)
     pip_options(o.pip_index_url, o.ca_bundle, o.proxy)         # refuse a malformed index, proxy or CA first
     check_mirror(o.torch_index_url)
     m = load_matrix(o.matrix)
@@ -234,8 +237,20 @@ def lock(o: LockOptions, existing_only: bool = False) -> None:
                  + ("" if not changes or o.dry else "; review with `git diff locks/`"))
 
 
-def _check_locks(path: str) -> None:
+def _check_locks(path: str, o: LockOptions | None = None) -> None:
     m = load_matrix(path)
+    if o is not None and (o.torch or o.mindspore or o.python or o.platform):
+        # A filter checks the locks it names: one that names none is a mistake, not "none stale".
+        stacks = list(o.torch or []) + [m.stack_for(FRAMEWORKS["mindspore"], r).name for r in o.mindspore or []]
+        for name in stacks:
+            m.stack(name)           # an unknown stack is refused, naming those there are
+        for py in o.python or []:
+            if not any(py in s.pythons() for s in m.stacks.values()):
+                raise UserError(f"--python {py}: no stack takes it; the matrix's Pythons: {', '.join(m.pythons)}")
+        from ..platforms import PLATFORMS
+        for plat in o.platform or []:
+            if plat not in PLATFORMS:
+                raise UserError(f"--platform {plat!r}: choose one of {', '.join(PLATFORMS)}")
     problems, missing = locks.check_all(m, m.path.parent)
     for line in problems:
         console.show(line)

@@ -152,7 +152,12 @@ def doctor(o: DoctorOptions) -> None:
 
 def _explain(given: str) -> None:
     from ..host import doctor as doc
-    text = Path(given).read_text(errors="replace") if Path(given).is_file() else given
+    path = Path(given)
+    looks_like_a_path = " " not in given.strip() and "\n" not in given and ("/" in given or given.endswith(".log"))
+    if path.is_dir() or (looks_like_a_path and not path.exists()):
+        raise UserError(f"--explain {given}: " + ("a folder, not a log file" if path.is_dir() else
+                                                  "no such file (give the log's path, or the error's text in quotes)"))
+    text = path.read_text(errors="replace") if path.is_file() else given
     found = doc.explain(text)
     for k in found:
         console.show(f"{k.name}\n  cause: {k.cause}\n  fix:   {k.fix}")

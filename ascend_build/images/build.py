@@ -228,7 +228,8 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
     torch_index.check_mirror(site.net.torch_index_url)
     for f in (inputs.torch_npu_wheel, inputs.apex_wheel):
         if f and not Path(f).is_file():
-            raise UserError(f"{f}: no such file")
+            raise UserError(f"{f}: " + ("a folder, not a wheel file (--wheelhouse takes a folder)" if f.is_dir()
+                                       else "no such file"))
     if inputs.wheelhouse and not inputs.wheelhouse.is_dir():
         raise UserError(f"--wheelhouse {inputs.wheelhouse}: no such folder")
 

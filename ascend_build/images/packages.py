@@ -199,7 +199,10 @@ class PackageStore:
     def _missing(self, f: CannFile, why: str) -> PackageMissing:
         places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
         near = self._near_misses(f)
-        hint = "".join(f"\n  present but not this one (another chip or arch?): {n}" for n in near)
+        stem = f.file.removesuffix(".run")
+        hint = "".join(f"\n  present under another name (a second download? rename it to {f.file}): {n}"
+                       if n.startswith(stem) else f"\n  present but not this one (another chip or arch?): {n}"
+                       for n in near)
         if f.zip_sha256:        # what Huawei publishes, with the sum the matrix holds
             get = (f"Get {f.zip} from {f.zip_url} (Huawei publishes the .zip; imported.yaml holds its sha256, so "
                    f"it is checked as it is) and put it in one of those folders (or pass --packages DIR). A bare "

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..engine import Engine, RunSpec
-from ..errors import EngineError
+from ..errors import UserError
 from ..locking.lock import ALL_LAYERS, Lock, normalize
 from .kinds import LABEL_PREFIX, label
 from .probe import REQUIREMENTS, SBOM_PATH, probe
@@ -25,8 +25,8 @@ from .probe import REQUIREMENTS, SBOM_PATH, probe
 
 def inspect(engine: Engine, image: str) -> dict:
     found = engine.image(image)
-    if found is None:
-        raise EngineError(f"no image {image} in {engine.client}'s store")
+    if found is None:           # the user's input (exit 2), not an engine that failed
+        raise UserError(f"no image {image} in {engine.client}'s store: build it (`invoke build`) or pull it")
     return found
 
 

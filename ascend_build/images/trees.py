@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import console
 from ..engine import interrupts
 from ..errors import UserError
 from ..matrix.upstream.pytorch_git import VERSION_LINE
@@ -301,13 +302,35 @@ def checkout(location: str, ref: str | None, cache: Path, expect: Expected | Non
 
 
 def _revision(root: Path, plain: bool, subs: dict[str, str], commit: str | None = None) -> str:
-    """What the wheel cache keys on: the commit and every submodule's, or the tree's hash."""
+    """What the wheel cache keys on: the commit and every submodule's, or the tree's hash.
+    A checkout at the release's commits but with changes in it (edited, added or deleted
+    files, in the top level or a submodule) is not the release: its key is the tree's whole
+    content, marked modified, and it is said so."""
     top = commit or head_commit(root)
     if plain and not top:
         return tree_hash(root)
     if any(c == "tree" for c in subs.values()):
         return f"{top}+{tree_hash(root)}"
+    changed = local_changes(root, subs)
+    if changed:
+        console.warn(f"{root}: changed since its commits ({len(changed)}: {', '.join(changed[:5])}"
+                     f"{', ...' if len(changed) > 5 else ''}): built as a modified tree, not as the release, and "
+                     f"cached under its content")
+        return f"{top}+modified-{tree_hash(root)}"
     return top + "".join(f"+{p}@{c}" for p, c in sorted(subs.items()))  # type: ignore[operator]
+
+
+def local_changes(root: Path, subs: dict[str, str]) -> list[str]:
+    """Paths git sees changed (edited, added, deleted; ignored files aside) in the checkout
+    and in each submodule that is a checkout."""
+    changed = []
+    for where in [Path(".")] + [Path(s) for s in sorted(subs)]:
+        if head_commit(root / where) is None:
+            continue
+        out = _git("status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all", cwd=root / where)
+        changed += [str(where / line[3:]) if str(where) != "." else line[3:]
+                    for line in out.stdout.splitlines() if line.strip()]
+    return changed
 
 
 def repository_with(location: Path, commit: str, cache: Path, what: str) -> Path:

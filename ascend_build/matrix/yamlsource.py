@@ -81,9 +81,13 @@ def load(text: str, file: str, aliases: bool = True) -> Located:
         if node is not None:
             _walk(loader, node, (), lines, dupes, file, set())
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        # Where the construct that is not closed began (an unclosed bracket, a quote): the line
+        # to look at, rather than the one below it where the parser gave up.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        raise MatrixError([Problem(file, line, "(syntax)", f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+        context = getattr(exc, "context", None)
+        said = f"not valid YAML: {getattr(exc, 'problem', exc)}" + (f" ({context})" if context else "")
+        raise MatrixError([Problem(file, line, "(syntax)", said)]) from None
     finally:
         loader.dispose()
     if dupes:

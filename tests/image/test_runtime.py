@@ -29,6 +29,25 @@ def pyjson(host, code: str):
     return json.loads(out.stdout)
 
 
+def test_each_distribution_is_installed_once(host):
+    """One .dist-info per project in every site-packages the image's Pythons read: a second
+    (numpy 2.4.6 beside 1.26.4, a layer's removal that never reached the image) makes
+    `import` load one project twice, which can die or hang. Found by listing, not by
+    importing, so it is the first thing the suite knows. (Read with the shell: a Python
+    that starts can already be the broken one.)"""
+    out = host.run("for d in /opt/venv/lib/python3*/site-packages /usr/lib/python3/dist-packages "
+                   "/usr/local/lib/python3*/site-packages; do [ -d \"$d\" ] && ls -1 \"$d\" | grep '\\.dist-info$' "
+                   "| sed \"s#^#$d/#\"; done; true")
+    assert out.rc == 0, out.stderr
+    seen: dict[tuple[str, str], list[str]] = {}
+    for path in out.stdout.split():
+        folder, name = path.rsplit("/", 1)
+        project = name[: -len(".dist-info")].rsplit("-", 1)[0]
+        seen.setdefault((folder, normalize(project)), []).append(name)
+    twice = {f"{folder}: {project}": names for (folder, project), names in seen.items() if len(names) > 1}
+    assert twice == {}, f"installed more than once: {twice}"
+
+
 def test_set_env_exists_and_sources_cleanly(host, set_env):
     assert host.file(set_env).is_file
     result = host.run(f"bash -c 'source {set_env} && echo sourced'")

@@ -18,6 +18,7 @@ from ascend_build.cluster.launch import RANK_WRAPPER
 from ascend_build.errors import UserError
 from ascend_build.host.topology import read_topology
 from ascend_build.matrix import load_matrix
+from tests import forked
 from tests.doubles.host_roots import a3_server, add_numa, kunpeng_920, make_host
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ GUIDE = [f"{24 * i}-{24 * i + 23}" for i in range(8)]      # taskset -c $((24*i)
 
 
 def invoke(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True)
+    return forked.invoke(*args)
 
 
 def numa(root: Path, cards: list[int], spec: str = "numa", nproc: int | None = None) -> b.Plan:

@@ -20,6 +20,7 @@ from ascend_build.cluster.launch import RANK_WRAPPER
 from ascend_build.errors import UserError
 from ascend_build.matrix import frameworks
 from ascend_build.matrix.frameworks import MINDSPORE
+from tests import forked
 from tests.doubles.cluster_hosts import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ IMAGE = "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64"
 
 
 def invoke(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True)
+    return forked.invoke(*args)
 
 
 def facts_file(tmp_path: Path, name: str, **planted) -> Path:

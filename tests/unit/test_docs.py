@@ -4,7 +4,6 @@ pairing a stack can have, and NNAL's glibc floor refused before anything runs.""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from ascend_build.images.render import render_all
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream import docs
+from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "upstream-docs"
@@ -71,8 +71,7 @@ def test_a_stacks_pairing_is_published_or_compatible():
 
 
 def _dry(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", "build", "--torch", "2.12.0", *args, "--dry"], cwd=ROOT,
-                          capture_output=True, text=True)
+    return forked.invoke("build", "--torch", "2.12.0", *args, "--dry")
 
 
 def test_the_26_line_plans_the_default_os_with_nnal():

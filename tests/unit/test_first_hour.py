@@ -4,7 +4,6 @@ that used to disagree agree, and the manifest says what it could not find."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,13 @@ import pytest
 from ascend_build.errors import UserError
 from ascend_build.images import baseimage, finish
 from ascend_build.matrix import load_matrix
+from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def invoke(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=cwd, capture_output=True, text=True)
+    return forked.invoke(*args, cwd=cwd)
 
 
 def test_a_base_that_cannot_be_pulled_leads_to_a_command_that_works_offline():

@@ -12,6 +12,7 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.images import makeself
+from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
 
@@ -21,8 +22,7 @@ KERNELS = "Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run"
 
 
 def invoke(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", "--search-root", str(ROOT), *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+    return forked.invoke(*args, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 def planted(folder: Path, witness: Path, name: str = TOOLKIT) -> Path:
@@ -177,3 +177,76 @@ def test_a_matrix_that_is_not_utf8_is_refused_by_name_and_offset(tmp_path):
     out = invoke("matrix", "--matrix", str(path))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert f"{path}" in out.stderr and "not UTF-8 text: byte 100 (0xff)" in out.stderr
+
+
+# (finding, argv, the exit code the README's table gives, a part of what is said)
+REFUSALS = [
+    ("values that begin with - became options of docker", ["run", "--dry", "--image=--privileged", "--", "echo"],
+     2, "is not an image reference"),
+    ("values that begin with - became options of docker", ["run", "--dry", "--image=-v=/:/host"], 2,
+     "is not an image reference"),
+    ("values that begin with - reached git clone", ["update", "--pytorch-git=--upload-pack=touch /tmp/x", "--dry"],
+     2, "not a URL or a path"),
+    ("--image=--help gave a JSONDecodeError traceback", ["doctor", "--image=--help", "--root", "/nonexistent"], 2,
+     "is not an image reference"),
+    ("--image=--help gave a JSONDecodeError traceback", ["sbom", "--image=--help"], 2, "is not an image reference"),
+    ("--image=--help gave a JSONDecodeError traceback", ["verify", "--image=--help"], 2, "is not an image reference"),
+    ("--devices 7-0 gave a run with no card", ["run", "--dry", "--image", "img", "--devices", "7-0"], 2,
+     "runs backwards; write 0-7"),
+    ("--shm-size banana was accepted", ["run", "--dry", "--image", "img", "--shm-size", "banana"], 2,
+     "expected a size like 16g"),
+    ("--runtime magic was accepted", ["run", "--dry", "--image", "img", "--runtime", "magic"], 2,
+     "choose one of auto, ascend, runc"),
+    ("--nproc-per-node 0 became 8", ["run", "--dry", "--image", "img", "--torchrun", "--nproc-per-node", "0"], 2,
+     "expected a whole number from 1 to 64"),
+    ("--hccl-timeout -5 only warned", ["run", "--dry", "--image", "img", "--torchrun", "--hccl-timeout", "-5"], 2,
+     "expected a whole number from 1 to 86400"),
+    ("job --devices 9 asked for 9 NPUs a server", ["job", "--image", "img", "--devices", "9"], 2,
+     "expected a whole number from 1 to 8"),
+    ("job --chip 910x wrote ascend-910x", ["job", "--image", "img", "--chip", "910x"], 2, "choose one of 910b"),
+    ("--queue 'a b;c' was accepted", ["job", "--image", "img", "--queue", "a b;c"], 2, "a Kubernetes name"),
+    ("unknown options exited 1", ["build", "--bogus"], 2, "No idea what '--bogus' is"),
+    ("a missing option value exited 1", ["build", "--torch"], 2, "needed value"),
+    ("--engine foo exited 6", ["build", "--dry", "--engine", "foo"], 2, "--engine 'foo': choose docker or podman"),
+    ("lock --check --torch 9.9.9 said none stale", ["lock", "--check", "--torch", "9.9.9"], 2, "unknown torch stack"),
+    ("lock --check --python 2.7 said none stale", ["lock", "--check", "--python", "2.7"], 2, "no stack takes it"),
+    ("lock --check --platform linux/s390x said none stale", ["lock", "--check", "--platform", "linux/s390x"], 2,
+     "choose one of linux/arm64"),
+    ("pin --packages /nonexistent said nothing to pin", ["pin", "--packages", "/nonexistent"], 2, "no such folder"),
+    ("doctor --explain /nonexistent.log read the path as error text", ["doctor", "--explain", "/nonexistent.log"], 2,
+     "no such file"),
+    ("build --dry exited 0 where the real build stops", ["build", "--dry", "--offline", "--packages", "/"], 3,
+     "a real build of this image stops before it starts"),
+]
+
+
+@pytest.mark.parametrize("finding, argv, code, said", REFUSALS, ids=[" ".join(r[1])[:60] for r in REFUSALS])
+def test_each_bad_input_ends_with_the_readmes_code_and_says_why(finding, argv, code, said, tmp_path):
+    out = invoke(*argv, env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == code and said in out.stderr, (finding, out.returncode, out.stderr[-1500:])
+    assert "Traceback" not in out.stderr, finding
+
+
+def test_facts_files_are_checked_before_use(tmp_path):
+    """Findings: a card with "id": "zero" gave a TypeError traceback in `ranktable`; a card IP
+    of 999.1.1.1 went into hccl.json; a newer facts version was "not a host facts file"."""
+    import json
+    base = {"ascend_build_host_facts": 1, "name": "a", "address": "10.0.0.1", "chip": "910B2", "driver": "24.1.0",
+            "cards": [{"id": 0, "ip": "192.168.1.10"}, {"id": 1, "ip": "192.168.1.11"}]}
+    cases = {"zero": ({**base, "cards": [{"id": "zero", "ip": "192.168.1.10"}]}, "card id 'zero' is not a whole number"),
+             "ip": ({**base, "cards": [{"id": 0, "ip": "999.1.1.1"}]}, "ip '999.1.1.1' is not an IP address"),
+             "twice": ({**base, "cards": [{"id": 0}, {"id": 0}]}, "card ids repeat"),
+             "newer": ({**base, "ascend_build_host_facts": 9}, "newer than this release reads")}
+    for name, (data, said) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        out = invoke("ranktable", "--hosts", str(path))
+        assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, (name, out.stderr)
+
+
+def test_a_closed_pipe_ends_quietly():
+    """Finding: `invoke ... | head` printed `error: Broken pipe` (exit 2), and a traceback for --help."""
+    for argv in (["matrix"], ["--help", "build"]):
+        out = subprocess.run(f"{sys.executable} -m invoke {' '.join(argv)} | head -1", shell=True, cwd=ROOT,
+                             capture_output=True, text=True)
+        assert "Traceback" not in out.stderr and "Broken pipe" not in out.stderr, out.stderr

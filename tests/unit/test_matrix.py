@@ -151,8 +151,9 @@ def test_duplicate_key_is_refused(tmp_path):
 
 def test_syntax_error_names_the_line(tmp_path):
     msg = refused(tmp_path, "schema: 1\ndefaults: [unclosed\n")
-    assert "matrix.yaml:3: (syntax): not valid YAML" in msg
-    assert "not valid YAML" in msg
+    # The line the unclosed bracket opened on, not the end of file where the parser gave up.
+    assert "matrix.yaml:2: (syntax): not valid YAML" in msg
+    assert "while parsing a flow sequence" in msg
 
 
 def test_image_list_refers_to_unknown_names(tmp_path):

@@ -6,17 +6,17 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    return forked.invoke(*args, env={**os.environ, **(env or {})})
 
 
 def test_matrix_table():

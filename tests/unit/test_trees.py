@@ -233,3 +233,21 @@ def _without(apex: sr.Apex, tmp_path: Path) -> Path:
     sr.git("add", "-A", cwd=repo)
     sr.git("commit", "-qm", "other", cwd=repo)
     return repo
+
+
+def test_a_checkout_changed_after_the_tag_is_not_the_release(repos, tmp_path, capsys):
+    """Finding (#50): a checkout at the tag with an edited setup.py and an extra file in the
+    op-plugin submodule passed as the release and got its revision, the wheel cache's key: the
+    edited build would later be served as Huawei's. Now its key is its content, marked
+    modified, and the build says so; the clean checkout keeps the release's key."""
+    tree = sr.checkout(repos, tmp_path / "co")
+    clean = checkout(str(tree), None, tmp_path / "cache", release(repos)).revision
+    (tree / "setup.py").write_text((tree / "setup.py").read_text() + "\n# edited\n")
+    (tree / sr.SUBMODULE / "extra.cpp").write_text("int extra;\n")
+    changed = checkout(str(tree), None, tmp_path / "cache", release(repos))
+    assert changed.revision != clean and changed.revision.startswith(f"{repos.tag_commit}+modified-")
+    said = capsys.readouterr()
+    assert "changed since its commits (2: setup.py, " in said.out + said.err and "extra.cpp" in said.out + said.err
+    (tree / sr.SUBMODULE / "extra.cpp").unlink()
+    (tree / "setup.py").write_text((tree / "setup.py").read_text().replace("\n# edited\n", ""))
+    assert checkout(str(tree), None, tmp_path / "cache", release(repos)).revision == clean

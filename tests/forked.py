@@ -1,0 +1,118 @@
+"""`invoke TASK ...` for the unit tests, run the way the command line runs it (a process of
+its own: its own exit code, output, environment, working folder and signal handlers) but
+without an interpreter start and tasks.py's imports each time: one server process per test
+process imports them once and forks a child per call. The child runs invoke's own Program
+on the checkout's tasks.py, exactly as `python -m invoke` there would.
+
+    out = invoke("build", "--dry", env={...}, cwd=ROOT)    # a subprocess.CompletedProcess
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_LOCK = threading.Lock()
+_SERVER: subprocess.Popen | None = None
+
+
+def invoke(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None,
+           timeout: float = 600) -> subprocess.CompletedProcess:
+    """`invoke ARGS` with this environment (the whole of it: default, this process's) in
+    `cwd`; its exit code, stdout and stderr."""
+    global _SERVER
+    request = {"argv": list(args), "cwd": str(cwd), "env": dict(os.environ if env is None else env),
+               "timeout": timeout}
+    with _LOCK:
+        if _SERVER is None or _SERVER.poll() is not None:
+            _SERVER = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       cwd=ROOT, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert _SERVER.stdin is not None and _SERVER.stdout is not None
+        _SERVER.stdin.write(json.dumps(request) + "\n")
+        _SERVER.stdin.flush()
+        answer = json.loads(_SERVER.stdout.readline())
+    return subprocess.CompletedProcess(["invoke", *args], answer["code"], answer["out"], answer["err"])
+
+
+def _run_one(program, request: dict) -> dict:
+    """Fork a child that runs one command line; its code and what it printed."""
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)
+            code = _child(program, request, out.fileno(), err.fileno())
+            os._exit(code)
+        killed = False
+        try:
+            _, status = _wait(pid, request["timeout"])
+        except TimeoutError:
+            killed = True
+            import signal
+            os.killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        said = err.read().decode(errors="replace") + (f"\n(killed after {request['timeout']} s)" if killed else "")
+        return {"code": code, "out": out.read().decode(errors="replace"), "err": said}
+
+
+def _wait(pid: int, timeout: float) -> tuple[int, int]:
+    import time
+    end = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return done, status
+        if time.monotonic() > end:
+            raise TimeoutError
+        time.sleep(0.005)
+
+
+def _child(program, request: dict, out_fd: int, err_fd: int) -> int:
+    import signal
+    import traceback
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    signal.signal(signal.SIGINT, signal.default_int_handler)     # as a new Python process has it
+    try:
+        os.chdir(request["cwd"])
+        sys.argv = ["invoke", *request["argv"]]
+        program.run(sys.argv, exit=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+def _serve() -> None:
+    """The server: tasks.py imported once (and the committed matrix read once), then one
+    forked child per request line."""
+    from invoke import Collection, Program
+    sys.path.insert(0, str(ROOT))
+    import tasks
+    from ascend_build.matrix import load_matrix
+    load_matrix(ROOT / "matrix.yaml")
+    program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
+    for line in sys.stdin:
+        answer = _run_one(program, json.loads(line))
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()

@@ -17,13 +17,14 @@ class ExitCode:
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(0, "done"),
     ExitCode(1, "`invoke update --check` found news, or `invoke doctor` found something that blocks"),
-    ExitCode(2, "bad input (an option, `matrix.yaml`); a torch index that does not answer is bad input too, said "
-                "in seconds"),
+    ExitCode(2, "bad input (an option, `matrix.yaml`)"),
     ExitCode(3, "a CANN package (or source tarball) missing, corrupt or not what its name says"),
     ExitCode(4, "a build failed (its log is named)"),
     ExitCode(5, "an image's tests failed (`build`: nothing tagged; `test --image`)"),
     ExitCode(6, "no usable container engine, or it refused a command (a base image it cannot pull, too)"),
     ExitCode(7, "`invoke verify` found the image and its rebuild (or `--against` image) differ"),
+    ExitCode(8, "the network: a torch index or CANN download site that does not answer (said in seconds, with the "
+                "option that points at a mirror)"),
     ExitCode(141, "what read its output went away (`| head`): it ends quietly, as Unix tools do (SIGPIPE)"),
     ExitCode(130, "interrupted"),
 )
@@ -62,6 +63,19 @@ class PackageError(UserError):
 
 class PackageMissing(PackageError):
     """A CANN package is in none of the places looked in (and could not be downloaded)."""
+
+
+class PackageUnreachable(PackageMissing):
+    """A CANN package is nowhere here and its download site did not answer: the network."""
+
+    exit_code = CODE[8].code
+
+
+class NetworkError(UserError):
+    """A torch index, mirror or download site did not answer (an index that answers with an
+    error is bad input: exit 2)."""
+
+    exit_code = CODE[8].code
 
 
 class BuildFailed(UserError):

@@ -12,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Each test phase of an image suite has a time limit (tests/limits.py).
+pytest_plugins = ["tests.limits"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--image", default=None, help="image id or tag for the image suite (tests/image)")

@@ -26,7 +26,7 @@ from . import baseimage, finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag, label
 from .options import Inputs, Site
 from .packages import Located, PackageStore, warn_unpinned
-from .render import Rendered, runtime_dockerfile
+from .render import ROOT, Rendered, runtime_dockerfile
 from .steps import Built
 
 
@@ -242,6 +242,13 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
         return lock
     hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
             "makes one")
+    # Locks are read from beside the matrix file: one copied elsewhere (--matrix) leaves the
+    # checkout's behind. Say so when the checkout's lock was made from what this matrix asks.
+    if matrix.path.parent.resolve() != ROOT.resolve():
+        theirs = locks.read(ROOT, cell.stack, cell.python, cell.arch)
+        if theirs is not None and theirs.digest == locks.inputs_digest(matrix, cell.stack, cell.python, cell.arch):
+            hint = (f"{theirs.where} fits this matrix: copy the checkout's locks/ folder beside "
+                    f"{matrix.path} (locks are read from beside the matrix file), or {hint}")
     if site.require_pins:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
                            f"--require-pins is set; {hint}")

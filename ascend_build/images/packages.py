@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .. import console
-from ..errors import PackageError, PackageMissing
+from ..errors import PackageError, PackageMissing, PackageUnreachable
 from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix, load_matrix
 from ..platforms import of_arch
@@ -176,7 +176,11 @@ class PackageStore:
             try:
                 self.fetch(url, tmp)
             except (urllib.error.URLError, OSError, ValueError) as exc:
-                raise self._missing(f, f"download from {url} failed: {getattr(exc, 'reason', exc)}") from None
+                # No answer at all is the network (exit 8); an answer that is an error (404), or
+                # a URL that is none, is a package missing from where the matrix says it is.
+                silent = isinstance(exc, OSError) and not isinstance(exc, urllib.error.HTTPError)
+                raise self._missing(f, f"download from {url} failed: {getattr(exc, 'reason', exc)}",
+                                    PackageUnreachable if silent else PackageMissing) from None
             actual = sha256_of(tmp)
             if expected and actual != expected:
                 raise PackageError(f"downloaded {url}: sha256 mismatch\n  expected {expected}\n  actual   {actual}\n"
@@ -196,7 +200,7 @@ class PackageStore:
                 found += [p.name for p in folder.glob(f"{stem}*{version}*.run") if p.name != f.file]
         return sorted(set(found))
 
-    def _missing(self, f: CannFile, why: str) -> PackageMissing:
+    def _missing(self, f: CannFile, why: str, kind: type[PackageMissing] = PackageMissing) -> PackageMissing:
         places = ", ".join(str(d) for d in self.dirs + [self.cache / "cann"])
         near = self._near_misses(f)
         stem = f.file.removesuffix(".run")
@@ -210,7 +214,7 @@ class PackageStore:
         else:
             get = (f"Get {f.file} from {f.url} (or the Ascend download site), put it in one of those folders "
                    f"(or pass --packages DIR), then pin it: `invoke pin --packages DIR`.")
-        return PackageMissing(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
+        return kind(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
 
 
 # ELF e_machine values of the two arches CANN ships for.

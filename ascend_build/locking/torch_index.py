@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from ..engine.network import Network, redact
-from ..errors import UserError
+from ..errors import NetworkError, UserError
 from ..matrix.model import Stack
 
 # What torch's index serves for a stack: torch and its domain libraries (COMPANIONS).
@@ -95,8 +95,10 @@ def reach(src: TorchSource, net: Network, timeout: float = REACH_TIMEOUT, projec
         with net.opener().open(request, timeout=timeout) as resp:
             resp.read(1)
     except (OSError, urllib.error.HTTPError) as exc:
+        # An answer that is an error (404: not an index of torch) is the URL given; no answer is the network.
+        answered = isinstance(exc, urllib.error.HTTPError)
         why = f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else str(getattr(exc, "reason", exc))
-        raise UserError(
+        raise (UserError if answered else NetworkError)(
             f"the torch index {redact(url)} does not answer ({why}, within {timeout:.0f} s). This stack takes torch "
             f"only from there: PyPI's torch is a CUDA build for this arch, so there is no fallback. Point at the "
             f"site's mirror of {src.named} with --torch-index-url URL (a PEP 503 index holding torch, its companions "

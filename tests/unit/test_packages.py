@@ -63,6 +63,16 @@ def test_missing_file_error_names_file_places_and_url(tmp_path):
     assert str(tmp_path / "pk") in msg and str(tmp_path / "cache" / "cann") in msg
     assert "Name or service not known" in msg and "https://example.invalid/" in msg
     assert not any((tmp_path / "cache" / "cann").iterdir()), "a failed download must leave nothing"
+    assert info.value.exit_code == 8, "a download site that does not answer is the network"
+
+
+def test_a_download_site_that_answers_404_is_a_missing_package_not_the_network(tmp_path):
+    def not_there(url: str, dest: Path) -> None:
+        raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)  # type: ignore[arg-type]
+    with pytest.raises(PackageError) as info:
+        PackageStore([tmp_path / "pk"], tmp_path / "cache", fetch=not_there).locate(cann_file())
+    assert "HTTP Error 404" in str(info.value) or "Not Found" in str(info.value), str(info.value)
+    assert info.value.exit_code == 3
 
 
 def test_checksum_mismatch_names_expected_and_actual(tmp_path):

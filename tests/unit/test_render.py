@@ -215,3 +215,28 @@ def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_
         assert "gcc-" in builder_only and "ccache" in builder_only and " cmake " not in builder_only, path
         shared += 1
     assert shared >= 10
+
+
+def test_a_native_layer_takes_its_removals_into_the_image_and_every_pip_step_checks_one_copy():
+    """COPY only adds files: a numpy that pip replaced on the build machine would stay beside
+    its successor (the first hour's MindSpore image had both). Each COPY of a native layer is
+    followed by the step that removes what that stage removed, which then checks each
+    distribution is there once; so is every pip step, in the image and in user layers."""
+    import re
+    files = sorted((ROOT / "images" / "runtime").glob("*/*/Dockerfile")) + [ROOT / "images" / "layer" / "Dockerfile"]
+    copies = 0
+    for path in files:
+        text = path.read_text()
+        for stage in re.findall(r"^COPY --from=(native-\S+) /layer/ /$", text, re.M):
+            copies += 1
+            after = text.split(f"COPY --from={stage} /layer/ /\n", 1)[1].split("\nFROM ", 1)[0]
+            assert f"--mount=type=bind,from={stage},source=/removed" in after, f"{path}: {stage}"
+            assert "xargs -0 -r rm -rf --" in after and "installed twice" in after, f"{path}: {stage}"
+        for stage in re.findall(r"^FROM \S+ AS (native-\S+)$", text, re.M):
+            if stage in ("native-python-distro", "native-os", "native-python-source", "native-venv"):
+                continue
+            body = text.split(f" AS {stage}\n", 1)[1].split("\nFROM ", 1)[0]
+            assert "comm -z -23 /tmp/before.list - > /removed" in body, f"{path}: {stage}"
+        pip_installs = len(re.findall(r"pip(?:_for_target\.py \S+)? install --no-cache-dir", text))
+        assert pip_installs and text.count("installed twice") >= pip_installs, path
+    assert copies > 100, copies

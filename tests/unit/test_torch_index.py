@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.engine.network import Network
-from ascend_build.errors import UserError
+from ascend_build.errors import NetworkError, UserError
 from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
@@ -46,6 +46,30 @@ def test_an_index_that_does_not_answer_is_refused_naming_it_and_the_mirror_optio
         torch_index.reach(torch_index.TorchSource(url, CPU), Network())
     assert f"the torch index {url}/torch/ does not answer" in str(info.value)
     assert "--torch-index-url" in str(info.value) and "no fallback" in str(info.value)
+
+
+def test_an_index_that_answers_with_an_error_is_bad_input_and_one_that_does_not_is_the_network():
+    """Exit 8 is for silence (a closed port, a timeout); a 404 is an answer: the URL given is
+    not an index of torch, exit 2."""
+    import http.server
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(UserError) as info:
+            torch_index.reach(torch_index.TorchSource(f"http://127.0.0.1:{server.server_port}/cpu", CPU), Network())
+        assert "HTTP 404" in str(info.value) and info.value.exit_code == 2
+    finally:
+        server.shutdown()
+    with pytest.raises(NetworkError) as silent:
+        torch_index.reach(torch_index.TorchSource(f"http://127.0.0.1:{closed_port()}/cpu", CPU), Network())
+    assert silent.value.exit_code == 8
 
 
 def test_an_index_that_accepts_but_never_answers_is_given_up_on():
@@ -120,13 +144,13 @@ def test_torchs_hashes_come_from_its_index_alone(monkeypatch):
 
 def test_invoke_lock_with_the_torch_index_unreachable_fails_in_seconds_and_locks_nothing(tmp_path):
     """`invoke lock --torch 2.12.0` where the CPU index (here a site mirror on a closed port)
-    does not answer: exit 2 naming it, before uv runs, and no lock is written."""
+    does not answer: exit 8 (the network) naming it, before uv runs, and no lock is written."""
     matrix = copy_matrix(tmp_path)
     url = f"http://127.0.0.1:{closed_port()}/whl/cpu"
     out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--torch", "2.12.0", "--python", "3.11",
                           "--matrix", str(matrix), "--torch-index-url", url], cwd=ROOT, capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if k != torch_index.TEST_ONLY_SWITCH})
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 8, out.stdout + out.stderr
     assert f"the torch index {url}/torch/ does not answer" in out.stderr and "--torch-index-url" in out.stderr
     assert not (tmp_path / "locks").exists()
 

@@ -24,7 +24,8 @@ SITE = {
     "network": "'host': build steps use this machine's network (a proxy on 127.0.0.1)",
 }
 PACKAGES = {
-    "packages": "folder holding CANN .run files (repeatable; default ./packages)",
+    "packages": "folder holding CANN files, the .zip Huawei publishes or the .run in it (repeatable; default "
+                "./packages)",
     "offline": "never download CANN packages",
     "require_pins": "refuse any file without a sha256 in the matrix",
 }
@@ -58,7 +59,8 @@ BUILD = {
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",
     "builder_repository": "the repository of the builder images for source builds (default ascend-builder)",
     "reproducible": "every time in the image is SOURCE_DATE_EPOCH (default: the checkout's last commit), so the "
-                    "same inputs give the same layers and image ID (podman; docker 20.10 cannot, and says why); "
+                    "same inputs give the same layers and image ID (podman and buildx while building; docker's built-in "
+                    "BuildKit by writing the layers again after the build); "
                     "`invoke verify` checks such an image",
     "all": "build every image of the matrix's `images:`; one failing does not stop the others",
     "for_host": "pick the newest line (of --torch, if given) whose CANN this host's driver runs, for its chip; "

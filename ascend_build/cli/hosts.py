@@ -74,7 +74,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     if o.dry:
         if not host_cards(Path(o.host_root)):
             host = ("a 310B board with card 0 (the image's chip)" if (chip or "").lower() == "310b"
-                    else "a 910B host with cards 0-7")
+                    else "a 910B host with " + ("cards 0-7" if o.devices == "all" else f"card(s) {o.devices}"))
             console.show(f"# preview: {o.host_root} has no NPUs; this is the command for {host} and the driver in "
                          f"/usr/local/Ascend (on the host, `invoke run` reads what it has)")
         return console.show(eng.show(cmd))

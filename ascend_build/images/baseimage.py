@@ -95,7 +95,7 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
         console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
-                    + (" under qemu, a few minutes" if target.emulated() else ", about a minute"))
+                    + (" under qemu: 5-10 minutes on 2 cores" if target.emulated() else ": 2-3 minutes"))
         if dry:
             console.show(eng.show(boot))
             console.show(f"# remove from it: {', '.join(JUNK)}")
@@ -137,7 +137,7 @@ def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str
     suite = matrix.debootstrap_suite(image)
     if suite:
         return (f"Make it here from the Debian mirror: add --debootstrap (it makes this arch's base and, for a cross "
-                f"build, the build machine's; a few minutes under qemu). Or once, for every build: `invoke base-image "
+                f"build, the build machine's; 5-10 minutes under qemu on 2 cores, once: later builds reuse it). Or once, for every build: `invoke base-image "
                 f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
                 f"{suite}-{{arch}}. Or {mirror}.")
     where = f" --platform {platform}" if platform and platform != matrix.defaults.platform else ""

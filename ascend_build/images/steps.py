@@ -153,11 +153,16 @@ def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
     """All tags or none (an interrupt waits for the last); the images they named before
     are removed when no tag names them any more (a rebuild leaves nothing dangling)."""
     with interrupts.deferred():
-        before = {i for i in (engine.image_id(t) for t in tags) if i}
+        named = {t: engine.image_id(t) for t in tags}
+        before = {i for i in named.values() if i}
+        new = engine.image_id(image)
         for tag in tags:
             if not engine.tag(image, tag):
                 raise EngineError(f"could not tag {image} as {tag}")
         interrupts.record(f"tagged {tags.readable}")
+        for tag, old in named.items():
+            if old and new and old != new:      # a rebuild (another epoch, another engine) moved it: say so
+                console.say(f"{tag} moved from {old[:19]} to {new[:19]}")
         remove_untagged(engine, sorted(before - {engine.image_id(image)}))
 
 

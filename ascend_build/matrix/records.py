@@ -49,6 +49,12 @@ class CannFile:
         return self.url[:-len(".run")] + ".zip"
 
     @property
+    def checked_name(self) -> str:
+        """The file to fetch so that a build can check it: the published .zip where its sum is
+        known (Huawei's), else the .run (pinned or not)."""
+        return self.zip if self.zip_sha256 else self.file
+
+    @property
     def arch(self) -> str:
         return self.key[-1]
 

@@ -189,6 +189,9 @@ def mindspore_table(matrix: Matrix) -> str:
 def ci_matrix(matrix: Matrix, cells: list[Cell] | None = None) -> list[dict[str, str]]:
     """The CI build matrix, derived from `images:` so no image list is written twice
     (`cells`: those of them CI builds, by default all)."""
+    # files: the CANN files the cell's build takes, each as the one with a sum (the build job
+    # fetches exactly these from the site's mirror; a name grepped out of a plan was the .run).
     return [{"name": f"{c.name}-{c.target.suffix}", "torch": c.stack.name, "os": c.os.name,
-             "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner}
+             "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner,
+             "files": " ".join(f.checked_name for f in c.cann_files)}
             for c in (matrix.image_cells() if cells is None else cells)]

@@ -134,13 +134,17 @@ def test_a_tested_image_is_reused_without_a_build_and_retest_runs_its_suite(matr
     assert not any(t in engine.tags for t in first.tags)
 
 
-def test_no_cache_builds_again_and_tests_before_moving_the_tags(matrix, site, engine):
+def test_no_cache_builds_again_and_tests_before_moving_the_tags(matrix, site, engine, capsys):
     first = build(matrix, site, engine, Suite(0))
+    capsys.readouterr()
     suite = Suite(0)
     again = build(matrix, dataclasses.replace(site, no_cache=True), engine, suite)
     assert again.image_id != first.image_id, "every step again: the double writes its clock into the layer"
     assert suite.ran == [again.image_id] and all(engine.tags[t] == again.image_id for t in again.tags)
     assert first.image_id not in engine.images, "the image the tags moved away from is gone"
+    said = capsys.readouterr()
+    readable = next(t for t in again.tags if "sha-" not in t)
+    assert f"{readable} moved from {first.image_id[:19]} to {again.image_id[:19]}" in said.out + said.err
 
 
 def test_an_image_under_the_content_tag_that_is_not_ours_is_not_reused(matrix, site, engine):

@@ -111,3 +111,75 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     out = subprocess.run(["bash", "-eo", "pipefail", "-c", join], cwd=ROOT, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert ran == 2 * len(cells)
+
+
+def _build_steps() -> list[dict]:
+    import yaml
+    return yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]["build"]["steps"]
+
+
+def test_the_build_job_fetches_exactly_the_plans_files_each_with_a_sum(tmp_path):
+    """Found by running the pipeline under act: the job grepped `.run` names out of a dry
+    plan and fetched those, but for 8.0.RC3 only the `.zip` has Huawei's sum, so
+    --require-pins refused every cell. The mirror step now fetches the plan's own list
+    (ci-matrix's `files`), run here by bash against a curl double for every planned cell."""
+    import json
+    import os
+
+    from ascend_build.matrix import load_matrix
+    step = next(s for s in _build_steps() if s.get("name") == "CANN packages from the site's mirror")
+    plan = subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    cells = json.loads(plan.stdout)["include"]
+    files = {f.checked_name: f for cell in load_matrix(ROOT / "matrix.yaml").image_cells() for f in cell.cann_files}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    asked = tmp_path / "asked.txt"
+    # curl -fsSL -o DEST URL: the double records the URL and writes a stand-in.
+    (bin_dir / "curl").write_text(f'#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\necho "$3" >> {asked}\n'
+                                  'echo stand-in > "$2"\n')
+    (bin_dir / "curl").chmod(0o755)
+    for cell in cells:
+        work = tmp_path / cell["name"]
+        (work / "packages").mkdir(parents=True)
+        asked.write_text("")
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               "CANN_PACKAGE_MIRROR": "https://mirror.example/cann", "CELL_FILES": cell["files"]}
+        out = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=work, capture_output=True,
+                             text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        urls = asked.read_text().split()
+        names = sorted(u.rsplit("/", 1)[1] for u in urls)
+        assert names == sorted(cell["files"].split()) and len(names) >= 2, (cell["name"], names)
+        assert all(u.startswith("https://mirror.example/cann/") for u in urls)
+        for name in names:
+            f = files[name]
+            assert (f.zip_sha256 if name.endswith(".zip") else f.sha256), f"{cell['name']}: {name} has no sum"
+            assert (work / "packages" / name).is_file()
+        # A second run (the cache restored packages/) fetches nothing.
+        asked.write_text("")
+        subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=work, env=env, check=True)
+        assert asked.read_text() == ""
+
+
+def test_the_cache_keeps_folders_the_job_makes_and_the_log_upload_sees_hidden_folders(tmp_path):
+    """Two more of act's findings: the cache saved ~/.cache/ascend-build, which a job that takes
+    its files from the mirror never makes ("Path Validation Error"); the log upload skipped
+    .build/ (hidden: upload-artifact 4.4 on leaves those out) and said nothing."""
+    import os
+    steps = _build_steps()
+    names = [s.get("name") for s in steps]
+    cache = next(s for s in steps if s.get("name") == "CANN packages cache")
+    make = next(s for s in steps if s.get("name") == "CANN package folders")
+    assert names.index("CANN package folders") < names.index("CANN packages cache")
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["bash", "-eo", "pipefail", "-c", make["run"]], cwd=tmp_path, check=True,
+                   env={**os.environ, "HOME": str(home)})
+    paths = [p.strip() for p in cache["with"]["path"].splitlines() if p.strip()]
+    assert "packages" in paths
+    for p in paths:
+        assert (tmp_path / p.replace("~", str(home), 1)).is_dir(), p
+    log = next(s for s in steps if "upload-artifact" in s.get("uses", ""))
+    hidden = any(part.startswith(".") for part in log["with"]["path"].split("/"))
+    assert not hidden or log["with"].get("include-hidden-files") is True
+    assert log["with"].get("if-no-files-found") in ("warn", "error")

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from .. import console
 from .. import engine as eng
 from ..errors import Differs, UserError
-from ..matrix import Matrix
+from ..matrix import Cell, Matrix
+from . import baseimage, imagediff, sbom, steps
 from . import build as runtime_build
-from . import imagediff, sbom, steps
 from .kinds import label
 from .options import Inputs, Site
 
@@ -32,6 +32,7 @@ class Recorded:
     content: str
     torch_atb: bool
     apex: str
+    base: str | None        # the base image it was built FROM (org.opencontainers.image.base.name)
 
 
 def recorded(engine: eng.Engine, ref: str) -> Recorded:
@@ -46,7 +47,23 @@ def recorded(engine: eng.Engine, ref: str) -> Recorded:
     return Recorded(labels[label("stack")], labels[label("os")], labels[label("python")], labels[label("chip")],
                     labels[label("platform")], labels.get(label("user"), "root"), int(epoch) if epoch else None,
                     labels[label("content-tag")], labels.get(label("torch-atb")) == "yes",
-                    labels.get(label("apex"), "absent"))
+                    labels.get(label("apex"), "absent"), labels.get("org.opencontainers.image.base.name"))
+
+
+def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
+    """The base the image records, unless --base-image maps the OS's image: an image made on a
+    debootstrap base (ascend-build/debian:bookworm-arm64) or a mirror's is rebuilt on that, not
+    on the matrix's name. The arch in its name becomes {arch} again, so that a cross build's
+    build-machine base is the same name for that machine's arch."""
+    if not base or cell.os.image in site.base_images or base == site.base(cell.os.image, cell.target):
+        return site
+    suffix = cell.target.suffix
+    pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
+    made_here = cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite)
+    console.say(f"base image: {base}, as the image's label records"
+                + (" (made by --debootstrap; made again here if it is gone)" if made_here else ""))
+    return replace(site, base_images={**site.base_images, cell.os.image: pattern},
+                   debootstrap=site.debootstrap or made_here)
 
 
 def repository(engine: eng.Engine, ref: str, platform: str) -> str:
@@ -102,17 +119,21 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.E
                         f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
     cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user)
     repo = repository(engine, image, rec.platform)
-    site = replace(site, epoch=rec.epoch, no_cache=True)
+    site = with_recorded_base(replace(site, epoch=rec.epoch, no_cache=True), cell, rec.base)
     inputs = replace(inputs, repository=repo)
     console.say(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
                 f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")
     p = runtime_build.prepare(matrix, cell, site, inputs, engine)
     if p.plan.content != rec.content:
+        base = p.plan.build_args["BASE_IMAGE"]
+        which = (f"the same base image ({base})" if base == rec.base or rec.base is None else
+                 f"another base image: the image records {rec.base}, here {base} (--base-image "
+                 f"{cell.os.image}={rec.base})")
         raise UserError(
-            f"the inputs here make {p.plan.content}, not the image's {rec.content}: not the same inputs, so nothing "
-            f"was rebuilt. The content tag hashes the rendered Dockerfile (this checkout), the CANN packages "
-            f"({', '.join(pkg.path.name for pkg in (p.plan.toolkit, p.plan.kernels, p.plan.nnal) if pkg)}), the "
-            f"lock and the wheels (the image's apex: {rec.apex}): check out the project's revision that built it "
+            f"the inputs here make {p.plan.content}, not the image's {rec.content}, from {which}: not the same "
+            f"inputs, so nothing was rebuilt. The content tag hashes the rendered Dockerfile (this checkout), the CANN "
+            f"packages ({', '.join(pkg.path.name for pkg in (p.plan.toolkit, p.plan.kernels, p.plan.nnal) if pkg)}), "
+            f"the lock and the wheels (the image's apex: {rec.apex}): check out the project's revision that built it "
             f"and give the same packages (--packages) and wheels (--apex-wheel, --wheelhouse)")
     rebuilt = runtime_build.rebuild(matrix, p)
     try:

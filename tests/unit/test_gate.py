@@ -280,3 +280,25 @@ def test_verify_refuses_what_it_cannot_check_with_exit_2(matrix, site, engine):
     with pytest.raises(UserError, match="no image nowhere/missing:1"):
         verify.verify(matrix, "nowhere/missing:1", site, Inputs(), engine)
     assert UserError.exit_code == CODE[2].code == 2
+
+
+def test_verify_rebuilds_on_the_base_the_image_records(matrix, site, engine, capsys):
+    """The first hour's finding: an image built with --debootstrap was verified against the
+    matrix's base (debian:bookworm), made another content tag, and verify blamed the
+    checkout. The label org.opencontainers.image.base.name now decides, with no option."""
+    for arch in ("arm64", "amd64"):      # the image's and the build machine's, as --debootstrap made them
+        engine.add(f"ascend-build/debian:bookworm-{arch}", platform=f"linux/{arch}")
+    made = dataclasses.replace(site, epoch=1700000000, debootstrap=True)
+    built = build(matrix, made, engine, Suite(0))
+    assert engine.labels(built.image_id)["org.opencontainers.image.base.name"] == "ascend-build/debian:bookworm-arm64"
+    capsys.readouterr()
+    plain = dataclasses.replace(site, epoch=None)       # what `invoke verify --image` alone gives
+    lines = verify.verify(matrix, built.tags.readable, plain, Inputs(), engine)
+    assert any(line.startswith("image ID: the same") for line in lines), lines
+    assert "base image: ascend-build/debian:bookworm-arm64, as the image's label records" in capsys.readouterr().out
+    # A base given that is not the recorded one: the message names both.
+    other = dataclasses.replace(plain, base_images={BASE: "mirror.example/debian:bookworm"})
+    engine.add("mirror.example/debian:bookworm", platform="linux/arm64")
+    with pytest.raises(UserError, match="another base image: the image records ascend-build/debian:bookworm-arm64, "
+                                        "here mirror.example/debian:bookworm"):
+        verify.verify(matrix, built.tags.readable, other, Inputs(), engine)

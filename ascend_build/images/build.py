@@ -267,7 +267,7 @@ def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: I
 
 def _locate_packages(cell: Cell, site: Site) -> tuple[tuple[Located, Located, Located | None], list[str]]:
     # A dry run touches no network: it says what a real run would download instead.
-    store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry)
+    store = PackageStore(site.packages, site.cache_dir, download=not site.offline and not site.dry, keep=not site.dry)
     located, errors, stops = [], [], []
     for f in cell.cann_files:
         try:

@@ -50,13 +50,15 @@ class PackageStore:
     """Looks packages up in `dirs` (user-supplied, read-only), then in `cache`
     (downloads land there, atomically)."""
 
-    def __init__(self, dirs: Iterable[Path], cache: Path, download: bool = True, fetch: Fetch = _urllib_fetch):
+    def __init__(self, dirs: Iterable[Path], cache: Path, download: bool = True, fetch: Fetch = _urllib_fetch,
+                 keep: bool = False):
         # Absolute from the start: the installer's own --check runs in another folder, and
         # a relative ./packages would name nothing there.
         self.dirs = [Path(d).absolute() for d in dirs]
         self.cache = Path(cache).absolute()
         self.download = download
         self.fetch = fetch
+        self.keep = keep            # a .run found in a given folder is kept in the cache (by its sum)
         self._checked: set[Path] = set()
 
     def locate(self, f: CannFile, require_pin: bool = False) -> Located:
@@ -65,14 +67,17 @@ class PackageStore:
         if require_pin and not f.sha256 and not f.zip_sha256:
             raise PackageError(f"{f.file} has no sha256 in matrix.yaml ({f.pin_path}) and --require-pins "
                                f"is set; put it in a folder and pin it with `invoke pin --packages DIR`")
-        for folder in self.dirs + [self.cache / "cann"]:
+        for folder in self.dirs + [self.cache / "cann"] + self._kept(f):
             candidate = folder / f.file
             if candidate.is_file():
                 if require_pin and not f.sha256:
                     raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({f.pin_path}), "
                                        f"and --require-pins is set; use Huawei's {f.zip} (its sum is in the matrix), "
                                        f"or pin this file with `invoke pin --packages {candidate.parent}`")
-                return self._verified(f, candidate)
+                found = self._verified(f, candidate)
+                if self.keep and folder in self.dirs:
+                    self._keep(found)
+                return found
         if f.zip_sha256:
             unpacked = self._unpacked(f)
             if unpacked:
@@ -85,6 +90,41 @@ class PackageStore:
         if f.zip_sha256:
             return self._from_zip(f, self._download(f, zipped=True))
         return self._download(f)
+
+    # A .run a build was given (--packages) is kept under its sum, so that `invoke verify` and a
+    # rebuild find it without the option: a hard link where the folders share a file system,
+    # else a copy (once per file: a kept file is not copied again).
+    def _kept_dir(self, digest: str) -> Path:
+        return self.cache / "cann" / "kept" / digest[:24]
+
+    def _kept(self, f: CannFile) -> list[Path]:
+        """The kept folders holding this name: the pinned sum's, else every one, newest first."""
+        if f.sha256:
+            return [self._kept_dir(f.sha256)]
+        found = [p.parent for p in (self.cache / "cann" / "kept").glob(f"*/{f.file}") if p.is_file()]
+        return sorted(found, key=lambda d: (d / f.file).stat().st_mtime, reverse=True)
+
+    def _keep(self, found: Located) -> None:
+        folder = self._kept_dir(found.sha256)
+        target = folder / found.path.name
+        if target.is_file():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{found.path.name}.{os.getpid()}.part"
+        try:
+            try:
+                os.link(found.path, tmp)
+            except OSError:
+                shutil.copy2(found.path, tmp)
+            if sha256_of(tmp) != found.sha256:     # changed while being kept: keep nothing
+                return
+            os.replace(tmp, target)
+            console.say(f"{found.path.name}: kept in {folder} (verify and rebuilds find it without --packages)")
+        except OSError as exc:
+            console.warn(f"{found.path.name}: could not keep a copy in {folder} ({exc}); a rebuild will need "
+                         f"--packages again")
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def _zip_dir(self, f: CannFile) -> Path:
         # One folder per published .zip (by its sum): the .run taken out of it, and its sum.

@@ -341,3 +341,21 @@ def test_a_bare_run_in_a_relative_folder_passes_its_own_check(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     got = PackageStore([Path("packages")], Path("cache"), download=False).locate(unpinned)
     assert got.path == good and got.path.is_absolute() and not got.pinned
+
+
+def test_a_given_run_is_kept_by_its_sum_and_found_without_the_folder(tmp_path):
+    """`invoke verify` and a rebuild find the installer a build was given, with no --packages:
+    the build kept it in the cache under its sum (pinned or not), once."""
+    (tmp_path / "pk").mkdir()
+    (tmp_path / "pk" / cann_file().file).write_bytes(BODY)
+    for pinned in (SHA, None):
+        cache = tmp_path / f"cache-{bool(pinned)}"
+        first = PackageStore([tmp_path / "pk"], cache, download=False, keep=True).locate(cann_file(pinned))
+        assert first.path == tmp_path / "pk" / cann_file().file
+        again = PackageStore([], cache, download=False).locate(cann_file(pinned))
+        assert again.path == cache / "cann" / "kept" / SHA[:24] / cann_file().file and again.sha256 == SHA
+        PackageStore([tmp_path / "pk"], cache, download=False, keep=True).locate(cann_file(pinned))
+        assert len(list((cache / "cann" / "kept").glob("*/*"))) == 1, "kept once, no temp left"
+    # A store not asked to keep (pin, a dry run) leaves the cache as it was.
+    PackageStore([tmp_path / "pk"], tmp_path / "cache-dry", download=False).locate(cann_file())
+    assert not (tmp_path / "cache-dry").exists()

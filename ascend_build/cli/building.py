@@ -49,6 +49,7 @@ class BuildOptions:
     keep_failed: bool = False
     run_as: str | None = None
     torch_atb: bool = False
+    no_nnal: bool = False
     reproducible: bool = False
 
     def site(self):
@@ -76,7 +77,8 @@ def build(o: BuildOptions) -> None:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
     c = o.choice
-    cell = m.cell(stack, c.os, c.python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as)
+    cell = m.cell(stack, c.os, c.python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as,
+                  no_nnal=o.no_nnal)
     if o.reproducible and o.requirements:
         console.note("note: --reproducible makes the runtime image's bits identical; the user layer on it is built "
                      "as always (its times are its build's)")

@@ -53,6 +53,8 @@ IMAGE_STEPS = {
 BUILD = {
     **MATRIX, **CELL, **PACKAGES, **SITE, **WHEELS, **IMAGE_STEPS, **ENGINE, **DRY, **OUTPUT,
     "torch_atb": "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from CANN 9.1)",
+    "no_nnal": "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the image says so "
+               "in its labels, and its suite leaves NNAL's checks out",
     "repository": "image repository to tag into (default ascend-runtime)",
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release tag)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",

@@ -68,7 +68,9 @@ class Prepared:
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine) -> Prepared:
     """The runtime image's plan, every input checked (matrix, lock, packages, wheels,
     network settings) before the first engine command."""
-    rendered = runtime_dockerfile(matrix, cell.stack, cell.os)
+    # The matrix's own stack: a cell's choices (--torch-atb, --no-nnal) are build arguments of
+    # the committed Dockerfile, not another file.
+    rendered = runtime_dockerfile(matrix, matrix.stack(cell.stack.name), cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
@@ -295,6 +297,8 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
         build_args["NNAL_CXX_ABI"] = str(cell.abi)
         if cell.stack.torch_atb:
             build_args["NNAL_TORCH_ATB"] = "1"
+    if cell.nnal_left_out:
+        build_args["WITH_NNAL"] = "0"
     if torch_src and torch_src.test_only:
         build_args["ALLOW_CUDA_TEST_ONLY"] = "1"   # the pip steps' CUDA check stands aside, and the label says so
     user = cell.user
@@ -323,6 +327,8 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
         labels[label("source-date-epoch")] = str(site.epoch)     # what `invoke verify` rebuilds with
     if cell.stack.torch_atb:
         labels[label("torch-atb")] = "yes"     # the image suite checks it, as the cell asked
+    if cell.nnal_left_out:
+        labels[label("nnal-left-out")] = "yes"      # --no-nnal: the suite and verify take the cell without it
     if torch_src and torch_src.test_only:
         labels[label("test-only")] = (f"torch from the site's index in place of {torch_src.named} "
                                       f"({torch_index.TEST_ONLY_SWITCH}): not an image to ship")

@@ -254,6 +254,8 @@ class PackageStore:
         else:
             get = (f"Get {f.file} from {f.url} (or the Ascend download site), put it in one of those folders "
                    f"(or pass --packages DIR), then pin it: `invoke pin --packages DIR`.")
+        if f.kind == "nnal":
+            get += " Or build the line without NNAL (ATB, SiP): --no-nnal."
         return kind(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
 
 

@@ -32,6 +32,7 @@ class Recorded:
     content: str
     torch_atb: bool
     apex: str
+    no_nnal: bool
     base: str | None        # the base image it was built FROM (org.opencontainers.image.base.name)
 
 
@@ -47,7 +48,8 @@ def recorded(engine: eng.Engine, ref: str) -> Recorded:
     return Recorded(labels[label("stack")], labels[label("os")], labels[label("python")], labels[label("chip")],
                     labels[label("platform")], labels.get(label("user"), "root"), int(epoch) if epoch else None,
                     labels[label("content-tag")], labels.get(label("torch-atb")) == "yes",
-                    labels.get(label("apex"), "absent"), labels.get("org.opencontainers.image.base.name"))
+                    labels.get(label("apex"), "absent"), labels.get(label("nnal-left-out")) == "yes",
+                    labels.get("org.opencontainers.image.base.name"))
 
 
 def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
@@ -117,7 +119,8 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.E
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
                         f"so no rebuild can match it. Build it with `invoke build {matrix.stack(rec.stack).flag} --os {rec.os} "
                         f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
-    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user)
+    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user,
+                       no_nnal=rec.no_nnal)
     repo = repository(engine, image, rec.platform)
     site = with_recorded_base(replace(site, epoch=rec.epoch, no_cache=True), cell, rec.base)
     inputs = replace(inputs, repository=repo)

@@ -223,7 +223,7 @@ class Matrix:
     # ------------------------------------------------------------ images
     def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
              chip: str | None = None, platform: str | None = None, torch_atb: bool = False,
-             run_as: str | None = None) -> Cell:
+             run_as: str | None = None, no_nnal: bool = False) -> Cell:
         """One image, every choice made; `torch_atb` asks for NNAL's Python plugin as well
         (`invoke build --torch-atb`), as the stack's `torch_atb: true` does; `run_as`: who
         its containers run as (default: the matrix's defaults.run_as). The cell carries the
@@ -232,6 +232,13 @@ class Matrix:
         st = self.stack(stack)
         if torch_atb and not st.torch_atb:
             st = dataclasses.replace(st, torch_atb=True)
+        asked = st
+        if no_nnal:         # `invoke build --no-nnal`: the line without its third CANN file
+            if st.torch_atb:
+                raise UserError(f"--no-nnal: torch_atb is NNAL's Python plugin, and stack {st.name} asks for it "
+                                f"({'--torch-atb' if torch_atb else 'torch_atb: true'}); build with NNAL, or a "
+                                f"stack without torch_atb")
+            st = dataclasses.replace(st, nnal=False)
         base = self._os(os)
         python = python or st.python_for(base)
         source = self._python_source(st, base, python)
@@ -240,13 +247,17 @@ class Matrix:
         chip = chip or self.defaults.chip
         kernels = self._kernels(st, cann, chip, target)
         nnal = self.nnal(st, cann, target.arch)
+        if no_nnal and self.nnal(asked, cann, target.arch) is None:
+            raise UserError(f"--no-nnal: stack {st.name} installs no NNAL on {target.arch} (CANN {cann.version}"
+                            f"{' publishes none there' if target.arch not in cann.nnal else ''}): leave the option out")
         if st.torch_atb:
             self._torch_atb(st, cann, base, python, nnal, target)
         kind = (self.pairing(st) or ("published", ""))[0]
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip, target=target, cann=cann,
                     toolkit=cann.toolkit[target.arch], kernels=kernels,
                     pins=tuple(f"{name}{spec}" for name, spec in sorted(st.pins.items())),
-                    alias=self._alias(st, base, python, chip, target), nnal=nnal, pairing=kind, run_as=run_as)
+                    alias=self._alias(st, base, python, chip, target), nnal=nnal, pairing=kind, run_as=run_as,
+                    nnal_left_out=no_nnal)
 
     def _os(self, os: str | None) -> OSBase:
         os = os or self.defaults.os

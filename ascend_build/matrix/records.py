@@ -322,6 +322,7 @@ class Cell:
     nnal: CannFile | None = None         # NNAL (ATB) installed after the operator package
     pairing: str = "published"           # published: released for this CANN; compatible: Huawei's grid
     run_as: str = "root"                 # who containers run as: root, or UID:GID (the hosts' HwHiAiUser)
+    nnal_left_out: bool = False          # --no-nnal: the line's NNAL not installed (its tags say -nonnal)
 
     @property
     def platform(self) -> str:
@@ -355,15 +356,16 @@ class Cell:
     def tag_name(self) -> str:
         """What its tags name: its name, and the user it runs as when that is not root (the
         tags of a root image and of a user's do not collide)."""
-        return self.name + self._uid
+        return self.name + self._variant
 
     @property
     def alias_name(self) -> str | None:
-        return self.alias + self._uid if self.alias else None
+        return self.alias + self._variant if self.alias else None
 
     @property
-    def _uid(self) -> str:
-        return f"-uid{self.user[0]}" if self.user else ""
+    def _variant(self) -> str:
+        """What a variant of the line adds to its tags: no NNAL, another user."""
+        return ("-nonnal" if self.nnal_left_out else "") + (f"-uid{self.user[0]}" if self.user else "")
 
     @property
     def torch_index(self) -> str | None:

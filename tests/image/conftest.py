@@ -52,7 +52,8 @@ def _what_applies(config, image: str) -> set[str] | None:
 def _cell(matrix_path: str, labels: dict[str, str]) -> Cell:
     matrix = load_matrix(matrix_path)
     return matrix.cell(*(label(labels, k) for k in ("stack", "os", "python", "chip", "platform")),
-                       torch_atb=labels.get(f"{LABEL_PREFIX}.torch-atb") == "yes")
+                       torch_atb=labels.get(f"{LABEL_PREFIX}.torch-atb") == "yes",
+                       no_nnal=labels.get(f"{LABEL_PREFIX}.nnal-left-out") == "yes")
 
 
 @pytest.fixture(scope="session")

@@ -104,3 +104,17 @@ def test_torch_atb_on_a_python_it_is_not_built_for_is_refused():
     fits = _dry("--torch-atb", "--os", "ubuntu24.04", "--python", "3.11")
     assert fits.returncode == 0, fits.stdout + fits.stderr
     assert "--build-arg NNAL_TORCH_ATB=1" in fits.stdout and "io.ascend-build.torch-atb=yes" in fits.stdout
+
+
+def test_the_mindspore_page_names_every_file_its_build_takes():
+    """The first hour: the page showed a one-line build, the README said "the two files", and
+    the build asked for a third (NNAL). The page names each file of its own command's cell."""
+    from ascend_build.matrix import load_matrix
+    cell = load_matrix(ROOT / "matrix.yaml").cell("mindspore2.9.0", "debian12")
+    page = (ROOT / "docs" / "mindspore.md").read_text()
+    assert "invoke build --mindspore 2.9.0 --os debian12" in page
+    for f in cell.cann_files:
+        assert f.checked_name in page, f.checked_name
+    assert cell.nnal is not None and "--no-nnal" in page
+    readme = (ROOT / "README.md").read_text()
+    assert "two files" not in readme and "--no-nnal" in readme

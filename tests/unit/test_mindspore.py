@@ -142,3 +142,34 @@ def test_build_dry_names_the_mindspore_layers():
     assert out.returncode == 0, out.stdout + out.stderr
     assert "requirements/{cann,mindspore}.txt" in out.stdout
     assert "locked by locks/mindspore2.9.0/py3.11-aarch64" in out.stdout
+
+
+def test_no_nnal_builds_the_line_without_its_third_file():
+    """The first hour: CANN 9.0.0's MindSpore line asks for a third file (NNAL, no published
+    sum). --no-nnal builds it with two: the committed Dockerfile takes WITH_NNAL=0, the image
+    says so in a label, its tags in -nonnal, and the suite's cell (from the labels) has no NNAL,
+    so NNAL's checks are left out."""
+    from tests.forked import invoke
+    out = invoke("build", "--mindspore", "2.9.0", "--os", "debian12", "--dry", "--no-nnal")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Ascend-cann-nnal_" not in out.stdout and "--build-arg WITH_NNAL=0" in out.stdout
+    assert "--label io.ascend-build.nnal-left-out=yes" in out.stdout
+    assert "ascend-runtime:cann9.0.0-910b-debian12-py3.11-mindspore2.9.0-nonnal-arm64" in out.stdout
+    with_nnal = invoke("build", "--mindspore", "2.9.0", "--os", "debian12", "--dry")
+    assert "Ascend-cann-nnal_9.0.0_linux-aarch64.run" in with_nnal.stdout and "WITH_NNAL" not in with_nnal.stdout
+    from tests.image.conftest import _cell
+    labels = {"io.ascend-build.stack": "mindspore2.9.0", "io.ascend-build.os": "debian12",
+              "io.ascend-build.python": "3.11", "io.ascend-build.chip": "910b",
+              "io.ascend-build.platform": "linux/arm64"}
+    assert _cell(str(ROOT / "matrix.yaml"), labels).nnal is not None
+    assert _cell(str(ROOT / "matrix.yaml"), {**labels, "io.ascend-build.nnal-left-out": "yes"}).nnal is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--torch", "2.1.0", "--os", "debian12"], "--no-nnal: stack 2.1.0 installs no NNAL on aarch64"),
+    (["--torch", "2.10.0-26.1.0", "--os", "debian13", "--torch-atb"], "--no-nnal: torch_atb is NNAL's Python plugin"),
+])
+def test_no_nnal_where_there_is_none_or_torch_atb_needs_it_is_refused(args, message):
+    from tests.forked import invoke
+    out = invoke("build", *args, "--dry", "--no-nnal")
+    assert out.returncode == 2 and message in out.stderr, out.stdout + out.stderr

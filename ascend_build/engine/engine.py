@@ -383,6 +383,12 @@ class Engine:
             self._run("rm", "--force", named.name or "", timeout=120)
             return subprocess.CompletedProcess(cmd, 124, "", f"the container did not end within {timeout:.0f} s "
                                                              f"and was removed")
+        except BaseException:
+            # Ctrl-C, or an image suite's time limit (tests/limits.py): the client goes, and a
+            # container whose process ignores the signal would stay running.
+            if not spec.detach:
+                self._run("rm", "--force", named.name or "", timeout=120)
+            raise
 
     def runtimes(self) -> frozenset[str]:
         """The container runtimes the engine offers (e.g. `ascend`, the Ascend Docker Runtime).

@@ -147,3 +147,31 @@ def test_an_unknown_engine_is_refused_on_a_dry_run_too():
     from ascend_build.errors import UserError  # bad input (exit 2), not an engine that failed (#50)
     with pytest.raises(UserError, match="--engine 'dockr': choose docker or podman"):
         eng.for_task("dockr", None, dry=True)
+
+
+def test_a_container_whose_run_is_stopped_is_removed(tmp_path):
+    """Ctrl-C or an image suite's time limit stops `docker run`'s client; a container whose
+    process ignores the signal (the first hour's hung import) would stay running. The engine
+    removes it by the name it gave it. Here the client is a stand-in that sleeps for `run` and
+    records every other command."""
+    import signal
+
+    from ascend_build.engine import RunSpec
+    record = tmp_path / "calls"
+    client = tmp_path / "docker"
+    client.write_text(f'#!/bin/sh\nif [ "$1" = run ]; then exec sleep 30; fi\necho "$@" >> {record}\n')
+    client.chmod(0o755)
+    engine = Engine("docker", str(client), "classic-buildkit", "20.10")
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run_container(RunSpec("some/image:1", ("python3", "-c", "import mindspore")))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    calls = record.read_text().split("\n")
+    assert any(c.startswith("rm --force ascend-build-") for c in calls), calls

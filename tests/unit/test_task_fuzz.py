@@ -39,7 +39,16 @@ def cases() -> list[list[str]]:
     return out
 
 
+def _checkout_files() -> set[str]:
+    """What git sees changed or new in the checkout (its ignored outputs, .build/ and the
+    like, aside): a fuzz case must leave it as it found it."""
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    return set(out.stdout.splitlines())
+
+
 def test_no_task_tracebacks_or_runs_off_on_nonsense(tmp_path):
+    before = _checkout_files()
     all_cases = cases()
     assert len(all_cases) > 350, "every option of every task is fuzzed"
     spec = tmp_path / "cases.json"
@@ -52,7 +61,11 @@ def test_no_task_tracebacks_or_runs_off_on_nonsense(tmp_path):
     bad = [r for r in results if r["problem"]]
     assert bad == [], "\n".join(f"{' '.join(r['argv'])}: {r['problem']}" for r in bad[:40])
     # Refused means an exit code the README lists (or a dry run's 0), with a message.
-    assert {r["code"] for r in results} <= {0, 1, 2, 3, 4, 5, 6, 7, 130}
+    from ascend_build.errors import EXIT_CODES
+    assert {r["code"] for r in results} <= {e.code for e in EXIT_CODES}
+    # No case wrote a file outside the tasks' outputs (.build/, the cache given above).
+    changed = sorted(_checkout_files() ^ before)
+    assert changed == [], changed[:20]
     # A value that begins with "-" never reaches a command line as an option: refused (2), or
     # taken where it is plain data (a dry run's preview, a help text).
     import re

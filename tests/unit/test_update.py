@@ -312,7 +312,8 @@ def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix
     write(result)
     m = load_matrix(matrix)
     ms = m.releases["mindspore"]
-    assert list(ms) == ["2.4.0", "2.6.0-rc1", "2.9.0"]
+    assert [r for r in ms if ms[r].cann] == ["2.4.0", "2.6.0-rc1", "2.9.0"]
+    assert "2.10.0" in ms and not ms["2.10.0"].cann, "PyPI's unpaired release stays as the last import left it"
     assert ms["2.9.0"].cann == ("9.0.0",) and ms["2.6.0-rc1"].cann == ("8.1.RC1",)
     assert ms["2.9.0"].source == "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"
     name = "mindspore-2.9.0-cp310-cp310-linux_aarch64.whl"
@@ -324,7 +325,7 @@ def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix
     assert result.counts["wheel checksums (mindspore)"] == 18
     lines = result.summary.lines()        # against the real import committed in imported.yaml
     assert any(line.startswith("~ mindspore 2.9.0 wheel sums: (digest ") for line in lines)
-    assert "- mindspore 2.10.0" in lines, "PyPI's unpaired release is not in the given copy"
+    assert "- mindspore 2.10.0" not in lines, "--from reads no index: its releases stay"
     assert not update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS).changed
 
 
@@ -342,3 +343,21 @@ def test_pypi_mindspore_releases_any_tagged_wheels_and_pre_releases(tmp_path):
     assert merged.mindspore["2.9.0"].pypi_pythons == {"any": ["3.10"], "x86_64": ["3.10"]}
     assert to_data(merged)["mindspore_releases"]["2.10.0"] == {
         "cann": [], "source": "PyPI index (simple page of mindspore)", "pypi_pythons": {"any": ["3.11"]}}
+
+
+def test_an_offline_import_keeps_the_releases_only_the_index_serves(matrix, tmp_path):
+    """Found holding the import against upstream: `invoke update --from` (no index) deleted
+    the torch_npu and MindSpore releases that only PyPI serves (the deployer never lists
+    them), though docs/matrix.md says the index's facts stay as the last import left them."""
+    old = yaml.safe_load(imported_of(matrix).read_text())
+    index_only = {section: {v for v, rel in (old.get(section) or {}).items()
+                            if (rel or {}).get("pypi_pythons") and not (rel or {}).get("cann")}
+                  for section in ("torch_npu_releases", "mindspore_releases")}
+    assert index_only["torch_npu_releases"] and index_only["mindspore_releases"], index_only
+    result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
+    new = yaml.safe_load(result.text)
+    for section, versions in index_only.items():
+        for version in versions:
+            assert version in new[section], f"{section} {version} was deleted"
+            assert new[section][version]["pypi_pythons"] == old[section][version]["pypi_pythons"]
+            assert new[section][version].get("pypi", True) is not False

@@ -266,20 +266,38 @@ def add_pypi_mindspore(merged: Merged, served: dict[str, pypi.Release]) -> None:
             continue
         name = by_version.get(version, version)
         if name not in merged.mindspore:
-            merged.mindspore[name] = MindSporeData(name, None, "PyPI index (simple page of mindspore)", on_pypi=True)
+            merged.mindspore[name] = MindSporeData(name, None, MINDSPORE_PYPI_SOURCE, on_pypi=True)
         merged.mindspore[name].pypi_pythons = {arch: sorted(p, key=Version) for arch, p in sorted(release.pythons.items())}
     merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
 
 
+MINDSPORE_PYPI_SOURCE = "PyPI index (simple page of mindspore)"
+
+
 def keep_pypi(merged: Merged, old: dict) -> None:
-    """The index's facts from the last import, for releases the new data still has."""
+    """The index's facts as the last import left them: for the releases the new data has,
+    and the releases only the index served (the deployer's copies never list those, so an
+    offline import would otherwise delete them)."""
+    def index_only(section: str, have: dict) -> list[tuple[str, str]]:
+        return [(version, (before or {}).get("source") or PYPI_SOURCE)
+                for version, before in (old.get(section) or {}).items()
+                if version not in have and (before or {}).get("pypi_pythons") and not (before or {}).get("cann")]
+    for version, source in index_only("torch_npu_releases", merged.torch_npu):
+        merged.torch_npu[version] = TorchNpuData(version, None, source)
+    for version, source in index_only("mindspore_releases", merged.mindspore):
+        merged.mindspore[version] = MindSporeData(version, None, source)
+    releases: dict
     for section, releases in (("torch_npu_releases", merged.torch_npu), ("mindspore_releases", merged.mindspore)):
         for version, rel in releases.items():
             before = (old.get(section) or {}).get(version) or {}
             if "pypi" in before:
                 rel.on_pypi = bool(before["pypi"])
+            elif before.get("pypi_pythons"):
+                rel.on_pypi = True
             rel.pypi_pythons = {arch: [str(p) for p in pythons]
                                 for arch, pythons in (before.get("pypi_pythons") or {}).items()}
+    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
+    merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
 
 
 def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:

@@ -31,7 +31,7 @@ def build(c, torch=None, mindspore=None, os=None, python=None, chip=None, platfo
           torch_npu_src=None, apex_src=None, builder_flavor=None, builder_repository="ascend-builder",
           cache_registry=None, all=False, no_cache=False, for_host=None, pip_on="auto", requirements=None,
           layer_name=None, layer_wheelhouse=None, debootstrap=False, retest=False, keep_failed=False, run_as=None,
-          torch_atb=False, no_nnal=False, reproducible=False, quiet=False, verbose=False):
+          torch_atb=False, no_nnal=False, like=None, reproducible=False, quiet=False, verbose=False):
     """Build a runtime image, test it, and tag it only if the tests pass.
 
     With --requirements, then a user layer on it, the same way."""

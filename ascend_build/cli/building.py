@@ -50,6 +50,7 @@ class BuildOptions:
     run_as: str | None = None
     torch_atb: bool = False
     no_nnal: bool = False
+    like: str | None = None
     reproducible: bool = False
 
     def site(self):
@@ -77,7 +78,16 @@ def build(o: BuildOptions) -> None:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
     c = o.choice
-    cell = m.cell(stack, c.os, c.python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as,
+    os_name, python = c.os, c.python
+    if o.like:
+        if o.for_host or any((c.torch, c.mindspore, c.os, c.python, c.chip)):
+            raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --os, "
+                            "--python, --chip and --for-host (--platform picks the arch)")
+        from ..matrix.like import resolve
+        found = resolve(m, o.like)
+        console.say(f"--like {o.like}: {found}")
+        stack, os_name, python, chip = found.stack, found.os, found.python, found.chip
+    cell = m.cell(stack, os_name, python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as,
                   no_nnal=o.no_nnal)
     if o.reproducible and o.requirements:
         console.note("note: --reproducible makes the runtime image's bits identical; the user layer on it is built "

@@ -53,6 +53,8 @@ IMAGE_STEPS = {
 BUILD = {
     **MATRIX, **CELL, **PACKAGES, **SITE, **WHEELS, **IMAGE_STEPS, **ENGINE, **DRY, **OUTPUT,
     "torch_atb": "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from CANN 9.1)",
+    "like": "an official image's tag to build the same cell of (quay.io/ascend/torch-npu:2.12.0-cann9.1.0-"
+            "a3-openeuler24.03-py3.12): it names the stack, OS, Python and chip",
     "no_nnal": "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the image says so "
                "in its labels, and its suite leaves NNAL's checks out",
     "repository": "image repository to tag into (default ascend-runtime)",

@@ -19,22 +19,20 @@ TAGS_26_1_0 = [f"quay.io/ascend/torch-npu:{npu}-cann9.1.0-{chip}-{os}-py3.12" fo
                itertools.product(RELEASES_26_1_0, ("310p", "910b", "a3", "950"), ("ubuntu22.04", "openeuler24.03"))]
 
 
-def test_the_26_1_0_tags_resolve_to_their_stacks_where_the_matrix_has_one():
+def test_every_26_1_0_tag_resolves_to_its_stack():
     assert len(TAGS_26_1_0) == 40
-    resolved, refused = {}, {}
     for tag in TAGS_26_1_0:
-        try:
-            resolved[tag] = resolve(MATRIX, tag)
-        except UserError as exc:
-            refused[tag] = str(exc)
-    assert len(resolved) == 24
-    for tag, like in resolved.items():
+        like = resolve(MATRIX, tag)
         st = MATRIX.stacks[like.stack]
-        assert st.cann == "9.1.0" and tag.split(":")[1].startswith(st.package + "-cann")
+        assert st.cann == "9.1.0" and tag.split(":")[1].startswith(st.package + "-cann"), (tag, like)
         assert like.python == "3.12" and like.os in tag and like.chip in tag
-    # No stack pairs these two releases with 9.1.0 yet (#53): refused, naming the nearest.
-    assert {t.split(":")[1].split("-")[0] for t in refused} == {"2.7.1.post8", "2.9.0.post6"}
-    assert all("no stack pairs torch_npu" in why and "Nearest: --torch" in why for why in refused.values())
+    assert {resolve(MATRIX, t).stack for t in TAGS_26_1_0} == {
+        "2.7.1-26.1.0", "2.9.0-26.1.0", "2.10.0-26.1.0", "2.11.0-26.1.0", "2.12.0-26.1.0"}
+
+
+def test_a_release_no_stack_pairs_with_the_cann_is_refused_naming_the_nearest():
+    with pytest.raises(UserError, match="no stack pairs torch_npu 2.7.1.post10 with CANN 9.1.0. Nearest: --torch"):
+        resolve(MATRIX, "quay.io/ascend/torch-npu:2.7.1.post10-cann9.1.0-910b-ubuntu22.04-py3.12")
 
 
 @pytest.mark.parametrize("ref, message", [

@@ -163,7 +163,7 @@ def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
         for tag, old in named.items():
             if old and new and old != new:      # a rebuild (another epoch, another engine) moved it: say so
                 console.say(f"{tag} moved from {old[:19]} to {new[:19]}")
-        remove_untagged(engine, sorted(before - {engine.image_id(image)}))
+        remove_untagged(engine, sorted(before - {new}))
 
 
 def remove_untagged(engine: eng.Engine, images: list[str]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from tests import forked
 from tests.conftest import ROOT, copy_matrix, link_locks
 from tests.doubles.cann_double import make_run
 from tests.doubles.engine_double import EngineDouble
+from tests.unit.test_torch_index import closed_port
 
 BASE = "debian:bookworm"
 CELL = ["--torch", "2.1.0", "--os", "debian12", "--platform", "linux/arm64"]
@@ -42,12 +42,6 @@ def inputs(tmp_path_factory):
     make_run(packages, "toolkit", "8.0.RC3", "aarch64")
     make_run(packages, "kernels", "8.0.RC3", "aarch64", chip="910b")
     return folder, link_locks(copy_matrix(folder / "matrix")), packages
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(program, argv: list[str], cwd: Path, timeout: float = 120) -> dict:
@@ -91,7 +85,7 @@ def test_each_code_of_the_table_is_reached_by_a_command_line(program, inputs, mo
            "package not found")
     expect(6, [*build, "--docker", str(tmp_path / "no-such-client")], "no-such-client")
     expect(8, ["lock", "--torch", "2.12.0", "--python", "3.11", "--matrix", str(matrix),
-               "--torch-index-url", f"http://127.0.0.1:{_closed_port()}/whl/cpu"], "does not answer")
+               "--torch-index-url", f"http://127.0.0.1:{closed_port()}/whl/cpu"], "does not answer")
 
     with monkeypatch.context() as m:
         with_engine(m, EngineDouble(fail_build=lambda req: True))

@@ -2,6 +2,7 @@
 that check-jsonschema vendors, and check they take the image list from the matrix."""
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,12 @@ def test_build_matrix_comes_from_invoke_ci_matrix():
     assert "invoke render" in text and "git diff --exit-code" in text and "invoke lint" in text
     # No image name from the matrix is written into the workflow.
     assert "cann8.0" not in text and "ubuntu22.04" not in text
+
+
+@functools.cache
+def _plan() -> subprocess.CompletedProcess:
+    """`invoke ci-matrix` on the checkout, run once for the tests that read the plan."""
+    return subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
 
 
 def zizmor(*paths: Path) -> subprocess.CompletedProcess:
@@ -77,7 +84,7 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
 
     import yaml
     jobs = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]
-    plan = subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    plan = _plan()
     assert plan.returncode == 0, plan.stderr
     cells = json.loads(plan.stdout)["include"]
     assert cells and all(c["platform"] == "linux/arm64" for c in cells)
@@ -128,7 +135,7 @@ def test_the_build_job_fetches_exactly_the_plans_files_each_with_a_sum(tmp_path)
 
     from ascend_build.matrix import load_matrix
     step = next(s for s in _build_steps() if s.get("name") == "CANN packages from the site's mirror")
-    plan = subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    plan = _plan()
     cells = json.loads(plan.stdout)["include"]
     files = {f.checked_name: f for cell in load_matrix(ROOT / "matrix.yaml").image_cells() for f in cell.cann_files}
     bin_dir = tmp_path / "bin"
@@ -259,7 +266,7 @@ def workflow_problems(path: Path, plan_keys: set[str]) -> list[str]:
 
 def _plan_keys() -> set[str]:
     import json
-    plan = subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    plan = _plan()
     return {k for row in json.loads(plan.stdout)["include"] for k in row}
 
 

@@ -24,9 +24,9 @@ def _after_dashes(c) -> list[str]:
 
 @task(iterable=["packages", "base_image"], help=helptext.BUILD)
 @user_errors
-def build(c, torch=None, mindspore=None, os=None, python=None, chip=None, platform=None, packages=None, offline=False,
-          require_pins=False, base_image=None, pip_index_url=None, torch_index_url=None, ca_bundle=None, proxy=None,
-          no_proxy=None, network=None, wheelhouse=None, torch_npu_wheel=None, apex_wheel=None,
+def build(c, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None, packages=None,
+          offline=False, require_pins=False, base_image=None, pip_index_url=None, torch_index_url=None, ca_bundle=None,
+          proxy=None, no_proxy=None, network=None, wheelhouse=None, torch_npu_wheel=None, apex_wheel=None,
           repository="ascend-runtime", engine="docker", docker=None, dry=False, matrix="matrix.yaml",
           torch_npu_src=None, apex_src=None, builder_flavor=None, builder_repository="ascend-builder",
           cache_registry=None, all=False, no_cache=False, for_host=None, pip_on="auto", requirements=None,
@@ -208,9 +208,9 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
     data.update(of(data.UpdateOptions, locals()))
 
 
-@task(iterable=["torch", "mindspore", "python", "platform"], help=helptext.LOCK)
+@task(iterable=["torch", "mindspore", "cann", "python", "platform"], help=helptext.LOCK)
 @user_errors
-def lock(c, matrix="matrix.yaml", torch=None, mindspore=None, python=None, platform=None, refresh=False, check=False,
+def lock(c, matrix="matrix.yaml", torch=None, mindspore=None, cann=None, python=None, platform=None, refresh=False, check=False,
          dry=False, pip_index_url=None, torch_index_url=None, ca_bundle=None, proxy=None):
     """Lock the runtime images' Python packages (exact versions, sha256) under locks/.
 

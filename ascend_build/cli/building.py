@@ -80,9 +80,9 @@ def build(o: BuildOptions) -> None:
     c = o.choice
     os_name, python = c.os, c.python
     if o.like:
-        if o.for_host or any((c.torch, c.mindspore, c.os, c.python, c.chip)):
-            raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --os, "
-                            "--python, --chip and --for-host (--platform picks the arch)")
+        if o.for_host or c.named() or any((c.os, c.python, c.chip)):
+            raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --cann, "
+                            "--os, --python, --chip and --for-host (--platform picks the arch)")
         from ..matrix.like import resolve
         found = resolve(m, o.like)
         console.say(f"--like {o.like}: {found}")
@@ -101,8 +101,8 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     if o.requirements:
         raise UserError("--requirements builds one user layer on one runtime image: drop --all")
     if o.choice.given():
-        raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--os/--python/--chip/"
-                        "--platform")
+        raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
+                        "--chip/--platform")
     outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, eng.for_task(o.engine, o.docker, o.dry))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]

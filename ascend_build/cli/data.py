@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..images import packages as pkgs
 from ..images import render as rnd
 from ..locking import lock as locks
-from ..matrix import FRAMEWORKS, load_matrix
+from ..matrix import FRAMEWORKS, Matrix, load_matrix
 from ..matrix.report import ci_matrix as ci_rows
 from ..matrix.report import matrix_table
 from . import pages
@@ -194,6 +194,7 @@ class LockOptions:
     matrix: str = "matrix.yaml"
     torch: list[str] | None = None
     mindspore: list[str] | None = None
+    cann: list[str] | None = None
     python: list[str] | None = None
     platform: list[str] | None = None
     refresh: bool = False
@@ -218,7 +219,7 @@ def lock(o: LockOptions, existing_only: bool = False) -> None:
     check_mirror(o.torch_index_url)
     m = load_matrix(o.matrix)
     root = m.path.parent
-    stacks = list(o.torch or []) + [m.stack_for(FRAMEWORKS["mindspore"], r).name for r in o.mindspore or []]
+    stacks = _asked(m, o)
     cells = locks.select(m, root, stacks, o.python or [], o.platform or ["linux/arm64"], o.refresh, existing_only)
     if not stacks and not existing_only:
         others = [n for n in m.stacks if n not in locks.default_stacks(m, root)]
@@ -237,11 +238,19 @@ def lock(o: LockOptions, existing_only: bool = False) -> None:
                  + ("" if not changes or o.dry else "; review with `git diff locks/`"))
 
 
+def _asked(m: Matrix, o: LockOptions) -> list[str]:
+    """The stacks the framework options name: --torch by its name (any stack), the others by
+    their key in their framework's section (--mindspore 2.9.0, --cann 8.0.RC3)."""
+    named = [m.stack_for(fw, r).name for fw in FRAMEWORKS.values() if fw.stack_prefix
+             for r in getattr(o, fw.name) or []]
+    return list(o.torch or []) + named
+
+
 def _check_locks(path: str, o: LockOptions | None = None) -> None:
     m = load_matrix(path)
-    if o is not None and (o.torch or o.mindspore or o.python or o.platform):
+    if o is not None and (_asked(m, o) or o.python or o.platform):
         # A filter checks the locks it names: one that names none is a mistake, not "none stale".
-        stacks = list(o.torch or []) + [m.stack_for(FRAMEWORKS["mindspore"], r).name for r in o.mindspore or []]
+        stacks = _asked(m, o)
         for name in stacks:
             m.stack(name)           # an unknown stack is refused, naming those there are
         for py in o.python or []:

@@ -37,6 +37,7 @@ WHEELS = {
 CELL = {
     "torch": "torch stack from matrix.yaml (default: defaults.torch)",
     "mindspore": "build the MindSpore image of this release (mindspore_stacks:) instead of a torch stack",
+    "cann": "build the CANN-only image of this CANN release (cann_stacks:): no framework, the base for one",
     "os": "base OS name from matrix.yaml",
     "python": "python minor version within the stack's range",
     "chip": "kernels chip, e.g. 910b",
@@ -145,7 +146,8 @@ LAUNCH = {
     "torchrun": "start the command with the image's launcher on every chosen card of this host: torchrun "
                 "(hccl backend), or msrun for a MindSpore image",
     "msrun": "as --torchrun, for a MindSpore image (the same as --torchrun --framework mindspore)",
-    "framework": "auto (default: the image's labels, else its name), torch or mindspore: which launcher",
+    "framework": "auto (default: the image's labels, else its name), torch or mindspore: which launcher (a "
+                 "CANN-only image, cann, has none)",
     "nproc_per_node": "processes per host (default: the number of --devices, 8 for all)",
     "master_port": "the launcher's port on the master: torchrun's rendezvous, msrun's scheduler (default 29500)",
     **HCCL,
@@ -174,7 +176,8 @@ JOB = {
     "nodes": "servers (pods), default 2", "devices": "NPUs per server (default 8)",
     "kind": "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)",
     "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)", **HCCL,
-    "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore",
+    "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore "
+                 "(a CANN-only image, cann, has no launcher to run a job with)",
     "output": "write the manifests here (default: print them)",
     "cpus": "whole CPUs per worker pod, requests = limits (default 16 per card; 0 asks for none)",
     "memory": "memory per worker pod, requests = limits, e.g. 512Gi (default 64Gi per card)",
@@ -209,6 +212,7 @@ LOCK = {
     **MATRIX,
     "torch": "lock this stack (repeatable; default: every stack)",
     "mindspore": "lock this MindSpore release's stack (repeatable)",
+    "cann": "lock this CANN release's CANN-only stack (repeatable; its one layer, cann.txt)",
     "python": "only this Python (repeatable; default: the stack's whole range)",
     "platform": "linux/arm64 (default) or linux/amd64 (repeatable; x86_64 needs PyTorch's CPU index)",
     "refresh": "re-resolve even locks that are current, taking the newest releases (a stale lock is otherwise "

@@ -214,7 +214,7 @@ class JobOptions:
 def job(o: JobOptions, command: list[str], matrix: Path) -> None:
     """An AscendJob for the Ascend operator on Volcano, or an indexed Job."""
     from ..cluster import binding, k8s
-    from ..cluster.launch import LAUNCHERS, framework_for
+    from ..cluster.launch import framework_for, launcher_of
     image = required(o.image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     if o.kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {o.kind}: ascendjob or indexed")
@@ -225,7 +225,7 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
     client = eng.for_task("docker", None, True)
     chosen, why = framework_for(client, image, o.framework)
     console.note(f"# framework: {chosen.name} (by {why})")
-    affinity = binding.affinity_for(client, image, matrix) if LAUNCHERS[chosen.launcher].affinity else None
+    affinity = binding.affinity_for(client, image, matrix) if launcher_of(chosen, why).affinity else None
     if affinity:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "", o.bind,

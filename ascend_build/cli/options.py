@@ -110,14 +110,16 @@ class Choice:
     """Which image: the stack (by --torch, or another framework's option), OS, Python, chip, platform."""
     torch: str | None = None
     mindspore: str | None = None
+    cann: str | None = None      # --cann 8.0.RC3: the CANN-only image of that release
     os: str | None = None
     python: str | None = None
     chip: str | None = None
     platform: str | None = None
 
     def named(self) -> dict[str, str]:
-        """The framework options given: {framework name: value}."""
-        return {name: value for name, value in (("torch", self.torch), ("mindspore", self.mindspore)) if value}
+        """The framework options given: {framework name: value} (each framework's option is a field
+        of its name)."""
+        return {name: value for name in FRAMEWORKS if (value := getattr(self, name))}
 
     def stack(self, m: Matrix) -> str | None:
         """The stack the framework options name (None: the matrix's default), at most one."""
@@ -129,12 +131,12 @@ class Choice:
             return None
         (name, value), = named.items()
         fw = FRAMEWORKS[name]
-        if fw.stack_prefix:          # --mindspore 2.9.0: a key of its framework's section
+        if fw.stack_prefix:          # --mindspore 2.9.0, --cann 8.0.RC3: a key of its framework's section
             return m.stack_for(fw, value).name
         return m.stack(value).name   # --torch: any stack by its name (`invoke ci-matrix` names them so)
 
     def given(self) -> bool:
-        return any((self.torch, self.mindspore, self.os, self.python, self.chip, self.platform))
+        return bool(self.named()) or any((self.os, self.python, self.chip, self.platform))
 
 
 _RECORDS = {"Output": Output, "Network": Network, "Choice": Choice}

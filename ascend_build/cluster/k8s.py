@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..errors import UserError
 from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
-from .launch import DEFAULT, HCCL_TIMEOUT, LAUNCHERS, MSRUN_LOG_DIR, RANK_WRAPPER
+from .launch import DEFAULT, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER, launcher_of
 
 RESOURCE = "huawei.com/Ascend910"
 OPERATOR_PORT = 2222           # the operator's default (containerPort named ascendjob-port)
@@ -183,7 +183,7 @@ POD_SCRIPTS = {"torchrun": LAUNCH, "msrun": LAUNCH_MINDSPORE}
 
 
 def launch_script(timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT) -> str:
-    launcher = LAUNCHERS[framework.launcher]
+    launcher = launcher_of(framework)
     # the planner's binding: torch_npu's CPU_AFFINITY_CONF and the wrapper, or msrun's --bind_core
     bind = BIND % {"wrapper": RANK_WRAPPER, "planner": PLANNER, "binds": "affinity" if launcher.affinity else "bind_core"}
     return POD_SCRIPTS[launcher.name] % {"timeout": timeout, "table": RANK_TABLE_DIR, "logs": MSRUN_LOG_DIR,
@@ -269,7 +269,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
         return {"replicas": count, "restartPolicy": "Never", "template": {
             "metadata": {"labels": {"ring-controller.atlas": ring, ROLE_LABEL: role}}, "spec": spec}}
 
-    if LAUNCHERS[framework.launcher].scheduler_pod:
+    if launcher_of(framework).scheduler_pod:
         # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
         scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
                                framework, cores)

@@ -2,7 +2,8 @@
 each started with the flags multi-node jobs need (host network, host IPC, memlock and
 open-file limits, the whole driver directory and /etc/hccn.conf, HCCL's connect timeout)
 and the framework's launcher: torchrun for torch_npu's `hccl` backend, msrun for MindSpore
-(node 0's msrun starts MindSpore's scheduler beside its workers). The per-node commands are
+(node 0's msrun starts MindSpore's scheduler beside its workers); a CANN-only image has none
+and is refused here (one command on its cards is `invoke run`'s). The per-node commands are
 printed, or run over ssh where the user asks; nothing here schedules anything."""
 from __future__ import annotations
 
@@ -47,18 +48,44 @@ RANK_WRAPPER = "; ".join([
 DEFAULT = next(iter(FRAMEWORKS.values()))       # an image nothing says more of: torch's
 
 
+# A readable tag without a framework word after its Python: a CANN-only image's
+# (cann8.0.rc3-910b-debian12-py3.11, then -nonnal, -uidN, the arch).
+_BARE_TAG = re.compile(r"(^|[:/])cann[0-9][^-:/]*-[^-]+-[^-]+-py3\.[0-9]+(-nonnal)?(-uid[0-9]+)?(-arm64|-amd64)?$")
+
+
+def named_in(fw: Framework, image: str) -> bool:
+    """The image's name says the framework: its tag word (mindspore), or for one without a word
+    (CANN only) a readable tag that names no framework."""
+    if fw.tag_word:
+        return fw is not DEFAULT and fw.tag_word in image.lower()
+    return bool(_BARE_TAG.search(image.lower()))
+
+
 def framework_of(image: str, labeled: str | None, asked: str = "auto") -> tuple[Framework, str]:
-    """(framework, why): as asked, else the image's own label, else its name (a stack's name
-    prefix in it: mindspore<release>), else the first framework (torch)."""
+    """(framework, why): as asked, else the image's own label, else its name (its framework's
+    word in it: mindspore<release>; a readable tag with none: CANN only), else the first
+    framework (torch)."""
     if asked != "auto":
         return get_framework(asked), "--framework"
     if labeled in FRAMEWORKS:
         return FRAMEWORKS[labeled], "the image's labels"
-    named = [f for f in FRAMEWORKS.values() if f.stack_prefix and f.stack_prefix in image.lower()]
+    named = [f for f in FRAMEWORKS.values() if named_in(f, image)]
     if named:
         return named[0], "the image's name (not here to read its labels)"
-    others = ", ".join(f"--framework {f.name} for {f.title}" for f in FRAMEWORKS.values() if f is not DEFAULT)
+    others = ", ".join(f"--framework {f.name} for {f.title}" for f in FRAMEWORKS.values()
+                       if f is not DEFAULT and f.launcher)     # the choice is of a launcher
     return DEFAULT, f"default (the image is not here to read its labels; {others})"
+
+
+def launcher_of(framework: Framework, why: str = "") -> Launcher:
+    """The framework's launcher, or why there is none: a CANN-only image has no ranks to start."""
+    if framework.launcher in LAUNCHERS:
+        return LAUNCHERS[framework.launcher]
+    having = ", ".join(f"{f.title} ({f.launcher})" for f in FRAMEWORKS.values() if f.launcher)
+    raise UserError(f"the image is {framework.title}" + (f", by {why}" if why else "") + ": it has no launcher "
+                    f"to start ranks with (torchrun, msrun: no --torchrun, --msrun, --hostfile or `invoke job`). "
+                    f"Run one command on its cards with `invoke run --image IMAGE -- CMD`, or use a framework's "
+                    f"image: {having}")
 
 
 def framework_for(engine, image: str, asked: str = "auto") -> tuple[Framework, str]:
@@ -113,7 +140,7 @@ class Launch:
 
     @property
     def launcher(self) -> Launcher:
-        return LAUNCHERS[self.framework.launcher]
+        return launcher_of(self.framework)
 
     def check(self) -> list[str]:
         """Refusals (raised) and warnings (returned)."""
@@ -248,10 +275,11 @@ def plan_launch(req: LaunchRequest, client: eng.Engine) -> tuple[Launch, list[li
     if req.node_rank is not None and not 0 <= req.node_rank < len(hosts):
         raise UserError(f"--node-rank {req.node_rank}: the hostfile has nodes 0-{len(hosts) - 1}")
     chosen, why = framework_for(client, req.image, req.framework)
-    console.note(f"# launcher: {chosen.launcher} ({chosen.name}, by {why})")
+    launcher = launcher_of(chosen, why)
+    console.note(f"# launcher: {launcher.name} ({chosen.name}, by {why})")
     cores = binding.plan_for_host(binding.parse_bind(req.bind, req.min_cores), req.host_root, req.devices, count)
     affinity = (binding.affinity_for(client, req.image, req.matrix)
-                if LAUNCHERS[chosen.launcher].affinity and cores.bound else None)
+                if launcher.affinity and cores.bound else None)
     say = console.show if req.dry else console.note
     for line in cores.lines() + ([f"torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})"]
                                  if affinity else []):

@@ -10,9 +10,10 @@ import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import console
-from ..matrix import FRAMEWORKS, Matrix
+from ..matrix import FRAMEWORKS, Framework, Matrix
 from ..platforms import PLATFORMS
 from .layout import is_310b_name, layout_of
 from .run import NPU_SMI, host_cards
@@ -47,7 +48,7 @@ class ImageFacts:
     platform: str | None
     runs_on: tuple[str, ...] = ()     # the drivers CANN's release notes say it runs on (25.2: any 25.2.x)
     user: str | None = None           # root, or UID:GID the image's containers run as
-    framework: str | None = None      # torch or mindspore, by which framework label it carries
+    framework: str | None = None      # torch, mindspore or cann, by which framework label it carries
     stack: str | None = None          # the matrix stack it was built from
     torch_npu: str | None = None      # its torch_npu release (a torch image)
 
@@ -133,12 +134,12 @@ def _runtimes(root: Path) -> set[str]:
 
 
 def examine(root: Path, user: str, image: ImageFacts | None = None, engine_runtimes: frozenset[str] | None = None,
-            choices: list[tuple[str, str, str | None]] | None = None, host_arch: str | None = None) -> list[Check]:
-    """Every check, in the order a user would fix them. `choices`: (stack, CANN, driver
-    it needs) for every line of the matrix, to say which image would run instead."""
+            choices: list[Line] | None = None, host_arch: str | None = None) -> list[Check]:
+    """Every check, in the order a user would fix them. `choices`: every line of the matrix
+    (`lines`), to say which image would run instead."""
     checks: list[Check] = []
     driver = host_driver(root)
-    known = [(st, c, d) for st, c, d in choices or [] if d]
+    known = [(ln.stack, ln.cann, ln.driver) for ln in choices or [] if ln.driver]
     oldest = min(known, key=lambda x: driver_key(x[2])) if known else None
     if driver and oldest and driver_key(driver) < driver_key(oldest[2]):
         checks.append(Check("NPU driver", "fail", driver,
@@ -249,10 +250,13 @@ def _limits() -> list[Check]:
     return checks
 
 
-def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[tuple[str, str, str | None]],
+def _image_checks(image: ImageFacts, driver: str | None, chip: str | None, choices: list[Line],
                   host_arch: str | None) -> list[Check]:
     checks = []
-    runnable = [f"{s} on CANN {c}" for s, c, d in choices if d and driver and driver_key(d) <= driver_key(driver)]
+    # the image that would run instead: a line of its own framework (by its label; else the first's)
+    mine = FRAMEWORKS.get(image.framework or "", next(iter(FRAMEWORKS.values())))
+    runnable = [f"{ln.stack} on CANN {ln.cann}" for ln in choices if ln.fw is mine and ln.driver and driver
+                and driver_key(ln.driver) <= driver_key(driver)]
     instead = f", or use the {runnable[-1]} image" if runnable else ""
     if image.runs_on and driver:
         if runs_on(driver, image.runs_on):
@@ -342,13 +346,21 @@ def read_image(engine, ref: str) -> ImageFacts | None:
                       labels.get(label("stack")), labels.get(label("torch-npu")))
 
 
-def lines(matrix: Matrix) -> list[tuple[str, str, str | None]]:
-    """(stack, CANN, driver it needs) for every line, by framework (torch's first), oldest first."""
+class Line(NamedTuple):
+    """A line as doctor weighs it: its stack, its CANN, the driver that CANN needs, its framework."""
+    stack: str
+    cann: str
+    driver: str | None
+    fw: Framework
+
+
+def lines(matrix: Matrix) -> list[Line]:
+    """Every line, by framework (torch's first), oldest first."""
     from packaging.version import Version
     order = list(FRAMEWORKS)
     stacks = sorted(matrix.stacks.values(), key=lambda st: (order.index(st.framework.name), Version(st.release),
                                                            st.name))
-    return [(st.name, st.cann, matrix.cann[st.cann].driver) for st in stacks]
+    return [Line(st.name, st.cann, matrix.cann[st.cann].driver, st.framework) for st in stacks]
 
 
 def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
@@ -382,7 +394,7 @@ def pick_stack(matrix: Matrix, driver: str, chip: str | None, torch: str | None 
     and why each newer one was skipped. Without `torch`, only the lines' own stacks (not
     variants like 2.12.0-26.1.0) are candidates."""
     skipped = []
-    for name, cann, _ in reversed(lines(matrix)):
+    for name, cann, _, _ in reversed(lines(matrix)):
         stack = matrix.stacks[name]
         if torch and stack.release != torch and name != torch:
             continue

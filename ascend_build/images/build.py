@@ -132,7 +132,9 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
         if site.dry:
             console.show(f"# stage {plan.toolkit.path} -> {ctx}/cann/toolkit/, {plan.kernels.path} -> {ctx}/cann/kernels/"
                          + (f", {plan.nnal.path} -> {ctx}/cann/nnal/" if plan.nnal else ""))
-            console.show(f"# stage requirements/{{{','.join(cell.stack.layers)}}}.txt (the lock without comments) from "
+            layers = ",".join(cell.stack.layers)
+            files = f"{{{layers}}}" if len(cell.stack.layers) > 1 else layers     # CANN only: cann.txt alone
+            console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
                          + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             if p.stops:     # the dry run ends as the real one would: a CI pre-flight fails here too

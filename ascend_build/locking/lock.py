@@ -37,13 +37,16 @@ def normalize(name: str) -> str:
 def requirements(matrix: Matrix, stack: Stack, arch: str) -> dict[str, list[str]]:
     """What each layer asks for, before resolution: CANN's Python needs (numpy bounded
     where that CANN needs it), then the framework's layers as its lock spec says (torch
-    with its companions and the stack's pins, torch_npu; or mindspore with the pins).
+    with its companions and the stack's pins, torch_npu; or mindspore with the pins; or
+    none, for CANN only, whose pins join CANN's layer).
     A companion is named without a version: its wheels' metadata pins the torch they fit,
     so the resolver picks the release made for this torch (the lock records it)."""
     cann = matrix.cann[stack.cann]
     pins = [f"{name}{spec}" for name, spec in sorted(stack.pins.items())]
     base = list(matrix.cann_python_deps) + [f"numpy{cann.numpy}" if cann.numpy else "numpy"]
-    return {"cann": base, **stack.framework.lock(stack, arch, pins)}
+    # CANN only: its layer is the image's only one, so the stack's pins go there
+    own = [] if stack.framework.layers else pins
+    return {"cann": base + own, **stack.framework.lock(stack, arch, pins)}
 
 
 def huawei_sums(matrix: Matrix, stack: Stack, python: str, arch: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from ..platforms import ARCHES
 from . import checker as s
 from . import imported, schema, semantics
 from .eras import cann_key
-from .frameworks import FRAMEWORKS, MINDSPORE, TORCH, Framework
+from .frameworks import CANN, FRAMEWORKS, MINDSPORE, TORCH, Framework
 from .model import Defaults, Matrix
 from .records import (
     Builder,
@@ -122,7 +122,7 @@ def _check_hand_beside_imported(c: s.Checkers, hand: Mapping[str, Any], facts: M
 
 def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
     d = hand.data
-    releases = {f.name: imported.package_releases(facts, f.releases) for f in FRAMEWORKS.values()}
+    releases = {f.name: imported.package_releases(facts, f.releases) for f in FRAMEWORKS.values() if f.paired}
     defaults = d["defaults"]
     return Matrix(
         files=files, source=hand,
@@ -183,17 +183,22 @@ def _stacks(d: Mapping[str, Any], releases: Mapping[str, Mapping[str, Any]]) -> 
                            st.get("builder", ""), tuple(st.get("companions") or ()))
         stacks[TORCH.stack_name(key)] = _stack(TORCH.stack_name(key), key, st, TORCH, st["torch"], st["torch_npu"],
                                                parts)
-    for key, st in (d.get("mindspore_stacks") or {}).items():
-        stacks[MINDSPORE.stack_name(key)] = _stack(MINDSPORE.stack_name(key), key, st, MINDSPORE, key, key, None)
+    # Keyed by their release: MindSpore's, or for CANN only the CANN release itself.
+    for fw in (MINDSPORE, CANN):
+        for key, st in (d.get(fw.section) or {}).items():
+            stacks[fw.stack_name(key)] = _stack(fw.stack_name(key), key, st, fw, key, key, None)
     return stacks
 
 
 def _stack(name: str, key: str, st: Mapping[str, Any], fw: Framework, release: str, package: str,
            torch: TorchParts | None) -> Stack:
-    return Stack(name=name, key=key, framework=fw, release=release, package=package, cann=st["cann"],
+    # NNAL's tree where no framework binary decides it: the record's, on every arch
+    abi = st.get("cxx11_abi") or ({a: fw.cxx11_abi for a in ARCHES} if fw.cxx11_abi is not None else {})
+    return Stack(name=name, key=key, framework=fw, release=release, package=package,
+                 cann=st["cann"] if fw.paired else key,
                  python_min=st["python"]["min"], python_max=st["python"]["max"], python_default=st["python"]["default"],
-                 pins=dict(st["pins"]), nnal=st.get("nnal"), torch_atb=bool(st.get("torch_atb")),
-                 cxx11_abi=dict(st.get("cxx11_abi") or {}), torch=torch)
+                 pins=dict(st.get("pins") or {}), nnal=st.get("nnal"), torch_atb=bool(st.get("torch_atb")),
+                 cxx11_abi=dict(abi), torch=torch)
 
 
 def _sources(d: Mapping[str, Any]) -> dict[str, Repo]:

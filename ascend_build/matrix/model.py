@@ -104,6 +104,12 @@ class Matrix:
 
     def _unknown(self, fw: Framework, key: str) -> str:
         defined = [st.key for st in self.stacks.values() if st.framework is fw]
+        if not fw.paired:           # CANN only: a stack is a CANN release the data knows
+            known = "a CANN release cann: knows" if key in self.cann else (
+                f"not a CANN release cann: knows ({', '.join(self.cann)}; `invoke update` imports Huawei's)")
+            return (f"unknown {fw.title} stack {key!r}; {self.path} defines: {', '.join(defined) or 'none'} "
+                    f"({fw.section}:). {key} is {known}; to add a line: a `{fw.section}:` entry keyed by it "
+                    f"with its Python range" + (f" (see the {defined[-1]} entry)" if defined else ""))
         mine = {r: v for r, v in self.releases.get(fw.name, {}).items() if r == key or r.startswith(key + ".")}
         paired = [r for r, v in mine.items() if v.cann]
         if mine and not paired:
@@ -130,6 +136,8 @@ class Matrix:
         """How the stack's release goes with its CANN: ("published", why) when it was made
         for that CANN, ("compatible", why) when Huawei's grid of TorchNPU series x CANN
         series says they work together; None when neither."""
+        if not st.framework.paired:
+            return "published", f"CANN {st.cann} alone: no framework release to pair with it"
         rel = self.release_of(st)
         if rel is None:
             return None
@@ -189,9 +197,9 @@ class Matrix:
         st = self.stack(stack)
         if st.torch is None:
             builds = [n for n, x in self.stacks.items() if x.framework.has_builder]
-            raise UserError(f"stack {st.name} is {st.title}: its images take the released wheel, so it has no "
-                            f"builder; builders are for what torch stacks compile (torch_npu and apex: --torch, "
-                            f"one of: {', '.join(builds)})")
+            has = "take the released wheel" if st.framework.layers else "have no framework"
+            raise UserError(f"stack {st.name} is {st.title}: its images {has}, so it has no builder; builders are "
+                            f"for what torch stacks compile (torch_npu and apex: --torch, one of: {', '.join(builds)})")
         b = self._flavor(st, flavor or st.torch.builder)
         usable = [p for p in b.pythons if p in st.pythons()]
         if python:
@@ -230,6 +238,9 @@ class Matrix:
         alias `images:` gives this very image."""
         run_as = parse_run_as(run_as or self.defaults.run_as)
         st = self.stack(stack)
+        if torch_atb and st.torch is None:
+            raise UserError(f"--torch-atb: torch_atb is NNAL's plugin for torch, and stack {st.name} is {st.title}, "
+                            f"which has no torch; build a torch stack with it (--torch)")
         if torch_atb and not st.torch_atb:
             st = dataclasses.replace(st, torch_atb=True)
         asked = st
@@ -326,7 +337,7 @@ class Matrix:
         """A chip whose images need a torch_npu made for it (chip_support:): the stack's
         TorchNPU release must be that one or newer."""
         need = self.chip_support.get(chip)
-        if need is None:
+        if need is None or not st.framework.paired:     # CANN only needs CANN's operator package alone
             return
         have = self.torchnpu_of(st)
         if have and Version(have) >= Version(need.torchnpu_from):

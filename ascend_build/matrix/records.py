@@ -253,8 +253,14 @@ class Stack:
         return (self.framework.section, self.key) + ((self.framework.package_key,) if self.framework.package_key else ())
 
     @property
+    def cann_path(self) -> tuple[str, ...]:
+        """Where its CANN release is written: stacks.2.1.0.cann, or the key of a stack keyed by it
+        (cann_stacks.8.0.RC3)."""
+        return (self.framework.section, self.key) + (("cann",) if self.framework.paired else ())
+
+    @property
     def flag(self) -> str:
-        """The command-line form that names it: `--torch 2.1.0` or `--mindspore 2.9.0`."""
+        """The command-line form that names it: `--torch 2.1.0`, `--mindspore 2.9.0`, `--cann 8.0.RC3`."""
         return f"{self.framework.flag} {self.key}"
 
     @property
@@ -341,8 +347,10 @@ class Cell:
     @property
     def name(self) -> str:
         """The readable tag: what is inside, lowercase."""
-        framework = f"{self.stack.framework.tag_word}{self.stack.release}{self.stack.variant_suffix}"
-        return f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}-{framework}".lower()
+        word = self.stack.framework.tag_word
+        # CANN only: its release is the CANN's, already said first
+        framework = f"-{word}{self.stack.release}{self.stack.variant_suffix}" if word else ""
+        return f"cann{self.cann.version}-{self.chip}-{self.os.name}-py{self.python}{framework}".lower()
 
     @property
     def user(self) -> tuple[int, int] | None:

@@ -44,7 +44,7 @@ PinsOf = Callable[[Stack], Mapping[str, str]]
 
 
 def stack_rows(matrix: Matrix, pins_of: PinsOf | None = None) -> list[dict[str, str]]:
-    """Every line the matrix knows (torch and MindSpore), buildable or not in `images:`;
+    """Every line the matrix knows (torch, MindSpore, CANN only), buildable or not in `images:`;
     the companions at their locked versions when `pins_of` reads the locks."""
     rows = []
     for st in matrix.stacks.values():
@@ -81,7 +81,7 @@ def _toolchain(matrix: Matrix, st) -> str:
     """The stack's gcc, its builder, and the other flavors that serve it (its gcc, one of its
     Pythons, its CANN era)."""
     if st.torch is None:
-        return "none (release wheel only)"
+        return "none (release wheel only)" if st.framework.layers else "none (no framework)"
     if not st.torch.builder:
         return f"gcc {st.torch.gcc}, no builder flavor (release wheel only)"
     others = [n for n, b in matrix.builders.items() if n != st.torch.builder and b.serves(st)]

@@ -90,6 +90,10 @@ _MINDSPORE_STACKS = s.map_of(s.string(MINDSPORE_RELEASE, "a MindSpore release li
     "cann": s.string(), "python": _pythons(), "pins": _pins(),
 }, {"nnal": s.boolean, "cxx11_abi": s.map_of(s.one_of(*ARCHES), s.boolean)}))
 
+# CANN only: keyed by the CANN release; no framework release to pair, so no `cann:` of its own.
+_CANN_STACKS = s.map_of(s.string(VERSION, "a CANN release like 8.0.RC3"), s.record({"python": _pythons()},
+                                                                              {"pins": _pins(), "nnal": s.boolean}))
+
 _BUILDERS = s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
     "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
     "family": s.one_of("manylinux", "apt"),
@@ -168,6 +172,7 @@ MATRIX = s.record({
                            "glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
                                              s.string(r"2\.[0-9]+", "a glibc version like \"2.38\""))}),
     "mindspore_stacks": _MINDSPORE_STACKS,
+    "cann_stacks": _CANN_STACKS,
 })
 
 _WHEEL_TAG = s.string(r"cp3[0-9]+-(aarch64|x86_64)", "a tag like cp310-aarch64")

@@ -23,7 +23,7 @@ def check(m: Matrix, c: Checkers) -> None:
         # alike in all of them would share tags.
         other = seen.setdefault((st.framework.name, st.release, st.cann, st.variant_suffix), st.name)
         if other != st.name:
-            c.fail((st.framework.section, st.key, "cann"),
+            c.fail(st.cann_path,
                    f"stacks {other} and {st.name} both put {st.framework.package_title} {st.package} on CANN "
                    f"{st.cann}; their images would carry one name: keep one of them")
     _check_defaults(m, c)
@@ -51,11 +51,11 @@ def _check_cann(m: Matrix, c: Checkers) -> None:
 def _check_stack(m: Matrix, c: Checkers, st: Stack) -> None:
     path = (st.framework.section, st.key)
     if st.cann not in m.cann:
-        c.fail(path + ("cann",), f"got {st.cann!r}; CANN releases defined under cann: {', '.join(m.cann)}")
+        c.fail(st.cann_path, f"got {st.cann!r}; CANN releases defined under cann: {', '.join(m.cann)}")
     rel = m.release_of(st)
-    if rel is None:
+    if rel is None and st.framework.paired:       # CANN only: no package of its own to pair
         _unknown_release(m, c, st)
-    else:
+    elif rel is not None:
         _check_pairing(m, c, st, rel)
         _check_wheels(c, st, rel)
     if st.torch is not None:
@@ -95,7 +95,7 @@ def _check_pairing(m: Matrix, c: Checkers, st: Stack, rel: PackageRelease) -> No
         return
     works = f"; by Huawei's grid TorchNPU {rel.series}.x works with CANN {', '.join(x + '.x' for x in grid)}" \
         if grid else ""
-    c.fail((fw.section, st.key, "cann"), f"{what} was released for CANN {', '.join(rel.cann) or 'none'}, not "
+    c.fail(st.cann_path, f"{what} was released for CANN {', '.join(rel.cann) or 'none'}, not "
            f"{st.cann}{works}; use cann: {(list(rel.cann) or [grid[-1] + '.0'])[0]}{other}")
 
 
@@ -141,6 +141,8 @@ def _check_numpy(m: Matrix, c: Checkers, st: Stack) -> None:
     path = (st.framework.section, st.key)
     numpy = st.pins.get("numpy")
     if numpy is None:
+        if not st.framework.layers:     # CANN's own layer, the image's only one, bounds numpy itself
+            return
         c.fail(path + ("pins",), f"CANN {st.cann} needs numpy{cann.numpy}; add numpy: \"{cann.numpy}\" to the pins")
     elif _allows_outside(numpy, cann.numpy):
         c.fail(path + ("pins", "numpy"), f"got {numpy!r}, which admits numpy versions CANN {st.cann} "

@@ -16,9 +16,9 @@ from tests.conftest import label
 def pytest_collection_modifyitems(config, items):
     """The checks that do not apply to this image are left out (pytest says "deselected"),
     not skipped: a torch check on a MindSpore image (it asks for `torch_cell`), a MindSpore
-    check on a torch image, NNAL's checks where the image has no NNAL (needs_nnal), the
-    companions' where its stack has none (needs_companions). Under CI=true a skip fails, so
-    what is left must run."""
+    check on a torch image, both on a CANN-only image (its framework, cann, is neither), NNAL's
+    checks where the image has no NNAL (needs_nnal), the companions' where its stack has none
+    (needs_companions). Under CI=true a skip fails, so what is left must run."""
     image = config.getoption("--image")
     applies = _what_applies(config, image) if image else None
     if applies is None:

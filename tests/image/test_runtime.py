@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from packaging.version import Version
 from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.locking.lock import Lock, normalize, pinned_versions
+from ascend_build.matrix import FRAMEWORKS
 from tests.image.conftest import run_on_npu
 
 
@@ -147,6 +149,17 @@ def test_python_version(host, cell):
     assert pyjson(host, "import json, sys; print(json.dumps('%d.%d' % sys.version_info[:2]))") == cell.python
 
 
+def framework_packages(cell) -> set[str]:
+    """The framework's own packages (normalized): the first requirement of each of its layers
+    (torch and torch-npu, mindspore); none for a CANN-only image."""
+    specs = cell.stack.framework.lock(cell.stack, cell.arch, [])
+    return {normalize(re.split(r"[=<>!~ @;\[]", reqs[0], maxsplit=1)[0]) for reqs in specs.values()}
+
+
+# Every framework's own packages: what a CANN-only image must hold none of.
+ANY_FRAMEWORK = {"torch"} | {normalize(f.package) for f in FRAMEWORKS.values() if f.package}
+
+
 def _installed(host) -> dict[str, str]:
     return pyjson(host, "import json, importlib.metadata as m; "
                         "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version "
@@ -234,6 +247,10 @@ def test_package_manifest_is_in_the_image(host, cell):
     assert f"version={cell.cann.version}" in text and f"arch={cell.arch}" in text
     assert "# pip freeze" in text
     lines = text.splitlines()
+    if not cell.stack.framework.layers:     # CANN only: no framework's package in the freeze
+        frozen = {normalize(re.split(r"==| @", line, maxsplit=1)[0]) for line in lines if "==" in line or " @ " in line}
+        assert frozen and not frozen & ANY_FRAMEWORK, sorted(frozen & ANY_FRAMEWORK)
+        return
     if cell.stack.torch is None:          # MindSpore: its release, the wheel the lock names
         assert f"{cell.stack.framework.package}=={cell.stack.package}" in lines
         return
@@ -323,7 +340,8 @@ def test_byte_code_scripts_and_dependencies_are_the_images_own(host):
     what pip in the image makes: byte code valid for the image's Python, console scripts
     that start the venv's python, and `pip check` clean."""
     found = pyjson(host, _VENV_CHECK)
-    assert found["pyc"] > 1000, "torch alone has thousands of modules: the venv was not byte-compiled"
+    # torch alone has thousands of modules; CANN's own needs (sympy, scipy) over a thousand
+    assert found["pyc"] > 1000, "the venv was not byte-compiled"
     assert found["bad"] == []
     assert found["shebangs"] and all(s in ("#!/opt/venv/bin/python3", "#!/opt/venv/bin/python")
                                      or s.startswith("#!/bin/sh") for s in found["shebangs"]), found["shebangs"]
@@ -383,8 +401,10 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
         entry = libraries.get(f"pypi:{name}")
         assert entry and entry["version"] == pin.version, name
         assert [h["content"] for h in entry.get("hashes", [])][:1] and entry["hashes"][0]["content"] in pin.hashes, name
-    framework = {"torch": {"pypi:torch", "pypi:torch-npu"}, "mindspore": {"pypi:mindspore"}}[cell.stack.framework.name]
-    assert framework <= set(libraries)
+    mine = framework_packages(cell)         # none for CANN only
+    assert {f"pypi:{p}" for p in mine} <= set(libraries)
+    others = {f"pypi:{p}" for p in ANY_FRAMEWORK - mine} & set(libraries)
+    assert not others, f"another framework's packages in a {cell.stack.title} image: {sorted(others)}"
     os_packages = [r for r in libraries if r.startswith(("deb:", "rpm:"))]
     assert len(os_packages) > 50 and ("deb:bash" in os_packages or "rpm:bash" in os_packages)
 
@@ -392,6 +412,9 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
 def test_labels_describe_the_contents(labels, cell):
     assert labels[f"{LABEL_PREFIX}.cann"] == cell.cann.version
     assert labels[f"{LABEL_PREFIX}.{cell.stack.framework.release_label}"] == cell.stack.release
+    # no other framework's label (every image carries .cann, CANN only's, with its CANN)
+    others = [f"{LABEL_PREFIX}.{f.release_label}" for f in FRAMEWORKS.values() if f.layers and f is not cell.stack.framework]
+    assert others and not [k for k in others if k in labels]
     if cell.stack.torch is None:
         assert f"{LABEL_PREFIX}.torch" not in labels
     else:

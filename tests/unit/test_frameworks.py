@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.cluster.launch import LAUNCHERS, framework_of
+from ascend_build.cluster.launch import LAUNCHERS, framework_of, launcher_of
+from ascend_build.errors import UserError
 from ascend_build.images.render import TEMPLATES, runtime_dockerfile
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import FRAMEWORKS, load_matrix, schema
@@ -24,12 +25,20 @@ def test_what_a_record_names_exists(fw):
     block = (TEMPLATES / fw.template).read_text()
     for macro in ("native", "steps", "labels"):
         assert re.search(rf"{{%-? macro {macro}\(", block), (fw.template, macro)
-    assert fw.launcher in LAUNCHERS
-    assert fw.releases in schema.IMPORTED_KEYS
+    if fw.launcher:
+        assert fw.launcher in LAUNCHERS and fw.operator_label
+    else:                   # CANN only: no ranks to start, and `invoke run`/`job` say so
+        with pytest.raises(UserError, match="it has no launcher to start ranks with"):
+            launcher_of(fw)
+    if fw.paired:
+        assert fw.package and fw.releases in schema.IMPORTED_KEYS
+    else:                   # no package of its own: nothing to pair, a stack keyed by its CANN
+        assert not (fw.package or fw.package_key)
     stacks = [st for st in MATRIX.stacks.values() if st.framework is fw]
     assert stacks, f"no stack of {fw.name} in the matrix to hold the record against"
     for st in stacks:
         assert st.name == fw.stack_name(st.key) and st.flag == f"{fw.flag} {st.key}"
+        assert fw.paired or st.cann == st.release == st.key
         assert set(locks.requirements(MATRIX, st, "aarch64")) == set(st.layers) == {"cann", *fw.layers}
         text = runtime_dockerfile(MATRIX, st, MATRIX.os["debian12"]).text
         assert f'.{fw.release_label}="{st.release}"' in text, "the label an image is known by"

@@ -36,7 +36,7 @@ def test_a_release_no_stack_pairs_with_the_cann_is_refused_naming_the_nearest():
 
 
 @pytest.mark.parametrize("ref, message", [
-    ("quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11", "a CANN-only image (no framework) is not an image"),
+    ("quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11", "no CANN-only stack of CANN 9.0.1"),
     ("quay.io/ascend/torch-npu:latest", "a torch-npu tag reads"),
     ("quay.io/ascend/torch-npu", "not an image reference with a tag"),
     ("quay.io/ascend/vllm-ascend:v0.9.0", "vllm-ascend is neither"),

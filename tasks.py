@@ -183,16 +183,17 @@ def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", c
 
 @task(iterable=["platform"], help=helptext.PUSH)
 @user_errors
-def push(c, registry=None, repository="ascend-runtime", torch=None, os=None, python=None, chip=None, platform=None,
-         join=True, docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False, verbose=False):
+def push(c, registry=None, repository="ascend-runtime", torch=None, mindspore=None, cann=None, os=None, python=None,
+         chip=None, platform=None, join=True, docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False,
+         verbose=False):
     """Push tested images (skipping content the registry has) and join their arches."""
     images.push(of(images.PushOptions, locals()))
 
 
 @task(iterable=["platform"], help=helptext.JOIN)
 @user_errors
-def join(c, registry=None, torch=None, os=None, python=None, chip=None, platform=None, docker=None, engine="docker",
-         dry=False, matrix="matrix.yaml", quiet=False, verbose=False):
+def join(c, registry=None, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None,
+         docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False, verbose=False):
     """Join the per-arch images already in the registry into one manifest list per tag."""
     images.join(of(images.PushOptions, locals()))
 

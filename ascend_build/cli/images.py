@@ -15,7 +15,7 @@ from ..errors import TestsFailed, UserError
 from ..images import steps
 from ..images.render import ROOT
 from ..matrix import Cell, Matrix, load_matrix
-from .options import Output, required
+from .options import Choice, Output, required
 from .wrap import exit_with
 
 
@@ -51,6 +51,8 @@ class PushOptions:
     registry: str | None = None
     repository: str = "ascend-runtime"
     torch: str | None = None
+    mindspore: str | None = None
+    cann: str | None = None
     os: str | None = None
     python: str | None = None
     chip: str | None = None
@@ -63,9 +65,12 @@ class PushOptions:
 
     def cells(self, m: Matrix) -> list[Cell]:
         """The images to push: `images:`, or the one the options name (on each --platform)."""
-        if not any((self.torch, self.os, self.python, self.chip, self.platform)):
+        choice = Choice(torch=self.torch, mindspore=self.mindspore, cann=self.cann, os=self.os, python=self.python,
+                        chip=self.chip)
+        if not (choice.given() or self.platform):
             return m.image_cells()
-        return [m.cell(self.torch, self.os, self.python, self.chip, p) for p in (self.platform or [m.defaults.platform])]
+        stack = choice.stack(m)
+        return [m.cell(stack, self.os, self.python, self.chip, p) for p in (self.platform or [m.defaults.platform])]
 
 
 def push(o: PushOptions) -> None:

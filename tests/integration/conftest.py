@@ -247,3 +247,46 @@ def build_stage(engine, matrix_path: Path, cell: dict, site, stage: str, tag: st
         assert engine.build(req, log) == 0, log.read_text()[-4000:]
     shutil.rmtree(ctx, ignore_errors=True)
     return target
+
+
+# The 2.10.0 line's source build on the new toolchain (test_source_build_trixie.py): the
+# offline Debian 13 builder (gcc 13, Python 3.13) and the stand-in torch_npu compiled in it.
+# A session's, so that test_build_train_26.py (the same lane, the same OS and Python) can load
+# that wheel's extension in its image instead of a second runtime image being built for it.
+TRIXIE_BUILDER_REPO = "ascend-build-test/builder"
+TRIXIE_BUILDER = f"{TRIXIE_BUILDER_REPO}:torch2.10.0-debian13-gcc13-py3.13-cross-arm64"   # trixie's gcc-13 cross compiler
+TRIXIE_COMMON = ["--torch", "2.10.0", "--python", "3.13", "--platform", "linux/arm64",
+                 "--base-image", f"debian:trixie={TRIXIE}"] + (["--ca-bundle", str(CA)] if CA.exists() else [])
+
+
+@pytest.fixture(scope="session")
+def trixie_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ascend-cache-trixie")
+
+
+@pytest.fixture(scope="session")
+def trixie_src(tmp_path_factory) -> Path:
+    """The stand-in torch_npu tree, versioned for the 2.10.0 line (its tag's submodules:
+    op-plugin and nlohmann)."""
+    from tests.doubles import standin_repos as sr
+    return sr.plain_tree(tmp_path_factory.mktemp("standin-2100") / "torch_npu_src", version="2.10.0", nlohmann=True)
+
+
+@pytest.fixture(scope="session")
+def trixie_builder(engine, trixie_arm64_base, trixie_cache):
+    out = invoke_cached(trixie_cache, "builder", "--repository", TRIXIE_BUILDER_REPO, "--flavor", "debian13",
+                        "--retest", *TRIXIE_COMMON)
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def trixie_wheel(trixie_builder, trixie_cache, trixie_src) -> tuple[Path, str]:
+    """(the wheel, `torch-npu`'s output)."""
+    out = invoke_cached(trixie_cache, "torch-npu", "--repository", TRIXIE_BUILDER_REPO, "--flavor", "debian13",
+                        "--src", str(trixie_src), *TRIXIE_COMMON)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    wheel = Path(out.stdout.strip().splitlines()[-1])
+    assert wheel.is_file() and wheel.name.startswith("torch_npu-2.10.0-cp313-cp313-linux_aarch64"), wheel
+    return wheel, out.stdout
+

@@ -13,7 +13,11 @@ switch (ASCEND_BUILD_TEST_ONLY_TORCH_FROM_PYPI=1): the lock says so, the CUDA ch
 aside, and the image's labels say it is not one to ship (`invoke push` refuses it:
 tests/unit/test_gate.py). Without the switch the same lock is refused before anything
 resolves. (Until 2026-11-27 this module built the 2.12.0 line the same way, with PyPI's
-CUDA torch: 5.8 GB and most of a lane's time; the 2.12.0 plan stays in the unit tests.)"""
+CUDA torch: 5.8 GB and most of a lane's time; the 2.12.0 plan stays in the unit tests.)
+This image is also where the lane's source build on Debian 13 (test_source_build_trixie.py)
+is loaded: its stand-in torch_npu extension, compiled by the builder's gcc 13, imports in the
+image's Python 3.13; and where `invoke doctor --image` matches an image to hosts by the drivers
+its CANN runs on."""
 from __future__ import annotations
 
 import os
@@ -26,7 +30,7 @@ from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
-from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, image_exists
+from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, TRIXIE_BUILDER, image_exists
 
 STACK = dict(stack="2.10.0-26.1.0", os="debian13", python="3.13", platform="linux/arm64")
 SWITCHED = {**os.environ, TEST_ONLY_SWITCH: "1"}
@@ -60,9 +64,7 @@ def matrix_26(tmp_path_factory, packages_910):
 
 @pytest.fixture(scope="module")
 def built_26(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_factory):
-    # The default build network, as test_source_build_trixie's 2.10.0 build before it in this
-    # lane: the network is part of BuildKit's cache key, and on the same one this build takes
-    # that build's Debian 13 OS layers (5 minutes of apt under qemu) instead of making them.
+    # The default build network: the network is part of BuildKit's cache key.
     cache = tmp_path_factory.mktemp("cache-910")
     out = invoke("build", "--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--platform", "linux/arm64",
                  "--packages", str(packages_910), "--offline", "--require-pins",
@@ -116,3 +118,42 @@ def test_the_lock_made_under_the_switch_says_so_and_is_not_taken_without_it(matr
     out = invoke("build", "--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--dry", "--matrix",
                  str(matrix_26))
     assert out.returncode == 2 and "is stale" in out.stderr, out.stdout + out.stderr
+
+
+def test_the_source_built_extension_compiled_by_gcc_13_loads_in_the_image(engine, built_26, matrix_26, trixie_wheel):
+    """The wheel test_source_build_trixie.py compiled (the stand-in torch_npu, cp313 aarch64)
+    unpacked beside the image's own packages: its extension loads in the image's Python 3.13
+    and reports the builder's gcc 13 as its compiler."""
+    wheel, _ = trixie_wheel
+    tag = f"{REPO}:{load_matrix(matrix_26).cell(**STACK).name}-arm64"
+    gcc = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", TRIXIE_BUILDER, "bash", "-c",
+                                        "$CC -dumpfullversion"), capture_output=True, text=True)
+    assert gcc.returncode == 0, gcc.stderr
+    script = (f"python -m zipfile -e /wheel/{wheel.name} /tmp/standin && cd /tmp && PYTHONPATH=/tmp/standin "
+              "python -c 'import torch_npu._standin as t; print(t.__file__); print(t.compiler())'")
+    got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", "--user", "0",
+                                        "-v", f"{wheel.parent}:/wheel:ro", tag, "bash", "-c", script),
+                         capture_output=True, text=True)
+    assert got.returncode == 0, got.stdout + got.stderr
+    where, compiler = got.stdout.strip().splitlines()[-2:]
+    assert where.startswith("/tmp/standin/torch_npu/"), where
+    assert gcc.stdout.strip().startswith("13.")
+    assert compiler.split()[0] == gcc.stdout.strip()
+
+
+def test_doctor_reads_the_built_image_and_matches_it_to_a_host(engine, built_26, matrix_26, tmp_path):
+    """`invoke doctor --image` on the image built above: CANN 9.1.0's image carries the drivers
+    its release notes say it runs on; a host on 24.1.0 is refused and told which line would
+    run; 25.5.0 (in the 25.5 series) can."""
+    from tests.doubles.host_roots import make_host
+    tag = f"{REPO}:{load_matrix(matrix_26).cell(**STACK).name}-arm64"
+    task = [sys.executable, "-m", "invoke", "doctor", "--image", tag, "--user", "alice", "--root"]
+    old = subprocess.run(task + [str(make_host(tmp_path / "old", driver="24.1.0"))], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert old.returncode == 1, old.stdout + old.stderr
+    assert "CANN 9.1.0's release notes list the drivers it runs on, and 24.1.0 is not one of them" in old.stdout
+    assert "or use the 2.4.0 on CANN 8.0.0 image" in old.stdout
+    new = subprocess.run(task + [str(make_host(tmp_path / "new", driver="25.5.0"))], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert new.returncode == 0, new.stdout + new.stderr
+    assert "CANN 9.1.0 runs on 25.5.0 (its release notes:" in new.stdout

@@ -21,15 +21,20 @@ CELL = dict(stack="mindspore2.9.0", os="debian12", python="3.11", platform="linu
 
 
 @pytest.fixture(scope="module")
-def built_mindspore(engine, arm64_base, zipped_packages, matrix_900, tmp_path_factory):
+def mindspore_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache-mindspore")
+
+
+@pytest.fixture(scope="module")
+def built_mindspore(engine, arm64_base, zipped_packages, matrix_900, mindspore_cache):
     cmd = [sys.executable, "-m", "invoke", "build", "--mindspore", "2.9.0", "--os", "debian12", "--python", "3.11",
            "--platform", "linux/arm64", "--packages", str(zipped_packages), "--offline", "--require-pins",
            "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(matrix_900),
            "--network", "host"]
     if CA.exists():
         cmd += ["--ca-bundle", str(CA)]
-    cache = tmp_path_factory.mktemp("cache-mindspore")
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ASCEND_BUILD_CACHE": str(mindspore_cache)})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     return out
 
@@ -50,6 +55,25 @@ def test_mindspore_2_9_builds_on_the_cann_9_double_and_passes_both_suites(engine
     assert labels["io.ascend-build.mindspore"] == "2.9.0" and labels["io.ascend-build.cann"] == "9.0.0"
     assert "io.ascend-build.torch" not in labels and labels["io.ascend-build.apex"] == "absent"
     assert labels["io.ascend-build.lock"].startswith("mindspore2.9.0/py3.11-aarch64 ")
+
+
+def test_the_cann_9_0_0_zips_were_checked_and_the_image_carries_the_9_x_layout(engine, built_mindspore, matrix_900,
+                                                                                  mindspore_cache):
+    """CANN 9.0.0 as Huawei publishes it: both installers came out of their .zip after its sum
+    was checked (only the verified .run files are kept), and the image carries the 9.x layout
+    (cann-9.0.0 tree), the driver labels and the ENV of that release."""
+    out = built_mindspore
+    cell = load_matrix(matrix_900).cell(**CELL)
+    assert cell.cann.era.name == "9" and cell.kernels.file == "Ascend-cann-910b-ops_9.0.0_linux-aarch64.run"
+    assert out.stdout.count("sha256 matches Huawei's published sum; took") == 2, out.stdout[-3000:]
+    assert not any(p.suffix == ".run" for p in (mindspore_cache / "cann").glob("*")), "only the verified .run copies are kept"
+    tag = f"{REPO}:{cell.name}-arm64"
+    labels = json.loads(subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Labels}}", tag),
+                                       capture_output=True, text=True).stdout)
+    assert labels["io.ascend-build.driver"] == "26.0.RC1"
+    env = subprocess.run(engine.command("image", "inspect", "--format", "{{json .Config.Env}}", tag),
+                         capture_output=True, text=True).stdout
+    assert "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.0.0" in env
 
 
 def test_the_mindspore_wheel_in_the_image_is_huaweis(engine, built_mindspore, matrix_900):

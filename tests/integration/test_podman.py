@@ -1,18 +1,26 @@
-"""The podman path, for real (root here; see the README for rootless): the 2.1.0 arm64
-image built by `invoke build --engine podman` from the same Dockerfile (bind, secret and
-cache mounts, the build machine's stages, the same build context), its image suite run
-through testinfra's podman backend before the tag, the secrets scan on podman's own image,
-`invoke test --image`, push and join to the local registry, and `invoke run --dry` on a
-910B host's layout. It is built --reproducible: `invoke verify` builds it again from its
-labels and finds the same image ID, names the layer and file planted in a copy, and the
-rebuild's push to the registry uploads no layer.
+"""The podman path, for real (root here; see the README for rootless): the CANN-only arm64
+image of CANN 8.0.RC3 (Debian 12, Python 3.11, the 910b kernels; the doubles the lane's 2.1.0
+image takes) built by `invoke build --engine podman --cann 8.0.RC3` from its rendered
+Dockerfile (bind, secret and cache mounts, the build machine's stages, the same build
+context), its image suite run through testinfra's podman backend before the tag, the secrets
+scan on podman's own image, `invoke test --image`, push and join to the local registry, and
+`invoke run --dry` on a 910B host's layout. It is built --reproducible: `invoke verify`
+builds it again from its labels and finds the same image ID, names the layer and file
+planted in a copy, and the rebuild's push to the registry uploads no layer.
+
+Why the CANN-only image: what differs with podman is the engine, not the framework. The
+runtime Dockerfile's steps up to CANN are every image's; torch and torch_npu are two more pip
+layers of the same kind as CANN's own (the fast path's native stage, then the copy into the
+image), which docker builds in the lane's 2.1.0 image. Until 2026-11-27 podman built that
+whole 2.1.0 image and verify rebuilt it (850 s of a cold run); the CANN-only image takes
+about a third of that.
 
 podman and docker share no image store and no layer cache. So that this module proves
 what differs with podman without installing the OS packages under qemu a second time,
 podman starts FROM docker's image of the same Dockerfile's first stage (the OS packages
 and Python, which docker built for the main image), moved over with `docker save | podman
-load`; every later stage (the venv, CANN, torch, torch_npu, the project's files) podman
-builds itself."""
+load`; every later stage (the venv, CANN's Python packages, CANN, the project's files)
+podman builds itself."""
 from __future__ import annotations
 
 import hashlib
@@ -31,6 +39,10 @@ from ascend_build.images.registry import platforms_of
 from ascend_build.matrix import load_matrix
 from tests.conftest import usable_engine
 from tests.integration.conftest import BOOKWORM, ROOT, SECRET_MARKER, STACK, image_exists, scan_saved
+
+# The CANN-only image of the lane's CANN (the doubles of `packages`, pinned in `pinned_matrix`).
+CANN_ONLY = dict(stack="cann8.0.RC3", os="debian12", python="3.11", platform="linux/arm64")
+SELECT = ["--cann", "8.0.RC3", "--os", "debian12", "--python", "3.11", "--platform", "linux/arm64"]
 
 REPO = "ascend-build-test/podman-runtime"
 
@@ -65,7 +77,7 @@ def podman_base(podman, engine, built, arm64_base, amd64_base, pinned_matrix, ca
     plain Debian base its native stages start from."""
     from ascend_build import engine as eng
     from ascend_build.matrix import load_matrix
-    cell = load_matrix(pinned_matrix).cell(**STACK)
+    cell = load_matrix(pinned_matrix).cell(**CANN_ONLY)
     arm64 = OS_BASE.format(arch="arm64")
     from ascend_build.images.render import runtime_dockerfile
     dockerfile = runtime_dockerfile(load_matrix(pinned_matrix), cell.stack, cell.os).path
@@ -100,14 +112,13 @@ def site_args(podman_base, pinned_matrix, ca_bundle) -> list[str]:
 @pytest.fixture(scope="module")
 def podman_built(podman, podman_base, packages, pinned_matrix, ca_bundle):
     started = time.monotonic()
-    out = invoke("build", "--engine", "podman", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11",
-                 "--platform", "linux/arm64", "--packages", str(packages), "--offline", "--require-pins",
+    out = invoke("build", "--engine", "podman", *SELECT, "--packages", str(packages), "--offline", "--require-pins",
                  *site_args(podman_base, pinned_matrix, ca_bundle), "--repository", REPO, "--reproducible",
                  env={**os.environ, "ASCEND_BUILD_CACHE": str(packages / "cache")})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     assert "pip runs on the build machine" in out.stdout, "the fast path with podman too"
-    print(f"podman build of the 2.1.0 arm64 image (every stage after the OS one): {time.monotonic() - started:.0f} s")
-    return out, f"{REPO}:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
+    print(f"podman build of the CANN-only arm64 image (every stage after the OS one): {time.monotonic() - started:.0f} s")
+    return out, f"{REPO}:{load_matrix(pinned_matrix).cell(**CANN_ONLY).name}-arm64"
 
 
 def test_podman_builds_tests_then_tags(podman, podman_built):
@@ -146,10 +157,10 @@ def test_no_secret_in_podmans_image(podman, podman_built, ca_bundle):
 
 
 def test_push_and_join_with_podman(podman, podman_built, registry, pinned_matrix):
-    cell = load_matrix(pinned_matrix).cell(**STACK)
+    cell = load_matrix(pinned_matrix).cell(**CANN_ONLY)
+    assert cell.name == "cann8.0.rc3-910b-debian12-py3.11", cell.name
     remote = f"{registry}/podman-runtime"
-    select = ["--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/arm64",
-              "--matrix", str(pinned_matrix)]
+    select = [*SELECT, "--matrix", str(pinned_matrix)]
     out = invoke("push", "--engine", "podman", "--registry", remote, "--repository", REPO, *select)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"pushed {remote}:{cell.name}-arm64" in out.stdout
@@ -193,7 +204,7 @@ def test_verify_rebuilds_the_same_image(podman, podman_built, verified):
     assert f"image ID: the same, sha256:{image_id}" in out.stdout
     assert f"verified: {podman_built[1]} is the same bytes, layer for layer" in out.stdout
     rows = [line for line in out.stdout.splitlines() if re.match(r"\s+\d+  sha256:", line)]
-    assert len(rows) > 10 and all(" same: " in row for row in rows), rows
+    assert len(rows) > 5 and all(" same: " in row for row in rows), rows
     assert kept and image_exists(podman, kept)
 
 

@@ -338,3 +338,19 @@ def test_the_pages_name_the_image_its_one_line_build_makes():
         assert tag in text and command in text, page
     assert "CANN-only image has not run on an NPU" in (ROOT / "docs/unverified.md").read_text()
     assert "`cann_stacks:`" in (ROOT / "docs/adding.md").read_text()
+
+
+def test_push_and_join_name_a_cann_only_or_mindspore_image_by_its_own_option():
+    """`invoke push`/`join` took only --torch: the other frameworks' images are named by
+    their own option, as `build` names them, and two framework options are refused."""
+    from ascend_build.cli.images import PushOptions
+    from ascend_build.cli.options import Output
+    out = Output()
+    cann = PushOptions(out, cann="8.0.RC3", os="debian12", python="3.11").cells(MATRIX)
+    assert [c.name for c in cann] == ["cann8.0.rc3-910b-debian12-py3.11"]
+    ms = PushOptions(out, mindspore="2.9.0", os="debian12").cells(MATRIX)
+    assert [c.name for c in ms] == ["cann9.0.0-910b-debian12-py3.11-mindspore2.9.0"]
+    with pytest.raises(UserError, match="--torch and --cann each name the image's framework"):
+        PushOptions(out, torch="2.1.0", cann="8.0.RC3").cells(MATRIX)
+    # none named: every image of `images:`
+    assert PushOptions(out).cells(MATRIX) == MATRIX.image_cells()

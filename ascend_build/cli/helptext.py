@@ -230,7 +230,8 @@ SBOM = {
     "fresh": "make it from the image's contents even if the image carries one", **ENGINE,
 }
 PIN = {
-    **MATRIX, "file": "a CANN .run file to hash (repeatable)",
+    **MATRIX, "file": "a CANN .run file, or a CPython tarball `pythons:` names (Python-3.12.13.tar.xz), to hash "
+                      "(repeatable)",
     "packages": "hash every CANN file the matrix knows found in this folder (repeatable)",
     "cann": "pin every file of this CANN release, downloading what is not in --packages or the cache",
     "offline": "with --cann: never download",

@@ -244,15 +244,18 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
         console.say(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
                     f"({len(lock.packages)} packages, sha256-checked)")
         return lock
-    hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
-            "makes one")
-    # Locks are read from beside the matrix file: one copied elsewhere (--matrix) leaves the
-    # checkout's behind. Say so when the checkout's lock was made from what this matrix asks.
+    # Locks are read from beside the matrix file. A matrix copied elsewhere (--matrix) that has
+    # none beside it takes the checkout's, where that lock was made from what this matrix asks
+    # (the same inputs digest): building unlocked there made an image with two numpys.
     if matrix.path.parent.resolve() != ROOT.resolve():
         theirs = locks.read(ROOT, cell.stack, cell.python, cell.arch)
         if theirs is not None and theirs.digest == locks.inputs_digest(matrix, cell.stack, cell.python, cell.arch):
-            hint = (f"{theirs.where} fits this matrix: copy the checkout's locks/ folder beside "
-                    f"{matrix.path} (locks are read from beside the matrix file), or {hint}")
+            console.say(f"python packages: locked by the project's {theirs.where.relative_to(ROOT)} (no lock beside "
+                        f"{matrix.path}; that one was made from what this matrix asks) ({len(theirs.packages)} "
+                        "packages, sha256-checked)")
+            return theirs
+    hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
+            "makes one")
     if site.require_pins:
         raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
                            f"--require-pins is set; {hint}")

@@ -377,15 +377,48 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def python_tarballs(matrix: Matrix) -> dict[str, str]:
+    """The CPython source tarballs `pythons:` names, by file name (each URL's last part: the
+    release file and a mirror's name for it): the minor version they are for."""
+    return {url.rsplit("/", 1)[-1]: minor for minor, source in matrix.pythons.items() for url in source.urls}
+
+
+def _pin_python(matrix: Matrix, lines: list[str], path: Path, minor: str) -> str:
+    """A CPython tarball's sha256 written into pythons.<minor>.sha256 (it must hold that
+    release: its members are under Python-<version>/)."""
+    import tarfile
+    version = matrix.pythons[minor].version
+    try:
+        with tarfile.open(path) as archive:
+            first = archive.next()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise PackageError(f"{path}: not a readable tarball ({exc}); nothing was pinned") from None
+    if first is None or first.name.split("/", 1)[0] != f"Python-{version}":
+        raise PackageError(f"{path}: holds {first.name.split('/', 1)[0] if first else 'nothing'}, not Python-{version} "
+                           f"(pythons.\"{minor}\".version); nothing was pinned")
+    line_no = matrix.source.line(("pythons", minor, "sha256"))
+    if line_no is None or not re.match(r"\s*sha256:", lines[line_no - 1]):
+        raise PackageError(f"cannot find pythons.\"{minor}\".sha256 in {matrix.path}: write `sha256: null` under it")
+    digest = sha256_of(path)
+    lines[line_no - 1] = re.sub(r"(sha256:\s*)(null|~|[0-9a-f]{64})?", rf"\g<1>{digest}", lines[line_no - 1], count=1)
+    return digest
+
+
 def _pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
     by_name = known_files(matrix)
+    tarballs = python_tarballs(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
     pins = dict(matrix.cann_pins)
     done = []
     for path in files:
+        if path.name in tarballs and path.name not in by_name:
+            if not path.is_file() or path.stat().st_size == 0:
+                raise PackageError(f"{path}: empty or no such file; nothing was pinned")
+            done.append((path.name, _pin_python(matrix, lines, path, tarballs[path.name])))
+            continue
         if path.name not in by_name:
             raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
-                               f"{next(iter(by_name))}")
+                               f"{next(iter(by_name))}, its pythons: entries tarballs like {next(iter(tarballs), '-')}")
         if not path.is_file() or path.stat().st_size == 0:
             raise PackageError(f"{path}: " + ("empty: a download that never started? Nothing was pinned"
                                               if path.is_file() else "no such file (a folder?)"))

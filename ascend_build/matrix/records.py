@@ -388,7 +388,8 @@ class Cell:
         # A published .zip sum verifies the .run taken out of it.
         names = [f.file for f in self.cann_files if not f.sha256 and not f.zip_sha256]
         if self.python_source and not self.python_source.sha256:
-            names.append(f"CPython {self.python_source.version} source tarball")
+            names.append(f"CPython {self.python_source.version} source tarball "
+                         f"({self.python_source.urls[0].rsplit('/', 1)[-1]}: `invoke pin --file` on it)")
         return names
 
 

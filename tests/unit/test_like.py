@@ -30,6 +30,26 @@ def test_every_26_1_0_tag_resolves_to_its_stack():
         "2.7.1-26.1.0", "2.9.0-26.1.0", "2.10.0-26.1.0", "2.11.0-26.1.0", "2.12.0-26.1.0"}
 
 
+def test_every_26_1_0_tag_plans_as_a_cell_with_python_3_12_from_source():
+    """Neither Ubuntu 22.04 (3.10) nor openEuler 24.03 (3.11) ships Python 3.12: each of the 40
+    tags is a cell whose Python is built from pythons."3.12"'s tarball (not pinned: no sum
+    could be checked from here, which the build says)."""
+    for tag in TAGS_26_1_0:
+        like = resolve(MATRIX, tag)
+        cell = MATRIX.cell(like.stack, like.os, like.python, like.chip, "linux/arm64")
+        assert cell.python == "3.12" and cell.python_source is not None, tag
+        assert cell.python_source.version.startswith("3.12.") and cell.python_source.sha256 is None
+        assert cell.python_source.urls[0].startswith("https://www.python.org/ftp/python/3.12.")
+
+
+def test_pythons_3_13_and_3_14_have_tarballs_and_3_13_is_pinned():
+    assert MATRIX.pythons["3.13"].sha256 == "93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640"
+    assert any(u.startswith("http://deb.debian.org/debian/pool/main/p/python3.13/") for u in MATRIX.pythons["3.13"].urls)
+    assert MATRIX.pythons["3.14"].version.startswith("3.14.")
+    cell = MATRIX.cell("2.10.0", "ubuntu22.04", "3.13", None, "linux/arm64")
+    assert cell.python_source is not None and cell.python_source.sha256 == MATRIX.pythons["3.13"].sha256
+
+
 def test_a_release_no_stack_pairs_with_the_cann_is_refused_naming_the_nearest():
     with pytest.raises(UserError, match="no stack pairs torch_npu 2.7.1.post10 with CANN 9.1.0. Nearest: --torch"):
         resolve(MATRIX, "quay.io/ascend/torch-npu:2.7.1.post10-cann9.1.0-910b-ubuntu22.04-py3.12")

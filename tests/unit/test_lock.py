@@ -220,6 +220,26 @@ def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_
     assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr
 
 
+def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path):
+    """A copy of matrix.yaml with no locks/ beside it (`--matrix` elsewhere) built unlocked:
+    pip resolved at build time, and an unlocked MindSpore build made an image with two numpys.
+    Now it takes the checkout's lock where that lock was made from what the copy asks (the
+    same inputs digest), and says so; a copy that asks for something else still has none."""
+    same = copy_matrix(tmp_path / "same")
+    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix"]
+    out = subprocess.run(cmd + [str(same)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"python packages: locked by the project's locks/2.1.0/py3.11-aarch64 (no lock beside {same}" in out.stdout
+    assert "has no lock" not in out.stdout + out.stderr
+    assert "# NOT LOCKED" not in out.stdout
+    other = copy_matrix(tmp_path / "other", committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
+                                                                           'numpy: "<1.26"}  #', 1))
+    out = subprocess.run(cmd + [str(other)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "has no lock: pip resolves its Python packages at build time" in out.stderr
+    assert "locked by the project's" not in out.stdout
+
+
 def test_a_stale_lock_is_remade_preferring_its_versions_unless_refreshed(tmp_path, monkeypatch):
     """A new companion or pin should move only what it must: the old lock's versions are
     the resolver's preferences; `invoke lock --refresh` (upgrade) asks for none."""

@@ -359,3 +359,39 @@ def test_a_given_run_is_kept_by_its_sum_and_found_without_the_folder(tmp_path):
     # A store not asked to keep (pin, a dry run) leaves the cache as it was.
     PackageStore([tmp_path / "pk"], tmp_path / "cache-dry", download=False).locate(cann_file())
     assert not (tmp_path / "cache-dry").exists()
+
+
+def _python_tarball(folder: Path, name: str, top: str) -> Path:
+    import io
+    import tarfile
+    path = folder / name
+    with tarfile.open(path, "w:xz") as archive:
+        data = b"This is Python (a stand-in for the release file)\n"
+        info = tarfile.TarInfo(f"{top}/README.rst")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_pin_writes_a_cpython_tarballs_sum_under_its_pythons_entry(tmp_path):
+    """The build says an unpinned CPython tarball is not verified and to run `invoke pin`:
+    pin takes the tarball `pythons:` names, checks it holds that release, and writes its sum
+    on that entry's sha256 line, the rest of matrix.yaml byte for byte."""
+    path = copy_matrix(tmp_path / "m")
+    before = path.read_text()
+    assert load_matrix(path).pythons["3.12"].sha256 is None
+    tarball = _python_tarball(tmp_path, "Python-3.12.13.tar.xz", "Python-3.12.13")
+    assert pin(load_matrix(path), [tarball]) == [("Python-3.12.13.tar.xz", sha256_of(tarball))]
+    after = load_matrix(path)
+    assert after.pythons["3.12"].sha256 == sha256_of(tarball)
+    changed = [(a, b) for a, b in zip(before.splitlines(), path.read_text().splitlines()) if a != b]
+    assert changed == [("    sha256: null", f"    sha256: {sha256_of(tarball)}")] and len(changed) == 1
+    cell = after.cell("2.12.0-26.1.0", "ubuntu22.04", "3.12", None, "linux/arm64")
+    assert not [n for n in cell.unpinned() if n.startswith("CPython")]
+    # A file of that name holding another release is refused, and nothing is written.
+    (tmp_path / "w").mkdir()
+    wrong = _python_tarball(tmp_path / "w", "Python-3.14.10.tar.xz", "Python-3.14.9")
+    text = path.read_text()
+    with pytest.raises(PackageError, match=r"holds Python-3.14.9, not Python-3.14.10 \(pythons.\"3.14\".version\)"):
+        pin(load_matrix(path), [wrong])
+    assert path.read_text() == text

@@ -7,7 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ascend_build.cli import building, data, helptext, images
+from invoke import Collection
+
+from ascend_build.cli import building, data, helptext, images, siteconfig
 from ascend_build.cli import hosts as on_host
 from ascend_build.cli.options import of
 from ascend_build.cli.wrap import command_line_ends, task, user_errors
@@ -228,3 +230,9 @@ def sbom(c, image=None, output=None, fresh=False, engine="docker", docker=None):
     OS packages, CANN installers with the sha256 the build verified, Python packages
     with their wheels' sha256 where locked."""
     images.sbom(image, output, fresh, engine, docker)
+
+
+# The namespace, so that invoke's config has the site settings' section (cli/siteconfig.py):
+# invoke maps INVOKE_ASCEND_BUILD_<KEY> only onto keys it already has.
+ns = Collection.from_module(THIS)
+ns.configure(siteconfig.defaults())

@@ -1,7 +1,8 @@
 """Errors into messages and exit codes, the one way every task ends: a UserError prints
 `error: ...` and exits with its class's code (errors.EXIT_CODES); Ctrl-C `interrupted:`
 and 130, whichever process saw it first; a path the system refuses is bad input; never
-a traceback. The output level a task was given (--quiet, --verbose) is set first."""
+a traceback. The output level a task was given (--quiet, --verbose) is set first, then the
+site's settings from invoke's config fill the options the command line left out."""
 from __future__ import annotations
 
 import functools
@@ -13,6 +14,7 @@ from invoke import Exit
 from .. import console
 from ..engine import interrupts
 from ..errors import CODE, UserError
+from . import siteconfig
 from .program import localize
 
 
@@ -22,6 +24,8 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         console.configure(console.level_of(bool(kwargs.get("quiet")), bool(kwargs.get("verbose"))))
         interrupts.install()
         try:
+            if args and hasattr(args[0], "config"):       # the task's invoke Context: the site's settings
+                kwargs = siteconfig.apply(fn, args[0].config, dict(kwargs), sys.argv[1:])
             return fn(*args, **kwargs)
         except KeyboardInterrupt as exc:
             print(interrupts.report(exc), file=sys.stderr)
@@ -84,3 +88,16 @@ def command_line_ends() -> None:
             raise Exit(code=CODE[2].code) from None
     parse_tasks.bad_input = True        # type: ignore[attr-defined]
     Program.parse_tasks = parse_tasks   # type: ignore[method-assign]
+    # invoke merges its config files before any task runs; one whose shape clashes with the
+    # defaults (a list where a section is, a mapping where a value is) is bad input, not a traceback.
+    from invoke.config import AmbiguousMergeError
+    run = Program.run
+
+    def run_merged(self: Program, argv: Any = None, exit: bool = True) -> None:
+        try:
+            run(self, argv, exit)
+        except AmbiguousMergeError as exc:
+            console.error(f"invoke's config (a file or an INVOKE_ variable) does not fit: {exc}; the site settings "
+                          f"are a mapping under ascend_build: (docs/mirrors.md)")
+            raise SystemExit(CODE[2].code) from None
+    Program.run = run_merged            # type: ignore[method-assign]

@@ -1,0 +1,80 @@
+"""Site settings written once, through invoke's own config cascade: an air-gapped site's
+mirrors, proxy, CA bundle, base-image map, indexes, wheelhouse, registries and engine,
+in the `ascend_build:` section of /etc/invoke.yaml (the machine), ~/.invoke.yaml (the
+user), invoke.yaml beside tasks.py (the checkout), `invoke -f FILE` (one run) or
+INVOKE_ASCEND_BUILD_<KEY> variables (invoke's order: each later one wins). An option given
+on the command line wins over all of them. Each task takes the settings it has an option
+for; a key no task takes is refused (a typo would otherwise be a silent no-op)."""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import console
+from ..errors import UserError
+
+SECTION = "ascend_build"
+WHERE = ("invoke's config: /etc/invoke.yaml, ~/.invoke.yaml, invoke.yaml beside tasks.py, `invoke -f FILE` "
+         "or INVOKE_ASCEND_BUILD_<KEY>")
+
+# The settings a site writes once, by the kind of value their option takes.
+TEXT = ("pip_index_url", "torch_index_url", "ca_bundle", "proxy", "no_proxy", "network", "wheelhouse",
+        "cache_registry", "repository", "builder_repository", "registry", "engine", "docker", "matrix")
+LISTS = ("packages", "base_image")       # repeatable options: a list (or one value)
+FLAGS = ("offline", "require_pins")      # a site's policy: never download, refuse what is not pinned
+KEYS = TEXT + LISTS + FLAGS
+
+
+def defaults() -> dict[str, dict[str, None]]:
+    """The section with every key unset: invoke maps INVOKE_ASCEND_BUILD_<KEY> only onto keys
+    its config already has."""
+    return {SECTION: {key: None for key in KEYS}}
+
+
+def _value(key: str, value: Any) -> Any:
+    """The setting as its option takes it, or a UserError naming the key."""
+    where = f"{SECTION}.{key} in {WHERE}"
+    if key in FLAGS:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise UserError(f"{where}: {value!r} is not true or false")
+    if key in LISTS:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
+            raise UserError(f"{where}: expected a list of text values (or one), got {value!r}")
+        return list(items)
+    if not isinstance(value, str) or not value or value.startswith("-"):
+        raise UserError(f"{where}: expected a text value (not one starting with '-'), got {value!r}")
+    return value
+
+
+def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
+    flag = "--" + key.replace("_", "-")
+    return any(word == flag or word.startswith(flag + "=") for word in argv)
+
+
+def apply(fn: Callable[..., Any], config: Any, kwargs: dict[str, Any], argv: Sequence[str]) -> dict[str, Any]:
+    """The task's arguments with the site's settings filled in where the command line gave
+    none: only the settings this task has an option for."""
+    section = config.get(SECTION) if hasattr(config, "get") else None
+    if not section:
+        return kwargs
+    if not isinstance(section, Mapping):
+        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {section!r}")
+    params = inspect.signature(fn).parameters
+    taken = []
+    for raw, value in section.items():
+        key = str(raw).replace("-", "_")
+        if key not in KEYS:
+            raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are "
+                            f"{', '.join(KEYS)}")
+        if value is None or key not in params or given_on_command_line(key, argv):
+            continue
+        kwargs[key] = _value(key, value)
+        taken.append(key)
+    if taken:       # names only: a proxy's value may carry its password
+        console.note(f"site settings from invoke's config: {', '.join(taken)} (an option on the command line "
+                     f"wins over its setting)")
+    return kwargs

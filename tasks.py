@@ -17,6 +17,9 @@ from ascend_build.cli.wrap import command_line_ends, task, user_errors
 ROOT = Path(__file__).resolve().parent
 command_line_ends()
 THIS = sys.modules[__name__]
+# RunOptions' fields that only `run` (which starts ranks) has options for.
+LAUNCH_ONLY = ("hostfile", "torchrun", "msrun", "framework", "nproc_per_node", "master_port", "hccl_timeout",
+               "rank_table", "node_rank", "ssh", "bind", "bind_min_cores")
 
 
 def _after_dashes(c) -> list[str]:
@@ -103,19 +106,21 @@ def base_image(c, tag=None, suite="bookworm", platform=None, mirror="http://deb.
 @task(iterable=["base_image"], help=helptext.BUILDER)
 @user_errors
 def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
-            pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
+            pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
+            proxy=None,
             no_proxy=None, network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
             repository="ascend-builder", emulated=False, quiet=False, verbose=False):
     """Build, test and tag a stack's builder image (gcc toolchain, torch per Python)."""
-    building.builder(of(building.SourceOptions, locals()))
+    building.builder(of(building.SourceOptions, locals(), unused=("src", "submodule_src")))
 
 
 @task(iterable=["base_image", "submodule_src"], help=helptext.TORCH_NPU)
 @user_errors
 def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-              pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
-              no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
-              quiet=False, verbose=False):
+              pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
+              proxy=None, no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
+              debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto", quiet=False,
+              verbose=False):
     """Build the torch_npu wheel from source in the builder; print the wheel's path."""
     building.wheel("torch_npu", of(building.SourceOptions, locals()))
 
@@ -123,8 +128,9 @@ def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, 
 @task(iterable=["base_image", "submodule_src"], help=helptext.APEX)
 @user_errors
 def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-         pip_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml", proxy=None,
-         no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None, quiet=False,
+         pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
+         proxy=None, no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
+         debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto", quiet=False,
          verbose=False):
     """Build the Ascend apex wheel from source in the builder; print the wheel's path."""
     building.wheel("apex", of(building.SourceOptions, locals()))
@@ -148,7 +154,9 @@ def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_ho
 def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
           dry=False, force=False, engine="docker"):
     """An interactive bash in an image on a 910B host, with its NPUs."""
-    on_host.run(of(on_host.RunOptions, locals()), ["bash"], ROOT / "matrix.yaml", interactive=True)
+    # A shell starts no ranks: the launch options keep their defaults.
+    on_host.run(of(on_host.RunOptions, locals(), unused=LAUNCH_ONLY), ["bash"], ROOT / "matrix.yaml",
+                interactive=True)
 
 
 @task(iterable=["cluster"], help=helptext.DOCTOR)
@@ -197,13 +205,13 @@ def push(c, registry=None, repository="ascend-runtime", torch=None, mindspore=No
 def join(c, registry=None, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None,
          docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False, verbose=False):
     """Join the per-arch images already in the registry into one manifest list per tag."""
-    images.join(of(images.PushOptions, locals()))
+    images.join(of(images.PushOptions, locals(), unused=("repository", "join")))     # it pushes nothing
 
 
 @task(iterable=["from_"], help=helptext.UPDATE)
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
-           proxy=None, from_docs=None, pytorch_git=None):
+           proxy=None, from_docs=None, pytorch_git=None, quiet=False, verbose=False):
     """Import Huawei's release data into imported.yaml, the file beside matrix.yaml.
 
     CANN files and sha256, drivers, torch_npu pairings and wheels; matrix.yaml itself is
@@ -214,7 +222,7 @@ def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_inde
 @task(iterable=["torch", "mindspore", "cann", "python", "platform"], help=helptext.LOCK)
 @user_errors
 def lock(c, matrix="matrix.yaml", torch=None, mindspore=None, cann=None, python=None, platform=None, refresh=False, check=False,
-         dry=False, pip_index_url=None, torch_index_url=None, ca_bundle=None, proxy=None):
+         dry=False, pip_index_url=None, torch_index_url=None, ca_bundle=None, proxy=None, quiet=False, verbose=False):
     """Lock the runtime images' Python packages (exact versions, sha256) under locks/.
 
     Per stack, Python and arch, for pip's hash-checking mode. Without --refresh only

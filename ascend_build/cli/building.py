@@ -181,8 +181,10 @@ def wheel(kind: str, o: SourceOptions) -> None:
     m = load_matrix(o.matrix)
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))
-    made = build_wheel(m, req, o.network.site(o.dry, emulated=o.emulated), eng.for_task(o.engine, o.docker, o.dry),
-                       o.repository)
+    # The stack's builder is built first when it is not here: with the same options as `invoke builder`.
+    site = o.network.site(o.dry, debootstrap=o.debootstrap, retest=o.retest, keep_failed=o.keep_failed,
+                          no_cache=o.no_cache, pip_on=o.pip_on, emulated=o.emulated)
+    made = build_wheel(m, req, site, eng.for_task(o.engine, o.docker, o.dry), o.repository)
     console.show(str(made))
 
 

@@ -107,7 +107,8 @@ SOURCE = {
     "flavor": "builder flavor from matrix.yaml builders (default: the stack's builder)",
     "python": "python minor version (default: all the builder and the stack share; one for wheels)",
     "platform": CELL["platform"],
-    **{k: SITE[k] for k in ("base_image", "ca_bundle", "pip_index_url", "proxy", "no_proxy", "network")},
+    **{k: SITE[k] for k in ("base_image", "ca_bundle", "pip_index_url", "torch_index_url", "proxy", "no_proxy",
+                            "network")},
     **ENGINE, **DRY, **OUTPUT,
     "repository": "the repository builder images are tagged into (default ascend-builder)",
     "emulated": "compile under qemu with the image's gcc, not with the flavor's cross compiler (an aarch64 "
@@ -115,14 +116,18 @@ SOURCE = {
 }
 BUILDER = {**SOURCE, "debootstrap": "make a missing Debian base image here with debootstrap (the offline flavors)",
            **IMAGE_STEPS}
+# The wheels' tasks build the stack's builder first when it is not here: its options too,
+# which apply to that build (a wheel compiled before comes from the wheel cache by its key).
+FIRST_BUILDER = {**BUILDER, **{k: "the builder, when this task builds it first: " + v
+                               for k, v in BUILDER.items() if k in ("debootstrap", *IMAGE_STEPS)}}
 TORCH_NPU = {
-    **SOURCE, "src": "a checkout with its submodules, a git bundle or a source tarball, or URL@REF (default: "
+    **FIRST_BUILDER, "src": "a checkout with its submodules, a git bundle or a source tarball, or URL@REF (default: "
                      "the stack's release tag, torch_npu_tags, with its submodules at their pinned commits)",
     "submodule_src": "a bundle, tarball or checkout of a submodule (op-plugin, nlohmann) at its pinned commit, for "
                      "a --src that lacks it (repeatable)",
 }
 APEX = {
-    **SOURCE, "src": "a checkout, bundle or tarball of Ascend apex, or URL@REF (default: the matrix's pinned commit)",
+    **FIRST_BUILDER, "src": "a checkout, bundle or tarball of Ascend apex, or URL@REF (default: the matrix's pinned commit)",
     "submodule_src": "a bundle or checkout of NVIDIA apex holding the commit apex's build script checks out: its "
                      "clone reads it instead of the network",
 }
@@ -208,7 +213,7 @@ UPDATE = {
     "dry": "print what would change; write nothing",
     "check": "write nothing; exit 1 when upstream has news (changed imported facts, or a newer ascend-deployer)",
     "pip_index_url": "the pip index to fetch ascend-deployer from (default: pip's own settings)",
-    "ca_bundle": "CA bundle for pip behind a TLS proxy", "proxy": "proxy URL for pip",
+    "ca_bundle": "CA bundle for pip behind a TLS proxy", "proxy": "proxy URL for pip", **OUTPUT,
 }
 LOCK = {
     **MATRIX,
@@ -224,6 +229,7 @@ LOCK = {
     "pip_index_url": "the index to resolve against (default: PyPI)",
     "torch_index_url": SITE["torch_index_url"],
     "ca_bundle": "CA bundle behind a TLS proxy (default: the host's, as for builds)", "proxy": "proxy URL",
+    **OUTPUT,
 }
 SBOM = {
     "image": "an image this project built (tag or id)", "output": "write the SBOM to FILE (default: print it)",

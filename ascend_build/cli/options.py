@@ -17,17 +17,21 @@ from ..matrix import FRAMEWORKS, Matrix
 T = TypeVar("T")
 
 
-def of(cls: type[T], kwargs: Mapping[str, Any]) -> T:
+def of(cls: type[T], kwargs: Mapping[str, Any], unused: tuple[str, ...] = ()) -> T:
     """A record of `cls` from a task's keyword arguments: each field by its name, a field
-    that is itself a record made from the same arguments."""
+    that is itself a record made from the same arguments. A field the task has no option for
+    is an error unless the task names it in `unused` (it keeps its default there on purpose):
+    otherwise a missing option would silently be its default (torch-npu had no --no-cache)."""
     hints = {f.name: f for f in dataclasses.fields(cls)}     # type: ignore[arg-type]
     values = {}
     for name, f in hints.items():
         kind = f.type if isinstance(f.type, type) else _RECORDS.get(str(f.type))
         if kind is not None and dataclasses.is_dataclass(kind):
-            values[name] = of(kind, kwargs)
+            values[name] = of(kind, kwargs, unused)
         elif name in kwargs:
             values[name] = kwargs[name]
+        elif name not in unused:
+            raise TypeError(f"{cls.__name__}.{name}: the task has no option for it; add one, or name it in unused=")
     return cls(**values)
 
 

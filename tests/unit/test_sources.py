@@ -158,3 +158,21 @@ done
     assert not any("px-pw" in a or "idx-pw" in a for a in args), "no secret on the command line"
     assert ". /run/secrets/proxy-env" in record.read_text(), "the script takes them up"
     assert not any(Path(a.split(":")[0]).exists() for a in args if "/run/secrets/pip-conf" in a), "removed after"
+
+
+def test_a_qemu_compile_by_default_names_the_flavor_that_cross_compiles():
+    """`invoke torch-npu --torch 2.1.0` takes manylinux2014, which has no cross compiler: on a
+    machine that is not aarch64 it compiles under qemu (hours for the real tree). The plan says
+    so and names the flavor that cross-compiles with the line's gcc (issue: the lines)."""
+    import platform
+
+    from tests.forked import invoke
+    out = invoke("torch-npu", "--torch", "2.1.0", "--dry")
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = [line for line in out.stdout.splitlines() if line.startswith("compilers: ")]
+    if platform.machine() in ("aarch64", "arm64"):
+        assert not any("qemu" in line for line in said), said       # the builder's own machine: no qemu
+    else:
+        assert said == ["compilers: builder manylinux2014 has no cross compiler (builders.manylinux2014.cross): "
+                        "compiling under qemu, about 6 times slower (hours for a real torch_npu tree on 2 cores); "
+                        "--flavor debian11 cross-compiles with gcc 10 on the build machine"], said

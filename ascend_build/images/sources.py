@@ -19,6 +19,8 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
+from ..locking import torch_index
+from ..locking.torch_index import check_mirror
 from ..matrix import BuilderCell, Matrix
 from ..platforms import host as host_platform
 from . import steps
@@ -80,6 +82,12 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     cross = bcell.flavor.cross
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
+    # The site's mirror (--torch-index-url) of the index the stack names, per arch, as for runtimes.
+    check_mirror(site.torch_index_url)
+    for arch in ("x86_64", "aarch64"):
+        src = torch_index.source(bcell.stack, arch, site.torch_index_url)
+        if src.index and src.index != src.named:
+            build_args[f"TORCH_INDEX_URL_{arch.upper()}"] = src.index
     here = host_platform()
     compiling = compile_on(bcell, site)
     if compiling == "cross" and here is not None:

@@ -176,3 +176,22 @@ def test_a_qemu_compile_by_default_names_the_flavor_that_cross_compiles():
         assert said == ["compilers: builder manylinux2014 has no cross compiler (builders.manylinux2014.cross): "
                         "compiling under qemu, about 6 times slower (hours for a real torch_npu tree on 2 cores); "
                         "--flavor debian11 cross-compiles with gcc 10 on the build machine"], said
+
+
+def test_the_builder_takes_the_sites_mirror_of_the_stacks_torch_index():
+    """The builder installs torch per Python from the index the stack names (PyTorch's CPU
+    index for 2.12.0 on both arches); `--torch-index-url` points it at the site's mirror, as for
+    runtime images, and one carrying credentials is refused (they would be in the image)."""
+    from tests.forked import invoke
+    plain = invoke("builder", "--torch", "2.12.0", "--dry")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "TORCH_INDEX_URL_" not in plain.stdout          # the Dockerfile's own: the stack's index
+    mirror = "https://mirror.site/pytorch/whl/cpu"
+    out = invoke("builder", "--torch", "2.12.0", "--torch-index-url", mirror, "--dry")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"TORCH_INDEX_URL_AARCH64={mirror}" in out.stdout and f"TORCH_INDEX_URL_X86_64={mirror}" in out.stdout
+    # 2.1.0 names an index for x86_64 only: aarch64's torch comes from PyPI (--pip-index-url's mirror)
+    old = invoke("builder", "--torch", "2.1.0", "--torch-index-url", mirror, "--dry")
+    assert f"TORCH_INDEX_URL_X86_64={mirror}" in old.stdout and "TORCH_INDEX_URL_AARCH64" not in old.stdout
+    bad = invoke("builder", "--torch", "2.12.0", "--torch-index-url", "https://u:pw@mirror.site/cpu", "--dry")
+    assert bad.returncode == 2 and "--torch-index-url carries credentials" in bad.stderr, bad.stdout + bad.stderr

@@ -191,7 +191,10 @@ def ci_matrix(matrix: Matrix, cells: list[Cell] | None = None) -> list[dict[str,
     (`cells`: those of them CI builds, by default all)."""
     # files: the CANN files the cell's build takes, each as the one with a sum (the build job
     # fetches exactly these from the site's mirror; a name grepped out of a plan was the .run).
+    # apex: "true" where the framework compiles Ascend apex in its builder (torch): the job
+    # compiles it first, and the build fills the image's apex slot with it.
     return [{"name": f"{c.name}-{c.target.suffix}", "torch": c.stack.name, "os": c.os.name,
              "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner,
-             "files": " ".join(f.checked_name for f in c.cann_files)}
+             "files": " ".join(f.checked_name for f in c.cann_files),
+             "apex": "true" if "apex" in c.stack.framework.builds else "false"}
             for c in (matrix.image_cells() if cells is None else cells)]

@@ -126,8 +126,7 @@ def support_page(matrix: Matrix) -> str:
         "",
         "## MindSpore lines",
         "",
-        "Huawei's pairings, imported. A line with a stack (`--mindspore`) builds; 2.9.0's image is built and "
-        "tested here (above).",
+        "Huawei's pairings, imported. A line with a stack (`--mindspore`) builds; 2.9.0's is tested here.",
         "",
         markdown(mindspore_rows(matrix)),
         "",

@@ -10,7 +10,7 @@ from .. import console
 from .. import engine as eng
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
-from ..images.options import Inputs
+from ..images.options import Inputs, Site
 from ..images.userlayer import LayerRequest
 from ..matrix import load_matrix
 from .options import Choice, Network, Output, path
@@ -165,13 +165,17 @@ class SourceOptions:
     src: str | None = None
     submodule_src: list[str] | None = None
 
+    def site(self) -> Site:
+        """How the builder is built (by `invoke builder`, or first by a wheel's task)."""
+        return self.network.site(self.dry, debootstrap=self.debootstrap, retest=self.retest,
+                                 keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on,
+                                 emulated=self.emulated)
+
 
 def builder(o: SourceOptions) -> None:
     from ..images.sources import build_builder
     m = load_matrix(o.matrix)
-    site = o.network.site(o.dry, debootstrap=o.debootstrap, retest=o.retest, keep_failed=o.keep_failed,
-                          no_cache=o.no_cache, pip_on=o.pip_on, emulated=o.emulated)
-    build_builder(m, m.builder_cell(o.torch, o.flavor, o.python, o.platform), site,
+    build_builder(m, m.builder_cell(o.torch, o.flavor, o.python, o.platform), o.site(),
                   eng.for_task(o.engine, o.docker, o.dry), o.repository)
 
 
@@ -182,9 +186,7 @@ def wheel(kind: str, o: SourceOptions) -> None:
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))
     # The stack's builder is built first when it is not here: with the same options as `invoke builder`.
-    site = o.network.site(o.dry, debootstrap=o.debootstrap, retest=o.retest, keep_failed=o.keep_failed,
-                          no_cache=o.no_cache, pip_on=o.pip_on, emulated=o.emulated)
-    made = build_wheel(m, req, site, eng.for_task(o.engine, o.docker, o.dry), o.repository)
+    made = build_wheel(m, req, o.site(), eng.for_task(o.engine, o.docker, o.dry), o.repository)
     console.show(str(made))
 
 

@@ -42,8 +42,8 @@ def _value(key: str, value: Any) -> Any:
         raise UserError(f"{where}: {value!r} is not true or false")
     if key in LISTS:
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
-            raise UserError(f"{where}: expected a list of text values (or one), got {value!r}")
+        if not isinstance(items, list) or not all(isinstance(v, str) and v and not v.startswith("-") for v in items):
+            raise UserError(f"{where}: expected a list of text values (or one; none starting with '-'), got {value!r}")
         return list(items)
     if not isinstance(value, str) or not value or value.startswith("-"):
         raise UserError(f"{where}: expected a text value (not one starting with '-'), got {value!r}")

@@ -72,6 +72,7 @@ def test_a_task_takes_only_the_settings_it_has_an_option_for(tmp_path):
     ("ascend_build:\n  offline: maybe\n", "'maybe' is not true or false"),
     ("ascend_build:\n  repository: --rm\n", "expected a text value (not one starting with '-')"),
     ("ascend_build:\n  packages: [[a]]\n", "ascend_build.packages in invoke's config"),
+    ("ascend_build:\n  base_image: [--privileged]\n", "none starting with '-'"),
     # shapes invoke's own merge refuses, before any task
     ("ascend_build:\n  packages: {a: b}\n", "invoke's config (a file or an INVOKE_ variable) does not fit"),
     ("ascend_build: [proxy]\n", "invoke's config (a file or an INVOKE_ variable) does not fit"),

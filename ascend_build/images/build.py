@@ -74,7 +74,8 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
-    lock = _lock(matrix, cell, site)
+    lock, said = _lock(matrix, cell, site)
+    (console.show if site.dry else console.say)(said)      # the plan says which lock: a dry run's too (--quiet)
     torch_src = torch_index.source(cell.stack, cell.arch, site.net.torch_index_url)
     if torch_src.named:
         console.say(torch_src.describe())
@@ -123,7 +124,13 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
         reused = steps.reuse(engine, plan.tags, plan.content, plan.what, site.retest,
                              lambda image: test(image, matrix.path, engine))
         if reused:
-            return Built(cell, reused, plan.tags, None, plan.content)
+            # What this build did, where its log would be (CI uploads .build/*/*.log); a
+            # real build's build.log beside it stays.
+            log = plan.work / "reused.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"{plan.what}: nothing built. {plan.tags.content} ({reused}) is here, tested when it was "
+                           "tagged from these same inputs; tagged again:\n" + "".join(f"  {t}\n" for t in plan.tags))
+            return Built(cell, reused, plan.tags, log, plan.content)
     _say_how(p)
     if not site.dry:
         _check_bases(engine, matrix, cell, plan, site)
@@ -135,7 +142,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             layers = ",".join(cell.stack.layers)
             files = f"{{{layers}}}" if len(cell.stack.layers) > 1 else layers     # CANN only: cann.txt alone
             console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
-                         + (str(p.lock.where) if p.lock else "the matrix's specifiers (not locked)"))
+                         + (str(p.lock.where) if p.lock else "the matrix's specifiers (unlocked: --unlocked)"))
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             if p.stops:     # the dry run ends as the real one would: a CI pre-flight fails here too
                 raise PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
@@ -238,30 +245,32 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
         raise UserError(f"--wheelhouse {inputs.wheelhouse}: no such folder")
 
 
-def _lock(matrix: Matrix, cell: Cell, site: Site) -> locks.Lock | None:
-    lock = locks.for_cell(matrix, cell, matrix.path.parent)      # a stale lock is refused here
+def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, str]:
+    """The cell's lock, wherever the matrix is, and the plan's line that says which (its folder
+    and package count, or unlocked). A cell without one is refused unless --unlocked."""
+    found = locks.find(matrix, cell, ROOT)      # a stale lock is refused here
+    lock = found.lock
     if lock is not None:
-        console.say(f"python packages: locked by {lock.where.relative_to(matrix.path.parent)} "
-                    f"({len(lock.packages)} packages, sha256-checked)")
-        return lock
-    # Locks are read from beside the matrix file. A matrix copied elsewhere (--matrix) that has
-    # none beside it takes the checkout's, where that lock was made from what this matrix asks
-    # (the same inputs digest): building unlocked there made an image with two numpys.
-    if matrix.path.parent.resolve() != ROOT.resolve():
-        theirs = locks.read(ROOT, cell.stack, cell.python, cell.arch)
-        if theirs is not None and theirs.digest == locks.inputs_digest(matrix, cell.stack, cell.python, cell.arch):
-            console.say(f"python packages: locked by the project's {theirs.where.relative_to(ROOT)} (no lock beside "
-                        f"{matrix.path}; that one was made from what this matrix asks) ({len(theirs.packages)} "
-                        "packages, sha256-checked)")
-            return theirs
-    hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}` "
-            "makes one")
+        if found.project:
+            return lock, (f"python packages: locked by the project's {found.name} (no lock beside {matrix.path}; that "
+                          f"one was made from what this matrix asks) ({len(lock.packages)} packages, sha256-checked)")
+        return lock, f"python packages: locked by {found.name} ({len(lock.packages)} packages, sha256-checked)"
+    what = f"stack {cell.stack.name} / Python {cell.python} / {cell.arch}"
+    hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}"
+            + ("" if matrix.path.resolve() == (ROOT / "matrix.yaml").resolve() else f" --matrix {matrix.path}")
+            + "` makes one")
     if site.require_pins:
-        raise PackageError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock and "
-                           f"--require-pins is set; {hint}")
-    console.warn(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: pip resolves "
-                 f"its Python packages at build time, so two builds may differ; {hint}")
-    return None
+        raise PackageError(f"{what} has no lock and --require-pins is set; {hint}")
+    if not site.unlocked:
+        looked = locks.folder(found.root, cell.stack.name, cell.python, cell.arch)
+        other = (f"; the project's {found.other.where.relative_to(ROOT)} was made from other inputs than this "
+                 f"matrix asks" if found.other else "")
+        raise UserError(f"{what} has no lock (none in {looked}{other}): pip would resolve its Python packages at "
+                        f"build time, so two builds may differ (an unlocked build once put two numpys in one image); "
+                        f"{hint}, or --unlocked builds it without one")
+    console.warn(f"{what} has no lock: pip resolves its Python packages at build time, so two builds may differ "
+                 f"(--unlocked); {hint}")
+    return None, "python packages: unlocked (--unlocked): pip resolves them at build time from the matrix's specifiers"
 
 
 def _requirements(matrix: Matrix, cell: Cell, lock: locks.Lock | None, inputs: Inputs) -> dict[str, str]:

@@ -27,6 +27,7 @@ class Site:
     cache: Path | None = None
     offline: bool = False
     require_pins: bool = False
+    unlocked: bool = False                 # --unlocked: a cell without a lock is built, pip resolving at build time
     base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
     pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
     torch_index_url: str | None = None     # the site's mirror of the stacks' torch index (no credentials)

@@ -21,7 +21,7 @@ from ..matrix import Cell, Matrix
 from . import finish, steps
 from .kinds import LAYER, LayerFacts, content_tag, readable_tag
 from .options import Inputs, Site
-from .render import layer_dockerfile
+from .render import ROOT, layer_dockerfile
 from .steps import Built
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
@@ -63,7 +63,9 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRe
     """Parse, check and lock the layer: every refusal happens here, before the runtime or
     the layer is built."""
     lines = layerlock.parse(req.requirements)
-    hold = layerlock.held(cell, locks.for_cell(matrix, cell, matrix.path.parent))
+    # The runtime's lock, found as its build finds it (beside the matrix, or the project's); a layer
+    # has none to hold without it, --unlocked or not.
+    hold = layerlock.held(cell, locks.find(matrix, cell, ROOT).lock)
     # --offline is about CANN packages; the layer resolves against the site's pip index,
     # as the runtime's pip steps install from it (a current lock needs no network at all).
     lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)

@@ -34,6 +34,7 @@ class Recorded:
     apex: str
     no_nnal: bool
     base: str | None        # the base image it was built FROM (org.opencontainers.image.base.name)
+    locked: bool = True     # its Python packages came from a lock (label lock: "none" when built --unlocked)
 
 
 def recorded(engine: eng.Engine, ref: str) -> Recorded:
@@ -49,7 +50,7 @@ def recorded(engine: eng.Engine, ref: str) -> Recorded:
                     labels[label("platform")], labels.get(label("user"), "root"), int(epoch) if epoch else None,
                     labels[label("content-tag")], labels.get(label("torch-atb")) == "yes",
                     labels.get(label("apex"), "absent"), labels.get(label("nnal-left-out")) == "yes",
-                    labels.get("org.opencontainers.image.base.name"))
+                    labels.get("org.opencontainers.image.base.name"), labels.get(label("lock")) != "none")
 
 
 def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
@@ -122,7 +123,9 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.E
     cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user,
                        no_nnal=rec.no_nnal)
     repo = repository(engine, image, rec.platform)
-    site = with_recorded_base(replace(site, epoch=rec.epoch, no_cache=True), cell, rec.base)
+    # An image built --unlocked is rebuilt unlocked, as its label records (no option: the image says it);
+    # a locked one needs its lock here (without it, the content tag differs anyway).
+    site = with_recorded_base(replace(site, epoch=rec.epoch, no_cache=True, unlocked=not rec.locked), cell, rec.base)
     inputs = replace(inputs, repository=repo)
     console.say(f"{image}: stack {rec.stack}, {rec.os}, Python {rec.python}, {rec.chip}, {rec.platform}, runs as "
                 f"{rec.user}; built into {repo}; content {rec.content}; SOURCE_DATE_EPOCH={rec.epoch}")

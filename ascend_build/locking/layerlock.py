@@ -93,8 +93,9 @@ class Held:
 def held(cell: Cell, lock: Lock | None) -> Held:
     if lock is None:
         raise UserError(f"stack {cell.stack.name} / Python {cell.python} / {cell.arch} has no lock: a user layer is "
-                        f"resolved against the runtime's locked packages; `invoke lock {cell.stack.flag} "
-                        f"--python {cell.python}` makes one")
+                        f"resolved against the runtime's locked packages (--unlocked builds a runtime image without "
+                        f"a lock, never a layer on it); `invoke lock {cell.stack.flag} --python {cell.python} "
+                        f"--platform {cell.platform}` makes one")
     return Held(pinned_versions(lock.files), lock, cell)
 
 

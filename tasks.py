@@ -211,7 +211,7 @@ def join(c, registry=None, torch=None, mindspore=None, cann=None, os=None, pytho
 @task(iterable=["from_"], help=helptext.UPDATE)
 @user_errors
 def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
-           proxy=None, from_docs=None, pytorch_git=None, quiet=False, verbose=False):
+           proxy=None, from_docs=None, cann_images=None, pytorch_git=None, quiet=False, verbose=False):
     """Import Huawei's release data into imported.yaml, the file beside matrix.yaml.
 
     CANN files and sha256, drivers, torch_npu pairings and wheels; matrix.yaml itself is

@@ -135,6 +135,7 @@ class UpdateOptions:
     ca_bundle: str | None = None
     proxy: str | None = None
     from_docs: str | None = None
+    cann_images: str | None = None
     pytorch_git: str | None = None
     output: Output = Output()
 
@@ -147,10 +148,11 @@ def update(o: UpdateOptions) -> None:
     if o.pytorch_git:
         return _update_tags(path, o.pytorch_git, o.dry or o.check)
     pip_args = upd.pip_options(o.pip_index_url, o.ca_bundle, o.proxy)
-    if o.from_docs and not Path(o.from_docs).is_dir():
-        raise UserError(f"--from-docs {o.from_docs}: no such folder")
+    for option, folder in (("--from-docs", o.from_docs), ("--cann-images", o.cann_images)):
+        if folder and not Path(folder).is_dir():
+            raise UserError(f"{option} {folder}: no such folder")
     result = upd.update(path, [Path(p) for p in o.from_ or []], pip_args, Path(o.from_docs) if o.from_docs else None,
-                        o.ca_bundle, o.proxy)
+                        o.ca_bundle, o.proxy, Path(o.cann_images) if o.cann_images else None)
     for line in upd.report(result):
         console.show(line)
     newer = upd.newer_release(result, pip_args) if o.check and not o.from_ else None

@@ -211,6 +211,9 @@ UPDATE = {
     "from": "read this ascend-deployer wheel or unpacked folder instead of fetching upstream.deployer (repeatable)",
     "from_docs": "read the copies of the documents upstream.docs names from this folder (each by its file name) "
                  "instead of fetching them over HTTPS",
+    "cann_images": "also read the CANN releases Huawei's official CANN images install from this copy of "
+                   "Ascend/cann-container-image (a checkout, a bare clone, or its tree): their cann/<tag>/Dockerfile "
+                   "files; without it, the releases an earlier import took from there stay as they were",
     "pytorch_git": "read torch_npu's release tags (commit, version, submodules, offline flags) from this copy of "
                    "Ascend/pytorch (a clone, a mirror, or a git URL) into imported.yaml's torch_npu_tags; nothing "
                    "else is read",

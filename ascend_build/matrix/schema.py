@@ -203,7 +203,7 @@ IMPORTED = s.record({
 }, {
     "read": s.record({"deployer": s.list_of(s.record({"version": s.string(), "wheel_sha256": s.optional(_sha())}),
                                             non_empty=False),
-                      "docs": s.list_of(s.string(), non_empty=False)}),
+                      "docs": s.list_of(s.string(), non_empty=False)}, {"cann_images": s.string()}),
     "torchnpu_compatible": s.record({"source": s.string(), "series": s.map_of(
         s.string(r"[0-9]+\.[0-9]+", "a TorchNPU series like \"26.1\""),
         s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\"")))}),

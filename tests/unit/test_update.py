@@ -60,8 +60,10 @@ def test_update_rewrites_only_the_imported_file_with_sources(matrix, tmp_path):
     assert m.releases["torch"]["2.10.0"].pypi_pythons["aarch64"][-1] == "3.13"
     # The torch_npu release tags (`invoke update --pytorch-git`'s part) stay as they were.
     assert data["torch_npu_tags"] == yaml.safe_load(old)["torch_npu_tags"]
-    # 8 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables.
-    assert result.counts["CANN releases"] == 12 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
+    # 8 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables, and the
+    # 4 the last import took from the official CANN images (no --cann-images: kept as they were).
+    assert result.counts["CANN releases"] == 16 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
+    assert result.counts["CANN releases only the official CANN images list"] == 4
     assert m.cann["9.1.0"].driver == "26.0.RC1" and m.cann["9.2.0"].driver is None
     assert result.counts["CANN files not used by images (nnae, nnrt, ...)"] == 16
     lines = result.summary.lines()      # against the real import committed in imported.yaml
@@ -197,7 +199,7 @@ def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp
             "--from-docs", str(DOCS)]
     dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
-    assert "would change" in dry.stdout and "CANN releases: 12" in dry.stdout
+    assert "would change" in dry.stdout and "CANN releases: 16" in dry.stdout
     check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 1 and imported_of(matrix).read_text() == before
     wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)

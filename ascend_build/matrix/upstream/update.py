@@ -1,7 +1,7 @@
 """`invoke update`: Huawei's release data (ascend-deployer, several releases of it),
-Ascend's published tables and PyPI's index merged, and written whole into the imported
-facts' file (imported.yaml, as matrix.yaml's upstream.imported names it). matrix.yaml is
-never written. Each entry names its source; where the sources disagree, the matrix's
+Ascend's published tables, the official CANN images' Dockerfiles (`--cann-images`) and
+PyPI's index merged, and written whole into the imported facts' file (imported.yaml, as
+matrix.yaml's upstream.imported names it). matrix.yaml is never written. Each entry names its source; where the sources disagree, the matrix's
 `upstream.choices` decides, and an undecided disagreement stops the update with both
 values shown."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from ...errors import UserError
 from ...platforms import ARCHES
-from . import docs, pypi
+from . import cann_images, docs, pypi
 from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
 
@@ -46,6 +46,8 @@ class Merged:
     docs_read: list[str] = field(default_factory=list)
     from_docs: dict[str, int] = field(default_factory=dict)           # what the docs added, counted
     mindspore: dict[str, MindSporeData] = field(default_factory=dict)
+    images_read: str = ""                                              # the CANN images' copy read (or kept)
+    images_notes: list[str] = field(default_factory=list)             # what the images name and was not taken
 
 
 def _version_key(v: str) -> Version:
@@ -59,10 +61,11 @@ def _version_key(v: str) -> Version:
     return Version(base + (f".post{extra}" if extra else ""))
 
 
-def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], ascend: DocsData | None = None) -> Merged:
-    """One view of several deployer releases, then Ascend's published tables (`ascend`):
-    the newest deployer's entry wins where they agree; where any two sources disagree,
-    `choices` must say which value to take."""
+def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], ascend: DocsData | None = None,
+          images: cann_images.ImagesData | None = None) -> Merged:
+    """One view of several deployer releases, then Ascend's published tables (`ascend`),
+    then the official CANN images (`images`): the newest deployer's entry wins where they
+    agree; where any two sources disagree, `choices` must say which value to take."""
     ordered = sorted(datasets, key=lambda d: Version(d.version), reverse=True)
     merged = Merged({}, {}, read=ordered)
 
@@ -83,6 +86,8 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
                                        lambda r: MindSporeData(r, None, None), decide)
     if ascend is not None:
         _add_docs(merged, ascend, decide)
+    if images is not None:
+        _add_images(merged, images, decide, ascend)
     return merged
 
 
@@ -223,6 +228,112 @@ def _named_release(version: str, driver: str | None, source: str, chips: list[st
     return rel
 
 
+def _add_images(merged: Merged, images: cann_images.ImagesData, decide, ascend: DocsData | None) -> None:
+    """The CANN releases the official images install. A release another source lists stays
+    that source's (the deployer's has sums): a file both name at another URL or under
+    another name is a conflict, what only the images name is said, not taken. A release
+    only the images list is added with its source: its files by name and URL, no sums
+    (pinned on first use), no driver (the images name none), the drivers it runs on from
+    Ascend's release notes."""
+    merged.images_read = images.summary()
+    for why, paths in images.skipped.items():
+        merged.images_notes.append(f"skipped {len(paths)} Dockerfiles: {why}")
+    for version, found in images.releases.items():
+        merged.images_notes += [f"{version}: {note}" for note in found.notes]
+        files: dict[str, Published] = {}
+        for key, urls in found.files.items():
+            if len(urls) > 1:              # the images themselves disagree
+                url = decide(f"cann.{version}.{key}", {f"{images.where}: {paths[0]}"
+                                                       + (f" and {len(paths) - 1} more" if len(paths) > 1 else ""): url
+                                                       for url, paths in urls.items()}, None)
+                if url is None:
+                    continue
+            else:
+                url = next(iter(urls))
+            files[key] = cann_images.published(url)
+        have = merged.cann.get(version)
+        if have is not None:
+            _compare_images(version, have, files, found, decide, merged)
+            continue
+        rel = _images_release(version, files, found, merged)
+        if rel is not None:
+            if ascend is not None:
+                rel.runs_on, rel.runs_on_source = docs.runs_on(ascend.cann, version)
+            merged.cann[version] = rel
+    merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+
+
+def _parts(rel: CannData) -> dict[str, str]:
+    """A release's files as the images' keys name them ("kernels.910b.aarch64") -> the URL of
+    the .run a build fetches (the release's folder and the file)."""
+    out = {f"toolkit.{a}": rel.url + p.run for a, p in rel.toolkit.items()}
+    out.update({f"kernels.{chip}.{a}": rel.url + p.run for chip, per in rel.kernels.items() for a, p in per.items()})
+    out.update({f"nnal.{a}": rel.url + p.run for a, p in rel.nnal.items()})
+    return out
+
+
+def _compare_images(version: str, have: CannData, files: dict[str, Published], found: cann_images.ImageRelease,
+                    decide, merged: Merged) -> None:
+    mine = _parts(have)
+    extra = []
+    for key, pub in files.items():
+        if key not in mine:
+            extra.append(key)
+            continue
+        taken = decide(f"cann.{version}.{key}", {str(have.source): mine[key], found.source: pub.url}, mine[key])
+        if taken == pub.url and taken != mine[key]:
+            part, *chip, arch = key.split(".")
+            if part == "kernels":
+                have.kernels[chip[0]][arch] = pub
+            else:
+                getattr(have, part)[arch] = pub
+    _one_folder(version, have)
+    if extra:
+        named = sorted({f"{k.split('.')[1]} kernels" if k.startswith("kernels.") else k.split(".")[0].replace(
+            "nnal", "NNAL") for k in extra})
+        merged.images_notes.append(f"{version}: the images also install {', '.join(named)}; not imported "
+                                   f"(CANN {version} is {str(have.source).split(':')[0]}'s)")
+
+
+def _images_release(version: str, files: dict[str, Published], found: cann_images.ImageRelease,
+                    merged: Merged) -> CannData | None:
+    """A release only the images list, its files held to its era's names (a build installs the
+    files by those names; one outside the rule, such as Atlas-A3-cann-kernels before 8.5, is
+    said and left out)."""
+    from ..eras import NNAL, expected_kernels, expected_toolkit
+    rel = CannData(version, None, found.source)
+    outside: dict[tuple[str, str], list[str]] = {}
+    for key, pub in sorted(files.items()):
+        part, *chip, arch = key.split(".")
+        want = (expected_toolkit(version, arch) if part == "toolkit" else NNAL.format(v=version, arch=arch)
+                if part == "nnal" else expected_kernels(version, chip[0], arch))
+        if pub.run != want:
+            outside.setdefault((pub.run.replace(arch, "<arch>"), want.replace(arch, "<arch>")), []).append(arch)
+            continue
+        if part == "kernels":
+            rel.kernels.setdefault(chip[0], {})[arch] = pub
+        else:
+            getattr(rel, part)[arch] = pub
+    for (got, want), arches in outside.items():
+        merged.images_notes.append(f"{version}: {got} ({', '.join(arches)}) is not the name CANN {version}'s era "
+                                   f"gives that file ({want}): not imported")
+    missing = [a for a in ARCHES if a not in rel.toolkit]
+    if missing:
+        merged.images_notes.append(f"{version}: no toolkit for {', '.join(missing)}; not imported")
+        return None
+    _one_folder(version, rel)
+    return rel
+
+
+def _one_folder(version: str, rel: CannData) -> None:
+    """imported.yaml keeps one URL per release: its files must lie in one folder."""
+    folders = sorted({p.url.rsplit("/", 1)[0] + "/" for p in list(rel.toolkit.values()) + list(rel.nnal.values())
+                      + [p for per in rel.kernels.values() for p in per.values()]})
+    if len(folders) > 1:
+        raise UserError(f"CANN {version} ({rel.source}): its files would lie in {len(folders)} folders "
+                        f"({', '.join(folders)}); imported.yaml keeps one URL per release")
+
+
 def _file_conflict(decide, version: str, other: Published, mine: Published | None, mine_v: str, other_v: str,
                    into: dict[str, Published], arch: str) -> None:
     if mine is None:
@@ -300,6 +411,36 @@ def keep_pypi(merged: Merged, old: dict) -> None:
     merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
 
 
+def keep_images(merged: Merged, old: dict, ascend: DocsData | None) -> None:
+    """The releases the last import took from the CANN images, when this one reads none
+    (no --cann-images): as it left them, but for the drivers they run on, which are the
+    release notes' facts and read again with them. A release another source lists now is
+    that source's."""
+    kept = 0
+    for version, before in (old.get("cann") or {}).items():
+        before = before or {}
+        if version in merged.cann or not str(before.get("source") or "").startswith(cann_images.REPO + " "):
+            continue
+        url = str(before["url"])
+
+        def pub(entry: dict, url: str = url) -> Published:
+            return Published("", url + entry["file"], entry.get("zip_sha256"), str(entry["file"]))
+        rel = CannData(version, before.get("driver"), str(before["source"]),
+                       {a: pub(e) for a, e in (before.get("toolkit") or {}).items()},
+                       {chip: {a: pub(e) for a, e in per.items()} for chip, per in (before.get("kernels") or {}).items()},
+                       nnal={a: pub(e) for a, e in (before.get("nnal") or {}).items()})
+        if ascend is not None:
+            rel.runs_on, rel.runs_on_source = docs.runs_on(ascend.cann, version)
+        else:
+            rel.runs_on = [str(d) for d in before.get("runs_on") or []]
+            rel.runs_on_source = [str(before["runs_on_source"])] if before.get("runs_on_source") else []
+        merged.cann[version] = rel
+        kept += 1
+    if kept:
+        merged.images_read = str(((old.get("read") or {}).get("cann_images")) or "")
+        merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+
+
 def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:
     return {arch: {"file": pub.run, **({"zip_sha256": pub.sha256} if pub.sha256 else {})}
             for arch, pub in per.items()}
@@ -336,6 +477,8 @@ def to_data(merged: Merged) -> dict:
     data: dict = {"read": {"deployer": [{"version": d.version, "wheel_sha256": d.archive_sha256} for d in merged.read],
                            "docs": list(merged.docs_read)},
                   "cann": {v: _cann_data(rel) for v, rel in merged.cann.items()}}
+    if merged.images_read:
+        data["read"]["cann_images"] = merged.images_read
     if merged.compatible:
         data["torchnpu_compatible"] = {"source": merged.compatible_source, "series": {
             series: list(canns) for series, canns in merged.compatible.items()}}
@@ -424,9 +567,12 @@ def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[s
 
 
 def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None,
-           docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None) -> Result:
+           docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None,
+           images_folder: Path | None = None) -> Result:
     """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
-    copies of the documents upstream.docs names (else fetched over HTTPS)."""
+    copies of the documents upstream.docs names (else fetched over HTTPS); `images_folder`:
+    a copy of Ascend/cann-container-image (else the releases the last import took from it
+    are kept as they were)."""
     from ..imported import emit
     from ..load import load_text, upstream_of
     upstream = upstream_of(matrix_path)
@@ -435,9 +581,12 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     with tempfile.TemporaryDirectory(prefix="ascend-deployer-") as tmp:
         datasets = sources(list(upstream.deployer), list(given or []), Path(tmp), pip_args or [])
     ascend = docs.load(dict(upstream.docs), docs_folder, ca_bundle, proxy)
-    merged = merge(datasets, {k: dict(v) for k, v in upstream.choices.items()}, ascend)
+    images = cann_images.read(images_folder) if images_folder is not None else None
+    merged = merge(datasets, {k: dict(v) for k, v in upstream.choices.items()}, ascend, images)
     before = upstream.imported.read_text() if upstream.imported.is_file() else ""
     old = _data(before, upstream.imported)
+    if images is None:
+        keep_images(merged, old, ascend)
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
     else:
@@ -473,6 +622,8 @@ def counts(merged: Merged) -> dict[str, int]:
     return {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
             "CANN releases": len(merged.cann),
             "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
+            "CANN releases only the official CANN images list": sum(
+                1 for r in merged.cann.values() if str(r.source).startswith(cann_images.REPO + " ")),
             "CANN files imported": len({f.run for f in files}),
             "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
             "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
@@ -495,7 +646,8 @@ def counts(merged: Merged) -> dict[str, int]:
 
 def report(result: Result) -> list[str]:
     """What an update found, for review: conflicts, additions, changes, removals, counts."""
-    return ([f"conflict: {c}" for c in result.merged.conflicts] + result.summary.lines()
+    return ([f"conflict: {c}" for c in result.merged.conflicts]
+            + [f"cann images: {note}" for note in result.merged.images_notes] + result.summary.lines()
             + [f"{what}: {count}" for what, count in result.counts.items()])
 
 

@@ -3,6 +3,18 @@ generated tasks page (docs/tasks.md, from the tasks themselves) lists. Options s
 tasks share are written once here and composed into each task's table."""
 from __future__ import annotations
 
+from ..chips import known
+
+
+def _either(words: list[str]) -> str:
+    return " or ".join(filter(None, [", ".join(words[:-1]), words[-1]])) if words else "none"
+
+
+# The chips `invoke ranktable` and `invoke job` take, from their records (the registry's first
+# is the job's default, tasks.py's chip="910b").
+_TABLES = [c for c in known() if c.rank_table]
+_JOBS = [c.name + (" (default)" if i == 0 else "") for i, c in enumerate(c for c in known() if c.job)]
+
 MATRIX = {"matrix": "the matrix file (default: matrix.yaml)"}
 LINT = {**MATRIX, "all": "lint every Dockerfile, also those images/hadolint-clean.txt records as clean"}
 DRY = {"dry": "print the commands instead of running them"}
@@ -176,7 +188,8 @@ DOCTOR = {
 }
 RANKTABLE = {
     "hosts": "a host's `invoke doctor --json` file (repeatable, in rank order; or a folder: name order)",
-    "chip": "910b (rank table version 1.0) or A3 (1.2); default: what the first host's npu-smi said",
+    "chip": _either([f"{c.name} ({'rank table version ' if i == 0 else ''}{c.rank_table})"
+                     for i, c in enumerate(_TABLES)]) + "; default: what the first host's npu-smi said",
     "devices": "the cards used on every host: all (default), a list like 0,1 or a range like 0-3",
     "output": "write hccl.json here (default: print it)",
 }
@@ -184,7 +197,8 @@ JOB = {
     "name": "the job's name (lowercase, digits, '-')", "image": "the image by content tag (REPO:sha-...) or digest",
     "nodes": "servers (pods), default 2", "devices": "NPUs per server (default 8)",
     "kind": "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)",
-    "chip": "910b (default) or A3: the operator's ring label", "queue": "Volcano queue (default: default)", **HCCL,
+    "chip": _either(_JOBS) + ": the operator's ring label and the device plugin's resource",
+    "queue": "Volcano queue (default: default)", **HCCL,
     "framework": "auto (default: the image's labels when the engine has it, else its name), torch or mindspore "
                  "(a CANN-only image, cann, has no launcher to run a job with)",
     "output": "write the manifests here (default: print them)",

@@ -15,8 +15,6 @@ from .options import choice, k8s_name, number, required, size
 from .wrap import exit_with
 
 IMAGE_EXAMPLE = "ascend-runtime:torch2.1.0-arm64"
-# The chips a multi-server job runs on (the Ascend operator's ring names ascend-<chip>).
-CHIPS = ("910b", "910", "a3", "950")
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     if o.hostfile or o.torchrun or o.msrun:
         return _launch(o, command, matrix)
     from ..host import doctor as doc
+    from ..host.layout import for_chip
     from ..host.run import RunOptions as Compose
     from ..host.run import compose, host_cards
     image = eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image")
@@ -73,7 +72,8 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     cmd = compose(engine, opts, Path(o.host_root), runtimes, preview=o.dry, chip=chip)
     if o.dry:
         if not host_cards(Path(o.host_root)):
-            host = ("a 310B board with card 0 (the image's chip)" if (chip or "").lower() == "310b"
+            layout = for_chip(chip)     # the image's chip's kind of host (its record's)
+            host = (f"a {layout} with card 0 (the image's chip)" if layout.max_cards == 1
                     else "a 910B host with " + ("cards 0-7" if o.devices == "all" else f"card(s) {o.devices}"))
             console.show(f"# preview: {o.host_root} has no NPUs; this is the command for {host} and the driver in "
                          f"/usr/local/Ascend (on the host, `invoke run` reads what it has)")
@@ -218,8 +218,8 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
     image = required(o.image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
     if o.kind not in ("ascendjob", "indexed"):
         raise UserError(f"--kind {o.kind}: ascendjob or indexed")
-    chip = choice(o.chip.lower(), "--chip", CHIPS)
-    d = number(o.devices, "--devices", 1, 16 if chip == "a3" else 8)    # an A3 server has 16 NPUs, the others 8
+    chip = k8s.job_chip(o.chip)
+    d = number(o.devices, "--devices", 1, chip.npus)       # NPUs per server, the chip's record says
     n, timeout = number(o.nodes, "--nodes", 1, 4096), number(o.hccl_timeout, "--hccl-timeout", 1, 86400)
     k8s_name(o.name, "--name"), k8s_name(o.queue, "--queue")
     client = eng.for_task("docker", None, True)
@@ -230,9 +230,9 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "", o.bind,
                          number(o.bind_min_cores, "--bind-min-cores"), affinity.mode if affinity else 0)
-    made = (k8s.ascend_job(o.name, image, n, d, command, chip, o.queue, timeout, chosen, cores)
+    made = (k8s.ascend_job(o.name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores)
             if o.kind == "ascendjob" else k8s.indexed_job(o.name, image, n, d, command, timeout, framework=chosen,
-                                                          cores=cores))
+                                                          cores=cores, chip=chip.name))
     text = k8s.dump(made)
     if o.output:
         Path(o.output).write_text(text)

@@ -1,7 +1,8 @@
 """Kubernetes jobs for the engines 910B sites run, never a scheduler of our own:
 
 - an `AscendJob` (mindxdl.gitee.com/v1) for Huawei's Ascend operator on Volcano: gang
-  scheduled, the device plugin's `huawei.com/Ascend910` resource, the rank table the
+  scheduled, the device plugin's resource and the ring label of the chip (its record in
+  chips.py: `huawei.com/Ascend910`, `ascend-910b`), the rank table the
   operator writes to the ConfigMap `rings-config-<job>`, and a launch script that reads
   what the operator injects. For torch: one Master and N-1 Workers (minAvailable = N),
   torchrun from MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_WORLD_SIZE. For MindSpore:
@@ -22,12 +23,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..chips import Chip, find, known
 from ..errors import UserError
 from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
 from .launch import DEFAULT, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER, launcher_of
 
-RESOURCE = "huawei.com/Ascend910"
 OPERATOR_PORT = 2222           # the operator's default (containerPort named ascendjob-port)
 RANK_TABLE_DIR = "/user/serverid/devindex/config"
 ROLE_LABEL = "ascend-build/role"      # worker or scheduler: workers keep one server each
@@ -196,9 +197,17 @@ def _name(name: str) -> str:
     return name
 
 
+def job_chip(name: str, option: str = "--chip") -> Chip:
+    """The chip a job runs on: one whose record names its resource and ring label."""
+    found = find(name)
+    if found is None or not found.job:
+        raise UserError(f"{option} {name!r}: choose one of {', '.join(c.name for c in known() if c.job)}")
+    return found
+
+
 def _container(image: str, devices: int, command: list[str], timeout: int, extra_env: list[dict],
-               framework: Framework = DEFAULT, cores: PodCores = PodCores()) -> dict:
-    asked = {RESOURCE: devices, **cores.resources(devices)}
+               resource: str, framework: Framework = DEFAULT, cores: PodCores = PodCores()) -> dict:
+    asked = {resource: devices, **cores.resources(devices)}
     return {
         "name": "ascend",                   # the operator looks for this name
         "image": image, "imagePullPolicy": "IfNotPresent",
@@ -250,10 +259,12 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
                cores: PodCores = PodCores()) -> dict:
     _check(image, nodes, devices, command, cores)
     name = _name(name)
-    ring = f"ascend-{chip.lower()}"
+    npu = job_chip(chip)
+    ring = npu.ring
     worker = _container(image, devices, command, timeout, [
         {"name": "ASCEND_VISIBLE_DEVICES",
-         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESOURCE}']"}}}], framework, cores)
+         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{npu.resource}']"}}}], npu.resource,
+        framework, cores)
     worker["ports"] = [{"containerPort": OPERATOR_PORT, "name": "ascendjob-port"}]
     worker["volumeMounts"].append({"name": "ranktable", "mountPath": RANK_TABLE_DIR})
 
@@ -272,7 +283,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
     if launcher_of(framework).scheduler_pod:
         # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
         scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
-                               framework, cores)
+                               npu.resource, framework, cores)
         del scheduler["resources"]
         scheduler["ports"] = worker["ports"]
         replicas = {"Scheduler": replica(scheduler, 1, "scheduler"), "Worker": replica(worker, nodes, "worker")}
@@ -297,15 +308,16 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
 
 def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
                 timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: Framework = DEFAULT,
-                cores: PodCores = PodCores()) -> dict:
+                cores: PodCores = PodCores(), chip: str = "910b") -> dict:
     """For sites without the operator: an indexed Job (one pod per node, the completion
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
-    rendezvous there, or MindSpore's scheduler, which node 0's msrun starts)."""
+    rendezvous there, or MindSpore's scheduler, which node 0's msrun starts); its pods ask
+    for the chip's device plugin resource."""
     _check(image, nodes, devices, command, cores)
     name = _name(name)
     env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]
-    container = _container(image, devices, command, timeout, env, framework, cores)
+    container = _container(image, devices, command, timeout, env, job_chip(chip).resource, framework, cores)
     container["ports"] = [{"containerPort": port, "name": "rendezvous"}]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
            "spec": {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "backoffLimit": 0,

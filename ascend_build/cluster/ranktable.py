@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import json
 
+from ..chips import find, known, spelling
 from ..errors import UserError
 from .facts import HostFacts
 
-VERSIONS = {"910b": "1.0", "A3": "1.2"}
+SUPER_DEVICES = "1.2"      # the version whose devices carry their super_device_id (A3's)
+
+
+def version_of(name: str | None) -> str:
+    """The rank table version of a chip (its record's), or why none is written."""
+    found = find(name)
+    if found is None or not found.rank_table:
+        having = ", ".join(c.name for c in known() if c.rank_table)
+        raise UserError(f"chip {name or 'unknown'}: rank tables are written for {having} "
+                        f"(pass --chip when npu-smi did not say)")
+    return found.rank_table
 
 
 def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | None = None) -> dict:
@@ -21,9 +32,8 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
     if not hosts:
         raise UserError("no hosts: pass each host's facts (`invoke doctor --json` there)")
     chip = chip or hosts[0].chip
-    if chip not in VERSIONS:
-        raise UserError(f"chip {chip or 'unknown'}: rank tables are written for {', '.join(VERSIONS)} "
-                        f"(pass --chip when npu-smi did not say)")
+    version = version_of(chip)
+    chip = spelling(chip or "")
     problems: list[str] = []
     servers: list[dict] = []
     rank = 0
@@ -49,9 +59,9 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
             if other != f"{host.name} card {n}":
                 problems.append(f"{host.name} card {n}: device IP {card.address} is also {other}'s")
             entry = {"device_id": str(n), "device_ip": card.address, "rank_id": str(rank)}
-            if VERSIONS[chip] == "1.2":
+            if version == SUPER_DEVICES:
                 if card.super_device_id is None:
-                    problems.append(f"{host.name} card {n}: an A3 table needs its super_device_id")
+                    problems.append(f"{host.name} card {n}: an {chip} table needs its super_device_id")
                 entry["super_device_id"] = str(card.super_device_id)
             entries.append(entry)
             rank += 1
@@ -61,7 +71,7 @@ def build(hosts: list[HostFacts], chip: str | None = None, devices: list[int] | 
         problems.append(f"two hosts give one server address: {', '.join(ids)}")
     if problems:
         raise UserError("cannot write the rank table:\n  " + "\n  ".join(problems))
-    return {"status": "completed", "version": VERSIONS[chip], "server_count": str(len(servers)),
+    return {"status": "completed", "version": version, "server_count": str(len(servers)),
             "server_list": servers}
 
 

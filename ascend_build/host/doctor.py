@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import console
+from .. import chips, console
 from ..matrix import FRAMEWORKS, Framework, Matrix
 from ..platforms import PLATFORMS
-from .layout import is_310b_name, layout_of
+from .layout import layout_of
 from .run import NPU_SMI, host_cards
 from .topology import Topology, cpulist, read_topology
 
@@ -85,8 +85,8 @@ def host_driver(root: Path) -> str | None:
 
 
 def host_chip(root: Path) -> str | None:
-    """The chip from `npu-smi info` (910B2 -> 910b, 910_93 / A3 -> A3, 310B4 -> 310b: a board,
-    Ascend950PR / 950DT -> 950: a 910B-class server, no source naming other devices)."""
+    """The chip from `npu-smi info`: the first record (chips.py, in its order) whose npu-smi
+    name the table has (910B2 -> 910b, Ascend910_9391 -> A3, 310B4 -> 310b, Ascend950PR -> 950)."""
     smi = next((root / p.lstrip("/") for p in NPU_SMI if (root / p.lstrip("/")).is_file()), None)
     if smi is None:
         return None
@@ -94,17 +94,8 @@ def host_chip(root: Path) -> str | None:
         out = subprocess.run([str(smi), "info"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if re.search(r"910_?93\d*|\bA3\b", out):       # Atlas A3 (910_93xx)
-        return "A3"
-    if is_310b_name(out):
-        return "310b"
-    if re.search(r"\b(Ascend)?950[A-Z]*\b", out):
-        return "950"
-    if re.search(r"\b910B\d?\b", out):
-        return "910b"
-    if re.search(r"\b(Ascend)?910[A-Z]?\b", out):
-        return "910"
-    return None
+    found = next((c for c in chips.known() if c.smi and re.search(c.smi, out)), None)
+    return found.name if found else None
 
 
 def _group(root: Path) -> tuple[bool, list[str]]:
@@ -304,7 +295,7 @@ def _user_check(image: ImageFacts, host_gid: int | None) -> list[Check]:
 
 def _chip_and_arch(image: ImageFacts, chip: str | None, host_arch: str | None) -> list[Check]:
     checks = []
-    if image.chip and chip and image.chip.lower() != chip.lower():
+    if image.chip and chip and chips.spelling(image.chip).lower() != chips.spelling(chip).lower():
         checks.append(Check("image chip", "fail", f"image {image.chip}, host {chip}",
                             f"the image carries {image.chip} kernels; this host's cards are {chip} "
                             f"(A2 and A3 need different packages)",
@@ -369,7 +360,7 @@ def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) ->
     driver = host_driver(root)
     if not driver:
         raise UserError(f"--for-host {root}: no /{DRIVER_INFO} there, so no driver version to match")
-    chip = chip or host_chip(root)
+    chip = chips.spelling(chip) if chip else host_chip(root)     # --chip a3: the matrix's A3
     torch, skipped = pick_stack(matrix, driver, chip, torch)
     console.say(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
                 + "".join(f"\n  skipped {line}" for line in skipped))

@@ -11,9 +11,10 @@ ascend-infer-310b image (23.0.RC1, CANN 6.2.RC1), which passes the same devices 
 ASCEND_ALLOW_LINK=True (its driver files are links)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..chips import find
 
 DRIVER_DIR = "/usr/local/Ascend/driver"
 DRIVER_LIB = "/usr/local/Ascend/driver/lib64"
@@ -59,23 +60,21 @@ BOARD_310B = HostLayout(
     max_cards=1,
 )
 
-# `npu-smi info` names a 310B chip 310B1 .. 310B4 (the boards' 8 and 20 TOPS parts).
-_310B = re.compile(r"\b310B\d?\b")
-
-
-def is_310b_name(text: str) -> bool:
-    return bool(_310B.search(text))
+# Each kind of host a chip's record names (chips.py, `host`).
+LAYOUTS = {"server": SERVER, "board": BOARD_310B}
 
 
 def layout_of(root: Path, chip: str | None = None) -> HostLayout:
-    """The board's layout where npu-smi says 310B, or, without npu-smi's word, where the
-    board's own memory device is there and the server's is not."""
+    """The layout of the host's chip where npu-smi named it, or, without its word, the
+    board's where the board's own memory device is there and the server's is not."""
     if chip is not None:
-        return BOARD_310B if chip.lower() == "310b" else SERVER
+        return for_chip(chip)
     has = lambda path: (root / path.lstrip("/")).exists()   # noqa: E731
     return BOARD_310B if has("/dev/svm0") and has("/dev/ts_aisle") and not has("/dev/devmm_svm") else SERVER
 
 
 def for_chip(chip: str | None) -> HostLayout:
-    """The layout a host with this chip has (a preview on a machine without NPUs)."""
-    return BOARD_310B if (chip or "").lower() == "310b" else SERVER
+    """The layout a host with this chip has (a preview on a machine without NPUs); a server
+    for a chip no record names."""
+    found = find(chip)
+    return LAYOUTS[found.host] if found else SERVER

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .. import console
+from ..chips import known
 from ..errors import PackageError, PackageMissing, PackageUnreachable
 from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix, load_matrix
@@ -261,7 +262,14 @@ class PackageStore:
 
 # ELF e_machine values of the two arches CANN ships for.
 _ELF_MACHINES = {183: "aarch64", 62: "x86_64"}
-_KERNEL_DIR = re.compile(r"/kernel/ascend([0-9a-z]+)/")
+_KERNEL_DIR = re.compile(r"/kernel/(ascend[0-9a-z_]+)/")
+
+
+def chip_of_folder(folder: str) -> str:
+    """The chip whose kernels a kernel folder holds, by its record (A3's is ascend910_93);
+    for a folder no record names, its name after "ascend"."""
+    found = next((c for c in known() if c.kernel_folder == folder), None)
+    return found.name if found else folder.removeprefix("ascend")
 
 
 @dataclass(frozen=True)
@@ -269,7 +277,7 @@ class Contents:
     """What a .run file's payload says about itself, read without installing it."""
     readable: bool
     arches: frozenset[str]      # of the host binaries (ELF files) in it
-    chips: frozenset[str]       # from kernel folders (.../kernel/ascend<chip>/...)
+    chips: frozenset[str]       # from kernel folders (.../kernel/ascend<chip>/...), as the records name them
 
 
 def read_contents(path: Path, enough_elves: int = 16) -> Contents:
@@ -292,7 +300,7 @@ def read_contents(path: Path, enough_elves: int = 16) -> Contents:
                 for member in tar:
                     found = _KERNEL_DIR.search("/" + member.name + "/")
                     if found:
-                        chips.add(found.group(1))
+                        chips.add(chip_of_folder(found.group(1)))
                     if elves < enough_elves and member.isfile() and member.size >= 20:
                         data = tar.extractfile(member)
                         magic = data.read(20) if data else b""

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from ..chips import known
 from ..errors import UserError
 from .eras import cann_key
 from .records import MindSporeRelease, PackageRelease, TorchNpuTag
@@ -78,7 +79,8 @@ def _version(text: str) -> tuple:
 
 
 def _chip(chip: str) -> tuple:
-    return (chip.lower() != "910b", chip.lower())
+    # the registry's first chip (910b: the one most hosts have) first, then the rest by name
+    return (chip.lower() != known()[0].name.lower(), chip.lower())
 
 
 def _wheel(tag: str) -> tuple:

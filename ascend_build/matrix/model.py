@@ -10,6 +10,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from ..chips import spelling
 from ..errors import UserError
 from ..platforms import PLATFORMS, Platform
 from ..platforms import get as get_platform
@@ -257,7 +258,7 @@ class Matrix:
         cann = self.cann[st.cann]
         chip = chip or self.defaults.chip
         # Upstream's tags spell chips in lower case (a3); the matrix as Huawei's files do (A3).
-        chip = next((k for k in cann.kernels if k.lower() == chip.lower()), chip)
+        chip = spelling(chip)
         kernels = self._kernels(st, cann, chip, target)
         nnal = self.nnal(st, cann, target.arch)
         if no_nnal and self.nnal(asked, cann, target.arch) is None:

@@ -19,7 +19,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("locking",),
     ("matrix",),
     ("engine",),
-    ("platforms",),
+    ("platforms", "chips"),
     ("hashing", "errors", "console"),
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}

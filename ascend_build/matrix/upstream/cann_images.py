@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 from ...errors import UserError
 from ...platforms import ARCHES
-from .deployer import CANN_VERSION, Published
+from .deployer import CANN_VERSION, Published, own_kernels
 
 REPO = "Ascend/cann-container-image"
 ROOT = "cann"
@@ -38,7 +38,6 @@ TAG = re.compile(r"(?P<v>.+?)-(?P<chip>[0-9a-z]+)-(?P<os>[a-z]+[0-9][0-9.]*)-py(
 _TOOLKIT = re.compile(r"Ascend-cann-toolkit_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.run")
 _KERNELS = re.compile(r"Ascend-cann-kernels-(?P<chip>[0-9A-Za-z]+)_(?P<v>[^_]+)_linux(?:-(?P<arch>aarch64|x86_64))?\.run")
 _OPS = re.compile(r"Ascend-cann-(?P<chip>[0-9A-Za-z]+)-ops_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.run")
-_A3_KERNELS = re.compile(r"Atlas-A3-cann-kernels_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.run")
 _NNAL = re.compile(r"Ascend-cann-nnal_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.run")
 # Docker's own platform arguments, per arch, beside the Dockerfiles' ARCH.
 _BUILTIN = {arch: {"ARCH": arch, "TARGETARCH": {"aarch64": "arm64", "x86_64": "amd64"}[arch],
@@ -66,9 +65,11 @@ def classify(name: str) -> FileName | None:
     m = _NNAL.fullmatch(name)
     if m:
         return FileName("nnal", m["v"], m["arch"])
-    m = _KERNELS.fullmatch(name) or _OPS.fullmatch(name) or _A3_KERNELS.fullmatch(name)
-    if m:
-        return FileName("kernels", m["v"], m["arch"], m.groupdict().get("chip") or "A3")
+    m = _KERNELS.fullmatch(name) or _OPS.fullmatch(name)
+    found = (m["chip"], m) if m else own_kernels(name, ".run")
+    if found:
+        chip, m = found
+        return FileName("kernels", m["v"], m["arch"], chip)
     return None
 
 

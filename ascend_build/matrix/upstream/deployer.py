@@ -16,6 +16,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ...chips import known
 from ...errors import UserError
 from ...platforms import ARCHES
 
@@ -32,7 +33,21 @@ DRIVER_VERSION = re.compile(r"[0-9]+\.[0-9]+\.(RC[0-9]+|[0-9]+)", re.IGNORECASE)
 _TOOLKIT = re.compile(r"Ascend-cann-toolkit_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.zip")
 _KERNELS = re.compile(r"Ascend-cann-kernels-(?P<chip>[0-9A-Za-z]+)_(?P<v>[^_]+)_linux(?:-(?P<arch>aarch64|x86_64))?\.zip")
 _OPS = re.compile(r"Ascend-cann-(?P<chip>[0-9A-Za-z]+)-ops_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.zip")
-_A3_KERNELS = re.compile(r"Atlas-A3-cann-kernels_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.zip")
+_FIELDS = {"{v}": r"(?P<v>[^_]+)", "{arch}": r"(?P<arch>aarch64|x86_64)"}
+
+
+def own_kernels(name: str, suffix: str) -> tuple[str, re.Match[str]] | None:
+    """The chip whose record names its kernels file outside its era's rule (kernels_file:
+    A3's Atlas-A3-cann-kernels up to 8.3), and the match, for a file `name` ending in
+    `suffix` (.zip as the deployer lists it, .run inside)."""
+    for chip in known():
+        if chip.kernels_file:
+            stem = chip.kernels_file.removesuffix(".run")
+            pattern = "".join(_FIELDS.get(p, re.escape(p)) for p in re.split(r"(\{v\}|\{arch\})", stem))
+            m = re.fullmatch(pattern + re.escape(suffix), name)
+            if m:
+                return chip.name, m
+    return None
 
 
 @dataclass(frozen=True)
@@ -232,9 +247,10 @@ def _read_cann(doc, src: Source) -> CannData:
         if m:
             data.toolkit[m["arch"]] = pub
             continue
-        m = _KERNELS.fullmatch(name) or _OPS.fullmatch(name) or _A3_KERNELS.fullmatch(name)
-        if m:
-            chip = m.groupdict().get("chip") or "A3"
+        m = _KERNELS.fullmatch(name) or _OPS.fullmatch(name)
+        found = (m["chip"], m) if m else own_kernels(name, ".zip")
+        if found:
+            chip, m = found
             # Up to 8.0.RC2 one kernels file served both arches.
             for arch in [m["arch"]] if m["arch"] else list(ARCHES):
                 data.kernels.setdefault(chip, {})[arch] = pub

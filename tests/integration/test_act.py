@@ -133,7 +133,7 @@ def results(output: str) -> list[str]:
     """act's line for each job's end and each step's result, and the cell's tags as the build
     reused them and the push sent them (act masks the registry, a secret, as ***)."""
     return [line.strip() for line in output.splitlines()
-            if re.search(r"(✅|❌|🏁|🚧).*(Success|Failure|Job)|\|   ascend-build-test/runtime:|\| pushed ", line)]
+            if re.search(rf"(✅|❌|🏁|🚧).*(Success|Failure|Job)|\|   {re.escape(REPO)}:|\| pushed ", line)]
 
 
 def test_pipeline_runs_plan_build_push_and_join(act_run, record_property):

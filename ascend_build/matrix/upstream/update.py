@@ -1,9 +1,9 @@
 """`invoke update`: Huawei's release data (ascend-deployer, several releases of it),
 Ascend's published tables, the official CANN images' Dockerfiles (`--cann-images`) and
 PyPI's index merged, and written whole into the imported facts' file (imported.yaml, as
-matrix.yaml's upstream.imported names it). matrix.yaml is never written. Each entry names its source; where the sources disagree, the matrix's
-`upstream.choices` decides, and an undecided disagreement stops the update with both
-values shown."""
+matrix.yaml's upstream.imported names it). matrix.yaml is never written. Each entry names
+its source; where the sources disagree, the matrix's `upstream.choices` decides, and an
+undecided disagreement stops the update with both values shown."""
 from __future__ import annotations
 
 import hashlib

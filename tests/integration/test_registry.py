@@ -71,3 +71,12 @@ def test_manifest_list_joins_both_arches(engine, registry, arm64_base):
     finally:
         # The registry's port is this run's: its tags would pile up in the engine.
         subprocess.run(engine.command("rmi", *parts), capture_output=True)
+
+
+def test_verify_refuses_an_image_not_built_reproducibly(built, pinned_matrix):
+    """The lane's main image was built without --reproducible: nothing to compare against."""
+    tag = f"ascend-build-test/runtime:{load_matrix(pinned_matrix).cell(**STACK).name}-arm64"
+    assert built.returncode == 0
+    out = invoke("verify", "--image", tag, "--matrix", str(pinned_matrix))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "was not built with --reproducible" in out.stderr and "--reproducible`, then verify" in out.stderr

@@ -251,14 +251,15 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
     assert "python packages: unlocked (--unlocked)" in out.stdout and "locked by the project's" not in out.stdout
 
 
-# Cells with no lock: x86_64 has none (the project locks aarch64), and a copy elsewhere of a
+# Cells with no lock: x86_64 has none (the project locks aarch64, and x86_64 only for the
+# CANN-only image podman builds natively in the suite), and a copy elsewhere of a
 # MindSpore stack that asks for other numpys than the project's lock was made from (the
 # newcomer's build that put two numpys in one image).
 NO_LOCK = [
     (["--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64"],
      "stack 2.1.0 / Python 3.11 / x86_64", "invoke lock --torch 2.1.0 --python 3.11 --platform linux/amd64`"),
-    (["--cann", "8.0.RC3", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64"],
-     "stack cann8.0.RC3 / Python 3.11 / x86_64", "invoke lock --cann 8.0.RC3 --python 3.11 --platform linux/amd64`"),
+    (["--cann", "9.0.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64"],
+     "stack cann9.0.0 / Python 3.11 / x86_64", "invoke lock --cann 9.0.0 --python 3.11 --platform linux/amd64`"),
     (["--mindspore", "2.9.0", "--os", "debian12", "--python", "3.11", "--matrix", "{copy}"],
      "stack mindspore2.9.0 / Python 3.11 / aarch64",
      "invoke lock --mindspore 2.9.0 --python 3.11 --platform linux/arm64 --matrix {copy}`"),

@@ -150,6 +150,29 @@ def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
     assert "names one arch's image, so pip runs in the image; put {arch} in it" in out.stdout
 
 
+def test_podman_builds_a_foreign_arch_with_the_fast_path_too(tmp_path):
+    """podman's real build here is of the build machine's arch (tests/integration/test_podman.py):
+    its cross-arch command is held here. pip runs on the build machine from its own arch's
+    base, and the image's stages get the image's platform."""
+    from ascend_build.platforms import host
+    from tests.conftest import usable_engine
+    if host() is None or host().arch == "aarch64":
+        pytest.skip("the fast path is for cross-arch builds: this machine builds arm64 natively")
+    podman = usable_engine("podman")
+    out = invoke("build", "--dry", "--engine", "podman", "--packages", str(tmp_path), "--os", "debian12",
+                 "--base-image", "debian:bookworm=mirror.local/debian:bookworm-{arch}",
+                 env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if " build --format docker " in x)
+    assert line.startswith(podman.client) and "--platform linux/arm64" in line
+    here = host()
+    for arg in ("PIP_ON=native", "TARGET_MACHINE=aarch64", f"BUILDPLATFORM={here.docker}",
+                f"BUILD_BASE_IMAGE=mirror.local/debian:bookworm-{here.suffix}",
+                "BASE_IMAGE=mirror.local/debian:bookworm-arm64"):
+        assert f"--build-arg {arg} " in line, arg
+    assert f"pip runs on the build machine ({here.docker}) for aarch64, no qemu" in out.stdout
+
+
 def test_a_user_layer_that_moves_a_held_package_stops_before_docker(tmp_path):
     calls = tmp_path / "calls"
     fake = tmp_path / "bin" / "docker"

@@ -461,7 +461,11 @@ def _source_built_wheels(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
         if cached:
             console.say(f"apex: using the built wheel {cached}")
             return replace(inputs, apex_wheel=cached)
+        apex = matrix.sources["apex"]
+        how = (f"Build one with `invoke apex --torch {cell.stack.name} --python {cell.python}` (or pass --apex-src / "
+               f"--apex-wheel)." if matrix.apex_builds(cell) else
+               f"Ascend apex {apex.ref[:7]} builds for Python {', '.join(apex.pythons)} only (a wheel of another "
+               f"apex may be given with --apex-wheel).")
         console.say(f"apex: no Ascend apex wheel built for torch {cell.stack.torch.version} / python {cell.python} / "
-                    f"{cell.arch}; the image will have NO apex. Build one with `invoke apex --torch "
-                    f"{cell.stack.name} --python {cell.python}` (or pass --apex-src / --apex-wheel).")
+                    f"{cell.arch}; the image will have NO apex. {how}")
     return inputs

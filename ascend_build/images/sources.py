@@ -237,6 +237,12 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     bcell = _builder_cell(matrix, req)
     python = bcell.pythons[0]
     location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
+    apex = matrix.sources["apex"]
+    if kind.name == "apex" and (location, ref) == (apex.repo, apex.ref) and not apex.builds_for(python):
+        # the pinned apex's script would refuse it after the builder's build: say so first
+        raise UserError(f"apex: Ascend apex {apex.ref[:7]} (matrix.yaml sources.apex) builds for Python "
+                        f"{', '.join(apex.pythons)}, not {python}: choose one of them (--python), or give an apex tree "
+                        f"whose scripts/build.sh takes {python} (--src; --apex-src to build)")
     if site.dry:
         console.show(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
                      f"python {python}")

@@ -204,7 +204,8 @@ def _stack(name: str, key: str, st: Mapping[str, Any], fw: Framework, release: s
 def _sources(d: Mapping[str, Any]) -> dict[str, Repo]:
     nvidia = d["apex"].get("nvidia")
     return {"torch_npu": Repo(d["torch_npu"]["repo"]),
-            "apex": Repo(d["apex"]["repo"], d["apex"]["ref"], Repo(nvidia["repo"], nvidia["ref"]) if nvidia else None)}
+            "apex": Repo(d["apex"]["repo"], d["apex"]["ref"], Repo(nvidia["repo"], nvidia["ref"]) if nvidia else None,
+                         tuple(d["apex"].get("pythons") or ()))}
 
 
 def _torch_atb(atb: Mapping[str, Any] | None) -> TorchAtb | None:

@@ -323,6 +323,11 @@ class Matrix:
                      and (spec.python or st.python_for(base)) == python and (spec.chip or self.defaults.chip) == chip),
                     None)
 
+    def apex_builds(self, cell: Cell) -> bool:
+        """Whether Ascend apex compiles for the cell: its framework has apex, and the pinned
+        apex's build script takes the cell's Python (sources.apex.pythons)."""
+        return "apex" in cell.stack.framework.builds and self.sources["apex"].builds_for(cell.python)
+
     def chips(self, st: Stack) -> list[str]:
         """The chips images of this stack can be built for: its CANN's operator packages,
         less those whose images need a newer torch_npu (chip_support:)."""

@@ -160,6 +160,10 @@ class Repo:
     repo: str
     ref: str = ""                     # "": the release's tag (torch_npu)
     nvidia: Repo | None = None        # apex: the NVIDIA apex its build script clones
+    pythons: tuple[str, ...] = ()     # apex: the Pythons its build script takes at `ref` (): any
+
+    def builds_for(self, python: str) -> bool:
+        return not self.pythons or python in self.pythons
 
 
 @dataclass(frozen=True)

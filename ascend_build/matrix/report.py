@@ -10,7 +10,17 @@ from .model import Matrix
 from .records import Cell, Stack
 
 
-def cell_row(cell: Cell) -> dict[str, str]:
+def apex_text(matrix: Matrix, cell: Cell) -> str:
+    """Where the cell's Ascend apex comes from: the pipeline compiles it where it can."""
+    if "apex" not in cell.stack.framework.builds:
+        return "-"
+    if matrix.apex_builds(cell):
+        return "compiled by `invoke apex` (the pipeline does, before the image)"
+    apex = matrix.sources["apex"]
+    return f"none: Ascend apex {apex.ref[:7]} builds for Python {', '.join(apex.pythons)}"
+
+
+def cell_row(matrix: Matrix, cell: Cell) -> dict[str, str]:
     py = f"{cell.python} ({'source ' + cell.python_source.version if cell.python_source else 'distro'})"
     role = {cell.toolkit.file: "toolkit", cell.kernels.file: "kernels"} | ({cell.nnal.file: "nnal"} if cell.nnal else {})
     pins = "yes" if not cell.unpinned() else "NO: " + ", ".join(role.get(n, "python source") for n in cell.unpinned())
@@ -22,7 +32,7 @@ def cell_row(cell: Cell) -> dict[str, str]:
         "CANN (driver)": f"{cell.cann.version}{'+NNAL' if cell.nnal else ''} ({cell.cann.driver or 'none named'})",
         "pairing": cell.pairing,
         "sha256 pinned": pins,
-        "apex": "absent (no Ascend apex wheel)" if "apex" in cell.stack.framework.builds else "-",
+        "apex": apex_text(matrix, cell),
     }
 
 
@@ -107,7 +117,7 @@ def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
         for f in c.cann_files:
             unpinned = "" if f.zip_sha256 or f.sha256 else "   [no published sum: `invoke pin` on first use]"
             files.setdefault(f.zip if f.zip_sha256 else f.file, (f.zip_url if f.zip_sha256 else f.url) + unpinned)
-    text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(c) for c in cells])
+    text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(matrix, c) for c in cells])
     text += _unpaired(matrix)
     text += mindspore_table(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
@@ -191,10 +201,11 @@ def ci_matrix(matrix: Matrix, cells: list[Cell] | None = None) -> list[dict[str,
     (`cells`: those of them CI builds, by default all)."""
     # files: the CANN files the cell's build takes, each as the one with a sum (the build job
     # fetches exactly these from the site's mirror; a name grepped out of a plan was the .run).
-    # apex: "true" where the framework compiles Ascend apex in its builder (torch): the job
-    # compiles it first, and the build fills the image's apex slot with it.
+    # apex: "true" where Ascend apex compiles for the cell (a torch stack, a Python the pinned
+    # apex's script takes): the job compiles it first, and the build fills the image's apex
+    # slot with it. Elsewhere `invoke apex` would refuse the Python and fail the cell.
     return [{"name": f"{c.name}-{c.target.suffix}", "torch": c.stack.name, "os": c.os.name,
              "python": c.python, "chip": c.chip, "platform": c.platform, "runner": c.target.runner,
              "files": " ".join(f.checked_name for f in c.cann_files),
-             "apex": "true" if "apex" in c.stack.framework.builds else "false"}
+             "apex": "true" if matrix.apex_builds(c) else "false"}
             for c in (matrix.image_cells() if cells is None else cells)]

@@ -109,7 +109,8 @@ _SOURCES = s.record({
     "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
     "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")},
                      {"nvidia": s.record({"repo": s.string(r"\S+", "a git URL"),
-                                          "ref": s.string(r"[0-9a-f]{40}", "a 40-digit commit")})}),
+                                          "ref": s.string(r"[0-9a-f]{40}", "a 40-digit commit")}),
+                      "pythons": s.list_of(s.string(MINOR, "like \"3.9\""))}),
 })
 
 _IMAGES = s.list_of(s.record({

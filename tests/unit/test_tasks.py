@@ -24,7 +24,29 @@ def test_matrix_table():
     assert out.returncode == 0, out.stderr
     assert "cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0 (alias torch2.1.0)" in out.stdout
     assert "3.10 (distro)" in out.stdout
-    assert "absent (no Ascend apex wheel)" in out.stdout
+    # apex: where the pinned Ascend apex's script takes the Python (3.7-3.9), and why not elsewhere
+    rows = [line for line in out.stdout.splitlines() if "-torch2.1.0" in line and "linux/arm64" in line]
+    apex = [line for line in rows if "-py3.9-" in line]
+    assert apex and all(line.endswith("compiled by `invoke apex` (the pipeline does, before the image)") for line in apex)
+    others = [line for line in rows if "-py3.9-" not in line]
+    assert others and all(line.endswith("none: Ascend apex 0027c91 builds for Python 3.7, 3.8, 3.9") for line in others)
+
+
+def test_apex_refuses_a_python_the_pinned_apex_does_not_take_before_anything_runs(tmp_path):
+    """Ascend apex's scripts/build.sh at the pinned commit takes Python 3.7-3.9 and exits 1 on
+    another, after the builder's build: the task says so first, also in a dry run; so does a
+    build that asks for the pinned apex."""
+    env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    for args in (("apex", "--torch", "2.1.0", "--python", "3.11", "--dry"),
+                 ("build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--apex-src", "upstream",
+                  "--dry", "--packages", str(tmp_path))):
+        out = invoke(*args, env=env)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert "error: apex: Ascend apex 0027c91 (matrix.yaml sources.apex) builds for Python 3.7, 3.8, 3.9, " \
+               "not 3.11" in out.stderr and "Traceback" not in out.stderr
+        assert " build " not in out.stdout, "nothing planned"
+    out = invoke("apex", "--torch", "2.1.0", "--python", "3.9", "--dry", env=env)
+    assert out.returncode == 0 and "bash scripts/build.sh --python=3.9" in out.stdout, out.stdout + out.stderr
 
 
 def test_bad_matrix_exits_nonzero_without_traceback(tmp_path):

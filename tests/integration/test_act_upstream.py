@@ -25,7 +25,7 @@ from tests.integration.test_act import act_exe, git, pinned_actions
 
 WORKFLOW = ROOT / ".github" / "workflows" / "upstream.yml"
 DOCS = "tests/data/upstream-docs"
-JOB = "Is imported.yaml current with Huawei's release data"
+JOB = "Is imported.yaml current with Huawei's data"
 
 
 def by_hand(repo: Path) -> subprocess.CompletedProcess:

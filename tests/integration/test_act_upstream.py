@@ -71,8 +71,9 @@ def test_the_job_gives_the_checks_own_verdict(clone, tmp_path, record_property):
     hand = by_hand(clone)
     assert hand.returncode in (0, 1), hand.stdout[-3000:] + hand.stderr[-3000:]     # current, or news
     out = run_job(clone, tmp_path)
-    record_property("shown", "upstream.yml under act: " + "; ".join(
-        line.strip() for line in out.stdout.splitlines() if re.search(r"(✅|❌|🏁).*(Success|Failure|Job)", line)))
+    record_property("shown", "upstream.yml under act:\n" + "\n".join(
+        line.split("]", 1)[1].strip() for line in out.stdout.splitlines()
+        if re.search(r"(✅|❌|🏁).*(Success - Main|Failure - Main|Job)", line)))
     succeeded = re.search(rf"\[upstream/{re.escape(JOB)} *\] 🏁  Job succeeded", out.stdout)
     assert bool(succeeded) == (hand.returncode == 0), out.stdout[-6000:] + out.stderr[-2000:]
     assert "Ascend documents read: 6" in out.stdout, "the committed snapshot of Ascend's documents was read"

@@ -179,9 +179,10 @@ class SourceOptions:
 
 
 def builder(o: SourceOptions) -> None:
-    from ..images.sources import build_builder
+    from ..images.sources import build_builder, pick_flavor
     m = load_matrix(o.matrix)
-    build_builder(m, m.builder_cell(o.torch, o.flavor, o.python, o.platform), o.site(),
+    flavor = pick_flavor(m, o.torch, o.flavor, o.python, o.platform, o.emulated)
+    build_builder(m, m.builder_cell(o.torch, flavor, o.python, o.platform), o.site(),
                   eng.for_task(o.engine, o.docker, o.dry), o.repository)
 
 

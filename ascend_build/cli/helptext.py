@@ -120,7 +120,8 @@ BASE_IMAGE = {
 # The builder and the wheels compiled in it.
 SOURCE = {
     **MATRIX, "torch": CELL["torch"],
-    "flavor": "builder flavor from matrix.yaml builders (default: the stack's builder)",
+    "flavor": "builder flavor from matrix.yaml builders (default: the stack's builder; on a machine that would run "
+              "it under qemu, a flavor that cross-compiles with its gcc, where one has the Python)",
     "python": "python minor version (default: all the builder and the stack share; one for wheels)",
     "platform": CELL["platform"],
     **{k: SITE[k] for k in ("base_image", "ca_bundle", "pip_index_url", "torch_index_url", "proxy", "no_proxy",

@@ -234,7 +234,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     when the same source, builder and Python made one before."""
     kind = SOURCE_KINDS[req.kind]
     check_network(site.net)
-    bcell = _builder_cell(matrix, req)
+    bcell = _builder_cell(matrix, req, site.emulated)
     python = bcell.pythons[0]
     location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
     apex = matrix.sources["apex"]
@@ -363,15 +363,41 @@ def check_version(kind: SourceKind, wheel: Path, want: Expected) -> None:
                           f"is {want.version} ({want.what}); nothing was cached")
 
 
-def _builder_cell(matrix: Matrix, req: WheelRequest) -> BuilderCell:
-    """The builder for one wheel: the request's Python, else the stack's default where the
-    builder has it, else the builder's first."""
+def pick_flavor(matrix: Matrix, stack: str | None, flavor: str | None, python: str | None, platform: str | None,
+                emulated: bool = False) -> str | None:
+    """The builder flavor: --flavor when given (or --emulated, which asks for qemu); else the
+    stack's own, unless this machine would run it under qemu with no cross compiler and a
+    flavor that cross-compiles with the stack's gcc has the Python the build takes: that one,
+    said with why (None: the stack's own)."""
+    if flavor or emulated:
+        return flavor
+    st = matrix.stack(stack)
+    if st.torch is None or not matrix.platform(platform).emulated():
+        return None
+    own = matrix.builders[st.torch.builder]
+    if own.cross:
+        return None
+    want = python or (st.python_default if st.python_default in own.pythons else None)
+    for name, b in matrix.builders.items():
+        if b.cross and b.serves(st) and (want is None or want in b.pythons):
+            console.say(f"builder: {name}, which cross-compiles with gcc {st.torch.gcc} on this "
+                        f"{host_platform() or 'build'} machine; the stack's own flavor, {own.name}, has no cross compiler "
+                        f"and would compile under qemu, about 6 times slower (--flavor {own.name} for it: a wheel "
+                        f"built as upstream builds it)")
+            return name
+    return None
+
+
+def _builder_cell(matrix: Matrix, req: WheelRequest, emulated: bool = False) -> BuilderCell:
+    """The builder for one wheel (its flavor as pick_flavor says): the request's Python, else
+    the stack's default where the builder has it, else the builder's first."""
     stack = req.stack or matrix.defaults.stack
-    full = matrix.builder_cell(stack, req.flavor, None, req.platform)
+    flavor = pick_flavor(matrix, stack, req.flavor, req.python, req.platform, emulated)
+    full = matrix.builder_cell(stack, flavor, None, req.platform)
     python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])
     if python in full.pythons:
         return replace(full, pythons=(python,))
-    return matrix.builder_cell(stack, req.flavor, python, req.platform)        # raises with the choices
+    return matrix.builder_cell(stack, flavor, python, req.platform)        # raises with the choices
 
 
 # Which compiler runs, on which machine, for which (cc1's ELF machine: 62 x86_64, 183 aarch64).

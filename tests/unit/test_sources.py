@@ -160,22 +160,37 @@ done
     assert not any(Path(a.split(":")[0]).exists() for a in args if "/run/secrets/pip-conf" in a), "removed after"
 
 
-def test_a_qemu_compile_by_default_names_the_flavor_that_cross_compiles():
-    """`invoke torch-npu --torch 2.1.0` takes manylinux2014, which has no cross compiler: on a
-    machine that is not aarch64 it compiles under qemu (hours for the real tree). The plan says
-    so and names the flavor that cross-compiles with the line's gcc (issue: the lines)."""
+def test_a_source_build_cross_compiles_by_default_and_says_why():
+    """`invoke torch-npu --torch 2.1.0`: the stack's own builder, manylinux2014, has no cross
+    compiler, so on a machine that is not aarch64 it would compile under qemu (hours for the
+    real tree). By default the flavor that cross-compiles with the line's gcc and has the
+    Python the build takes is chosen, and the plan says which and why; `--flavor manylinux2014`
+    keeps upstream's builder under qemu and says what it costs; a Python the cross flavor
+    lacks keeps the stack's own (issue: the lines)."""
     import platform
 
     from tests.forked import invoke
-    out = invoke("torch-npu", "--torch", "2.1.0", "--dry")
-    assert out.returncode == 0, out.stdout + out.stderr
-    said = [line for line in out.stdout.splitlines() if line.startswith("compilers: ")]
+
+    def said(*args: str) -> list[str]:
+        out = invoke(*args, "--dry")
+        assert out.returncode == 0, out.stdout + out.stderr
+        return [line for line in out.stdout.splitlines() if line.startswith(("compilers: ", "builder: ", "# torch_npu"))]
     if platform.machine() in ("aarch64", "arm64"):
-        assert not any("qemu" in line for line in said), said       # the builder's own machine: no qemu
-    else:
-        assert said == ["compilers: builder manylinux2014 has no cross compiler (builders.manylinux2014.cross): "
-                        "compiling under qemu, about 6 times slower (hours for a real torch_npu tree on 2 cores); "
-                        "--flavor debian11 cross-compiles with gcc 10 on the build machine"], said
+        lines = said("torch-npu", "--torch", "2.1.0")       # the builder's own machine: no qemu, no switch
+        assert not any("qemu" in line or line.startswith("builder: ") for line in lines), lines
+        return
+    lines = said("torch-npu", "--torch", "2.1.0")
+    assert lines[0].startswith("builder: debian11, which cross-compiles with gcc 10 on this linux/amd64 machine; the "
+                               "stack's own flavor, manylinux2014, has no cross compiler"), lines
+    assert "--flavor manylinux2014 for it" in lines[0] and "builder debian11, python 3.9" in lines[1], lines
+    assert lines[2].startswith("compilers: gcc-10 for aarch64 on the build machine (linux/amd64)"), lines
+    for args in (("--flavor", "manylinux2014"), ("--python", "3.10")):
+        kept = said("torch-npu", "--torch", "2.1.0", *args)
+        assert not any(line.startswith("builder: ") for line in kept) and "builder manylinux2014" in kept[0], kept
+        assert kept[1] == ("compilers: builder manylinux2014 has no cross compiler (builders.manylinux2014.cross): "
+                           "compiling under qemu, about 6 times slower (hours for a real torch_npu tree on 2 cores); "
+                           "--flavor debian11 cross-compiles with gcc 10 on the build machine"), kept
+    assert said("builder", "--torch", "2.1.0")[0].startswith("builder: debian11, which cross-compiles"), "builder too"
 
 
 def test_the_builder_takes_the_sites_mirror_of_the_stacks_torch_index():

@@ -27,20 +27,12 @@ def _after_dashes(c) -> list[str]:
     return sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
 
 
-@task(iterable=["packages", "base_image"], help=helptext.BUILD)
-@user_errors
-def build(c, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None, packages=None,
-          offline=False, require_pins=False, unlocked=False, base_image=None, pip_index_url=None, torch_index_url=None,
-          ca_bundle=None, proxy=None, no_proxy=None, network=None, wheelhouse=None, torch_npu_wheel=None, apex_wheel=None,
-          repository="ascend-runtime", engine="docker", docker=None, dry=False, matrix="matrix.yaml",
-          torch_npu_src=None, apex_src=None, builder_flavor=None, builder_repository="ascend-builder",
-          cache_registry=None, all=False, no_cache=False, for_host=None, pip_on="auto", requirements=None,
-          layer_name=None, layer_wheelhouse=None, debootstrap=False, retest=False, keep_failed=False, run_as=None,
-          torch_atb=False, no_nnal=False, like=None, reproducible=False, quiet=False, verbose=False):
+@task(building.BuildOptions)
+def build(c, o: building.BuildOptions):
     """Build a runtime image, test it, and tag it only if the tests pass.
 
     With --requirements, then a user layer on it, the same way."""
-    building.build(of(building.BuildOptions, locals()))
+    building.build(o)
 
 
 @task(iterable=["packages", "base_image"], help=helptext.VERIFY)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import console
 from .. import engine as eng
@@ -13,64 +14,115 @@ from ..images import batch, finish
 from ..images.options import Inputs, Site
 from ..images.userlayer import LayerRequest
 from ..matrix import load_matrix
-from .options import Choice, Network, Output, path
+from .options import DRY, MATRIX, Choice, Engine, Network, Output, group, opt, path
+
+
+@dataclass(frozen=True)
+class Packages:
+    """Where the CANN files come from, and how strictly they are checked."""
+    packages: list[str] | None = opt(
+        None, "folder holding CANN files, the .zip Huawei publishes or the .run in it (repeatable; default "
+              "./packages)", iterable=True)
+    offline: bool = opt(False, "never download CANN packages")
+    require_pins: bool = opt(False, "refuse any file without a sha256 in the matrix")
+
+    def site(self) -> dict[str, Any]:
+        return dict(packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
+                    require_pins=self.require_pins)
+
+
+@dataclass(frozen=True)
+class Wheels:
+    """Wheels given instead of the ones the build would download."""
+    wheelhouse: str | None = opt(None, "folder of wheels pip may use (torch, torch_npu, ...)")
+    torch_npu_wheel: str | None = opt(None, "install this torch_npu wheel instead of the release")
+    apex_wheel: str | None = opt(None, "an Ascend apex wheel to fill the apex slot")
+
+    def inputs(self, **more: Any) -> Inputs:
+        return Inputs(wheelhouse=path(self.wheelhouse), torch_npu_wheel=path(self.torch_npu_wheel),
+                      apex_wheel=path(self.apex_wheel), **more)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How an image is made and kept: the runtime image, the builder (and the wheels' tasks
+    say so: they build the builder first)."""
+    retest: bool = opt(False, "an image with the same content tag is here (tested when tagged): run its suite again")
+    keep_failed: bool = opt(False, "keep an image whose tests failed, to debug it (removed otherwise)")
+    no_cache: bool = opt(False, "rebuild every step (ignore the layer cache) and download every file again")
+    pip_on: str = opt("auto", "where pip installs the Python packages: auto (default: on the build machine when it "
+                              "cross-builds), native (on the build machine, for the image's arch: no qemu) or "
+                              "target (in the image)")
+
+    def site(self) -> dict[str, Any]:
+        return dict(retest=self.retest, keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on)
 
 
 @dataclass(frozen=True)
 class BuildOptions:
-    choice: Choice
-    network: Network
-    output: Output
-    matrix: str = "matrix.yaml"
-    packages: list[str] | None = None
-    offline: bool = False
-    require_pins: bool = False
-    unlocked: bool = False
-    wheelhouse: str | None = None
-    torch_npu_wheel: str | None = None
-    apex_wheel: str | None = None
-    repository: str = "ascend-runtime"
-    engine: str = "docker"
-    docker: str | None = None
-    dry: bool = False
-    torch_npu_src: str | None = None
-    apex_src: str | None = None
-    builder_flavor: str | None = None
-    builder_repository: str = "ascend-builder"
-    cache_registry: str | None = None
-    all: bool = False
-    no_cache: bool = False
-    for_host: str | None = None
-    pip_on: str = "auto"
-    requirements: str | None = None
-    layer_name: str | None = None
-    layer_wheelhouse: str | None = None
-    debootstrap: bool = False
-    retest: bool = False
-    keep_failed: bool = False
-    run_as: str | None = None
-    torch_atb: bool = False
-    no_nnal: bool = False
-    like: str | None = None
-    reproducible: bool = False
+    choice: Choice = group(Choice)
+    network: Network = group(Network)
+    files: Packages = group(Packages)
+    wheels: Wheels = group(Wheels)
+    steps: Steps = group(Steps)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    dry: bool = opt(False, DRY)
+    torch_atb: bool = opt(False, "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from "
+                                 "CANN 9.1)")
+    like: str | None = opt(None, "an official image's tag to build the same cell of (quay.io/ascend/torch-npu:"
+                                 "2.12.0-cann9.1.0-a3-openeuler24.03-py3.12): it names the stack, OS, Python and chip")
+    no_nnal: bool = opt(False, "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the "
+                               "image says so in its labels, and its suite leaves NNAL's checks out")
+    repository: str = opt("ascend-runtime", "image repository to tag into (default ascend-runtime)")
+    unlocked: bool = opt(False, "build a cell that has no lock (locks/ beside the matrix, or the project's made "
+                                "from the same inputs): pip resolves its Python packages at build time, so two "
+                                "builds may differ; without it such a cell is refused (`invoke lock` makes its "
+                                "lock). A locked cell is built from its lock all the same; not with --require-pins")
+    torch_npu_src: str | None = opt(None, "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's "
+                                          "release tag)")
+    apex_src: str | None = opt(None, "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's "
+                                     "pinned ref)")
+    builder_flavor: str | None = opt(None, "builder flavor for source builds (default: the stack's builder)")
+    builder_repository: str = opt("ascend-builder", "the repository of the builder images for source builds "
+                                                    "(default ascend-builder)")
+    reproducible: bool = opt(False, "every time in the image is SOURCE_DATE_EPOCH (default: the checkout's last "
+                                    "commit), so the same inputs give the same layers and image ID (podman and "
+                                    "buildx while building; docker's built-in BuildKit by writing the layers again "
+                                    "after the build); `invoke verify` checks such an image")
+    all: bool = opt(False, "build every image of the matrix's `images:`; one failing does not stop the others")
+    for_host: str | None = opt(None, "pick the newest line (of --torch, if given) whose CANN this host's driver "
+                                     "runs, for its chip; the value is the host's root folder (/ for this machine)")
+    cache_registry: str | None = opt(None, "registry repository for layer cache (buildx: cache tags; classic: "
+                                           "inline cache of pushed images)")
+    requirements: str | None = opt(None, "a requirements file: build a user layer on top of the runtime image, "
+                                         "locked (FILE.lock/) with every runtime package held, tested, tagged "
+                                         "<runtime name>-<layer>-<arch>")
+    layer_name: str | None = opt(None, "the user layer's name in its tag (default: the requirements file's name)")
+    layer_wheelhouse: str | None = opt(None, "folder of the team's own wheels the requirements may name (for the "
+                                             "user layer only)")
+    debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (this arch's and, for a "
+                                   "cross build, the build machine's): a Debian cell needs no registry")
+    run_as: str | None = opt(None, "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. "
+                                   "1000:1000 (default: defaults.run_as in the matrix); the image's name ends "
+                                   "with -uidUID")
 
-    def site(self):
-        if self.require_pins and self.unlocked:
+    def site(self) -> Site:
+        if self.files.require_pins and self.unlocked:
             raise UserError("--require-pins and --unlocked contradict each other: --require-pins refuses a cell "
                             "without a lock (and any file without a sha256), --unlocked builds one without a lock; "
                             "give one of them (--require-pins may be the site's setting, ascend_build.require_pins "
                             "in invoke's config: a site that requires pins builds no cell without a lock)")
         return self.network.site(
-            self.dry, packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
-            require_pins=self.require_pins, unlocked=self.unlocked, cache_registry=self.cache_registry,
-            no_cache=self.no_cache, pip_on=self.pip_on, debootstrap=self.debootstrap, retest=self.retest,
-            keep_failed=self.keep_failed, epoch=finish.epoch() if self.reproducible else None)
+            self.dry, **self.files.site(), **self.steps.site(), unlocked=self.unlocked,
+            cache_registry=self.cache_registry, debootstrap=self.debootstrap,
+            epoch=finish.epoch() if self.reproducible else None)
 
     def inputs(self) -> Inputs:
-        return Inputs(repository=self.repository, wheelhouse=path(self.wheelhouse),
-                      torch_npu_wheel=path(self.torch_npu_wheel), apex_wheel=path(self.apex_wheel),
-                      torch_npu_src=self.torch_npu_src, apex_src=self.apex_src, builder_flavor=self.builder_flavor,
-                      builder_repository=self.builder_repository)
+        return self.wheels.inputs(repository=self.repository, torch_npu_src=self.torch_npu_src,
+                                  apex_src=self.apex_src, builder_flavor=self.builder_flavor,
+                                  builder_repository=self.builder_repository)
 
 
 def build(o: BuildOptions) -> None:
@@ -100,7 +152,7 @@ def build(o: BuildOptions) -> None:
                      "as always (its times are its build's)")
     layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(o.requirements, o.layer_name,
                                                                             o.layer_wheelhouse))
-    batch.build_cell(m, cell, site, inputs, layers, eng.for_task(o.engine, o.docker, o.dry))
+    batch.build_cell(m, cell, site, inputs, layers, o.engine.for_task(o.dry))
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
@@ -109,7 +161,7 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
-    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, eng.for_task(o.engine, o.docker, o.dry))
+    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
     if failed:

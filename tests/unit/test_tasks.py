@@ -2,6 +2,7 @@
 tracebacks, and nothing reaches docker when the input is wrong."""
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import shutil
@@ -288,6 +289,20 @@ def test_every_field_a_task_hands_on_is_one_of_its_options_or_declared_unused():
             assert not missing, f"task {fn.name}: {cls.__name__} fields with no option: {missing}"
             assert not declared & params, f"task {fn.name} declares options it has as unused: {declared & params}"
             calls += 1
+    # the tasks declared by their record (cli/wrap.py's task): exactly its options but `without=`
+    from invoke import Collection
+
+    from ascend_build.cli.options import flags
+    for name, t in Collection.from_module(_tasks_module()).tasks.items():
+        if getattr(t, "record", None) is None:
+            continue
+        params = set(list(inspect.signature(t.body).parameters)[1:])
+        names = {x.name for x in flags(t.record)}
+        missing = names - params - set(t.without)
+        assert not missing, f"task {name}: {t.record.__name__} fields with no option: {missing}"
+        assert not set(t.without) & params, f"task {name} declares options it has as unused"
+        assert params <= names, f"task {name}: options not in {t.record.__name__}: {params - names}"
+        calls += 1
     assert calls >= 15          # every task but the few that take no record
     # and `of` itself refuses what this reads
     from ascend_build.cli.images import PushOptions

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
-from .. import engine as eng
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
 from ..images.options import Inputs, Site
 from ..images.userlayer import LayerRequest
 from ..matrix import load_matrix
-from .options import DRY, MATRIX, Choice, Engine, Network, Output, group, opt, path
+from .options import DRY, MATRIX, Choice, Engine, Network, Output, flags, group, help_of, opt, path
 
 
 @dataclass(frozen=True)
@@ -170,19 +169,17 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    network: Network
-    output: Output
-    image: str | None = None
-    against: str | None = None
-    keep: bool = False
-    packages: list[str] | None = None
-    offline: bool = False
-    wheelhouse: str | None = None
-    apex_wheel: str | None = None
-    torch_npu_wheel: str | None = None
-    engine: str = "docker"
-    docker: str | None = None
-    matrix: str = "matrix.yaml"
+    network: Network = group(Network)
+    files: Packages = group(Packages)      # not require_pins: the image's labels name its files' sha256
+    wheels: Wheels = group(Wheels)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    image: str | None = opt(None, "the image to check (tag or id): a runtime image built with --reproducible")
+    against: str | None = opt(None, "compare with this image instead of rebuilding (e.g. a rebuild kept with "
+                                    "--keep, or another registry's copy)")
+    keep: bool = opt(False, "keep the rebuild: tagged REPOSITORY:verify-CONTENT-ARCH when it is the image's bytes "
+                            "(tested), else untagged (by its id)")
 
 
 def verify(o: VerifyOptions) -> None:
@@ -191,72 +188,89 @@ def verify(o: VerifyOptions) -> None:
     if not o.image:
         raise UserError("--image REF: the image to verify")
     if o.against:
-        lines = check.compare(eng.detect(o.engine, o.docker), o.image, o.against)
+        lines = check.compare(o.engine.detect(), o.image, o.against)
     else:
-        site = o.network.site(packages=tuple(Path(p) for p in o.packages or ["packages"]), offline=o.offline)
-        inputs = Inputs(wheelhouse=path(o.wheelhouse), torch_npu_wheel=path(o.torch_npu_wheel),
-                        apex_wheel=path(o.apex_wheel))
-        lines = check.verify(load_matrix(o.matrix), o.image, site, inputs, eng.detect(o.engine, o.docker), o.keep)
+        site = o.network.site(**o.files.site())
+        lines = check.verify(load_matrix(o.matrix), o.image, site, o.wheels.inputs(), o.engine.detect(), o.keep)
     console.show("\n".join(lines) + f"\nverified: {o.image} is the same bytes, layer for layer")
 
 
 @dataclass(frozen=True)
-class SourceOptions:
-    """The builder of a stack and the wheels compiled in it."""
-    network: Network
-    output: Output
-    torch: str | None = None
-    flavor: str | None = None
-    python: str | None = None
-    platform: str | None = None
-    engine: str = "docker"
-    docker: str | None = None
-    dry: bool = False
-    matrix: str = "matrix.yaml"
-    repository: str = "ascend-builder"
-    emulated: bool = False
-    debootstrap: bool = False
-    retest: bool = False
-    keep_failed: bool = False
-    no_cache: bool = False
-    pip_on: str = "auto"
-    src: str | None = None
-    submodule_src: list[str] | None = None
+class BuilderOptions:
+    """The builder of a stack (and, below, the wheels compiled in it)."""
+    network: Network = group(Network)
+    steps: Steps = group(Steps)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    dry: bool = opt(False, DRY)
+    torch: str | None = opt(None, help_of(Choice, "torch"))
+    flavor: str | None = opt(None, "builder flavor from matrix.yaml builders (default: the stack's builder)")
+    python: str | None = opt(None, "python minor version (default: all the builder and the stack share; one for "
+                                   "wheels)")
+    platform: str | None = opt(None, help_of(Choice, "platform"))
+    repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)")
+    emulated: bool = opt(False, "compile under qemu with the image's gcc, not with the flavor's cross compiler (an "
+                                "aarch64 builder on another machine cross-compiles by default: about 6 times faster)")
+    debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (the offline flavors)")
 
     def site(self) -> Site:
         """How the builder is built (by `invoke builder`, or first by a wheel's task)."""
-        return self.network.site(self.dry, debootstrap=self.debootstrap, retest=self.retest,
-                                 keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on,
-                                 emulated=self.emulated)
+        return self.network.site(self.dry, debootstrap=self.debootstrap, emulated=self.emulated, **self.steps.site())
 
 
-def builder(o: SourceOptions) -> None:
+# The wheels' tasks build the stack's builder first when it is not here: its options too,
+# which apply to that build (a wheel compiled before comes from the wheel cache by its key).
+FIRST_BUILDER = {x.name: "the builder, when this task builds it first: " + x.help
+                 for x in flags(BuilderOptions) if x.name == "debootstrap" or x.path[0] == "steps"}
+
+
+@dataclass(frozen=True)
+class TorchNpuOptions(BuilderOptions):
+    src: str | None = opt(None, "a checkout with its submodules, a git bundle or a source tarball, or URL@REF "
+                                "(default: the stack's release tag, torch_npu_tags, with its submodules at their "
+                                "pinned commits)")
+    submodule_src: list[str] | None = opt(
+        None, "a bundle, tarball or checkout of a submodule (op-plugin, nlohmann) at its pinned commit, for a --src "
+              "that lacks it (repeatable)", iterable=True)
+
+
+@dataclass(frozen=True)
+class ApexOptions(BuilderOptions):
+    src: str | None = opt(None, "a checkout, bundle or tarball of Ascend apex, or URL@REF (default: the matrix's "
+                                "pinned commit)")
+    submodule_src: list[str] | None = opt(
+        None, "a bundle or checkout of NVIDIA apex holding the commit apex's build script checks out: its clone "
+              "reads it instead of the network", iterable=True)
+
+
+def builder(o: BuilderOptions) -> None:
     from ..images.sources import build_builder
     m = load_matrix(o.matrix)
     build_builder(m, m.builder_cell(o.torch, o.flavor, o.python, o.platform), o.site(),
-                  eng.for_task(o.engine, o.docker, o.dry), o.repository)
+                  o.engine.for_task(o.dry), o.repository)
 
 
-def wheel(kind: str, o: SourceOptions) -> None:
+def wheel(kind: str, o: TorchNpuOptions | ApexOptions) -> None:
     """One wheel (torch_npu or apex) compiled in the stack's builder; its path is the result."""
     from ..images.sources import WheelRequest, build_wheel
     m = load_matrix(o.matrix)
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))
     # The stack's builder is built first when it is not here: with the same options as `invoke builder`.
-    made = build_wheel(m, req, o.site(), eng.for_task(o.engine, o.docker, o.dry), o.repository)
+    made = build_wheel(m, req, o.site(), o.engine.for_task(o.dry), o.repository)
     console.show(str(made))
 
 
 @dataclass(frozen=True)
 class BaseImageOptions:
-    tag: str | None = None
-    suite: str = "bookworm"
-    platform: list[str] | None = None
-    mirror: str = "http://deb.debian.org/debian"
-    docker: str | None = None
-    engine: str = "docker"
-    dry: bool = False
+    engine: Engine = group(Engine)
+    dry: bool = opt(False, DRY)
+    tag: str | None = opt(None, "image tag to create; {arch} becomes arm64/amd64 (needed for more than one platform)")
+    suite: str = opt("bookworm", "Debian suite (bookworm, bullseye, trixie)")
+    platform: list[str] | None = opt(None, "linux/arm64 or linux/amd64 (repeatable; default: linux/arm64 and this "
+                                           "machine's, which a cross build needs for the fast path)", iterable=True)
+    mirror: str = opt("http://deb.debian.org/debian", "Debian mirror URL")
 
 
 def base_image(o: BaseImageOptions) -> None:
@@ -264,5 +278,5 @@ def base_image(o: BaseImageOptions) -> None:
     platforms = o.platform or default_platforms()
     check_request(o.suite, platforms, o.tag, o.mirror)            # before the engine is even asked
     assert o.tag is not None
-    made = make_bases(eng.for_task(o.engine, o.docker, o.dry), o.suite, platforms, o.tag, o.mirror, o.dry)
+    made = make_bases(o.engine.for_task(o.dry), o.suite, platforms, o.tag, o.mirror, o.dry)
     console.show("made " + ", ".join(made) + f"\nuse them with: --base-image debian:{o.suite}={o.tag}")

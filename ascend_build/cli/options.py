@@ -241,19 +241,3 @@ class Choice:
         return bool(self.named()) or any((self.os, self.python, self.chip, self.platform))
 
 
-
-def of(cls: type[T], kwargs: Mapping[str, Any], unused: tuple[str, ...] = ()) -> T:
-    """The old way, for the tasks not yet declared by their records (going)."""
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):     # type: ignore[arg-type]
-        kind = _RECORDS.get(str(f.type))
-        if kind is not None:
-            values[f.name] = of(kind, kwargs, unused)
-        elif f.name in kwargs:
-            values[f.name] = kwargs[f.name]
-        elif f.name not in unused:
-            raise TypeError(f"{cls.__name__}.{f.name}: the task has no option for it; add one, or name it in unused=")
-    return cls(**values)
-
-
-_RECORDS: dict[str, type] = {"Output": Output, "Network": Network, "Choice": Choice}

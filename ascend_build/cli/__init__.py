@@ -1,4 +1,6 @@
-"""The command line, above every other room: tasks.py hands each invoke task's options
-here as a small record (options), the help written once (helptext), the action that
-runs it (building, data, hosts, images), errors turned into exit codes (wrap), the names
-commands go by here (program), and the pages generated from the tasks (pages)."""
+"""The command line, above every other room: tasks.py names for each invoke task the
+record its action receives, whose fields are the task's options, declared once with their
+help (options: opt, group, and the shared groups), the records and the actions that run
+them (building, data, hosts, images), a task made from its record and errors turned into
+exit codes (wrap), the names commands go by here (program), and the pages generated from
+the tasks (pages)."""

@@ -5,72 +5,123 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import console
-from .. import engine as eng
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
 from ..images.options import Inputs, Site
 from ..images.userlayer import LayerRequest
 from ..matrix import load_matrix
-from .options import Choice, Network, Output, path
+from .options import DRY, MATRIX, Choice, Engine, Network, Output, flags, group, help_of, opt, path
+
+
+@dataclass(frozen=True)
+class Packages:
+    """Where the CANN files come from, and how strictly they are checked."""
+    packages: list[str] | None = opt(
+        None, "folder holding CANN files, the .zip Huawei publishes or the .run in it (repeatable; default "
+              "./packages)", iterable=True)
+    offline: bool = opt(False, "never download CANN packages")
+    require_pins: bool = opt(False, "refuse any file without a sha256 in the matrix")
+
+    def site(self) -> dict[str, Any]:
+        return dict(packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
+                    require_pins=self.require_pins)
+
+
+@dataclass(frozen=True)
+class Wheels:
+    """Wheels given instead of the ones the build would download."""
+    wheelhouse: str | None = opt(None, "folder of wheels pip may use (torch, torch_npu, ...)")
+    torch_npu_wheel: str | None = opt(None, "install this torch_npu wheel instead of the release")
+    apex_wheel: str | None = opt(None, "an Ascend apex wheel to fill the apex slot")
+
+    def inputs(self, **more: Any) -> Inputs:
+        return Inputs(wheelhouse=path(self.wheelhouse), torch_npu_wheel=path(self.torch_npu_wheel),
+                      apex_wheel=path(self.apex_wheel), **more)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How an image is made and kept: the runtime image, the builder (and the wheels' tasks
+    say so: they build the builder first)."""
+    retest: bool = opt(False, "an image with the same content tag is here (tested when tagged): run its suite again")
+    keep_failed: bool = opt(False, "keep an image whose tests failed, to debug it (removed otherwise)")
+    no_cache: bool = opt(False, "rebuild every step (ignore the layer cache) and download every file again")
+    pip_on: str = opt("auto", "where pip installs the Python packages: auto (default: on the build machine when it "
+                              "cross-builds), native (on the build machine, for the image's arch: no qemu) or "
+                              "target (in the image)")
+
+    def site(self) -> dict[str, Any]:
+        return dict(retest=self.retest, keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on)
 
 
 @dataclass(frozen=True)
 class BuildOptions:
-    choice: Choice
-    network: Network
-    output: Output
-    matrix: str = "matrix.yaml"
-    packages: list[str] | None = None
-    offline: bool = False
-    require_pins: bool = False
-    unlocked: bool = False
-    wheelhouse: str | None = None
-    torch_npu_wheel: str | None = None
-    apex_wheel: str | None = None
-    repository: str = "ascend-runtime"
-    engine: str = "docker"
-    docker: str | None = None
-    dry: bool = False
-    torch_npu_src: str | None = None
-    apex_src: str | None = None
-    builder_flavor: str | None = None
-    builder_repository: str = "ascend-builder"
-    cache_registry: str | None = None
-    all: bool = False
-    no_cache: bool = False
-    for_host: str | None = None
-    pip_on: str = "auto"
-    requirements: str | None = None
-    layer_name: str | None = None
-    layer_wheelhouse: str | None = None
-    debootstrap: bool = False
-    retest: bool = False
-    keep_failed: bool = False
-    run_as: str | None = None
-    torch_atb: bool = False
-    no_nnal: bool = False
-    like: str | None = None
-    reproducible: bool = False
+    choice: Choice = group(Choice)
+    network: Network = group(Network)
+    files: Packages = group(Packages)
+    wheels: Wheels = group(Wheels)
+    steps: Steps = group(Steps)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    dry: bool = opt(False, DRY)
+    torch_atb: bool = opt(False, "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from "
+                                 "CANN 9.1)")
+    like: str | None = opt(None, "an official image's tag to build the same cell of (quay.io/ascend/torch-npu:"
+                                 "2.12.0-cann9.1.0-a3-openeuler24.03-py3.12): it names the stack, OS, Python and chip")
+    no_nnal: bool = opt(False, "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the "
+                               "image says so in its labels, and its suite leaves NNAL's checks out")
+    repository: str = opt("ascend-runtime", "image repository to tag into (default ascend-runtime)")
+    unlocked: bool = opt(False, "build a cell that has no lock (locks/ beside the matrix, or the project's made "
+                                "from the same inputs): pip resolves its Python packages at build time, so two "
+                                "builds may differ; without it such a cell is refused (`invoke lock` makes its "
+                                "lock). A locked cell is built from its lock all the same; not with --require-pins")
+    torch_npu_src: str | None = opt(None, "build torch_npu from source: PATH, URL@REF, or 'upstream' (the stack's "
+                                          "release tag)")
+    apex_src: str | None = opt(None, "build Ascend apex from source: PATH, URL@REF, or 'upstream' (the matrix's "
+                                     "pinned ref)")
+    builder_flavor: str | None = opt(None, "builder flavor for source builds (default: the stack's builder)")
+    builder_repository: str = opt("ascend-builder", "the repository of the builder images for source builds "
+                                                    "(default ascend-builder)")
+    reproducible: bool = opt(False, "every time in the image is SOURCE_DATE_EPOCH (default: the checkout's last "
+                                    "commit), so the same inputs give the same layers and image ID (podman and "
+                                    "buildx while building; docker's built-in BuildKit by writing the layers again "
+                                    "after the build); `invoke verify` checks such an image")
+    all: bool = opt(False, "build every image of the matrix's `images:`; one failing does not stop the others")
+    for_host: str | None = opt(None, "pick the newest line (of --torch, if given) whose CANN this host's driver "
+                                     "runs, for its chip; the value is the host's root folder (/ for this machine)")
+    cache_registry: str | None = opt(None, "registry repository for layer cache (buildx: cache tags; classic: "
+                                           "inline cache of pushed images)")
+    requirements: str | None = opt(None, "a requirements file: build a user layer on top of the runtime image, "
+                                         "locked (FILE.lock/) with every runtime package held, tested, tagged "
+                                         "<runtime name>-<layer>-<arch>")
+    layer_name: str | None = opt(None, "the user layer's name in its tag (default: the requirements file's name)")
+    layer_wheelhouse: str | None = opt(None, "folder of the team's own wheels the requirements may name (for the "
+                                             "user layer only)")
+    debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (this arch's and, for a "
+                                   "cross build, the build machine's): a Debian cell needs no registry")
+    run_as: str | None = opt(None, "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. "
+                                   "1000:1000 (default: defaults.run_as in the matrix); the image's name ends "
+                                   "with -uidUID")
 
-    def site(self):
-        if self.require_pins and self.unlocked:
+    def site(self) -> Site:
+        if self.files.require_pins and self.unlocked:
             raise UserError("--require-pins and --unlocked contradict each other: --require-pins refuses a cell "
                             "without a lock (and any file without a sha256), --unlocked builds one without a lock; "
                             "give one of them (--require-pins may be the site's setting, ascend_build.require_pins "
                             "in invoke's config: a site that requires pins builds no cell without a lock)")
         return self.network.site(
-            self.dry, packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
-            require_pins=self.require_pins, unlocked=self.unlocked, cache_registry=self.cache_registry,
-            no_cache=self.no_cache, pip_on=self.pip_on, debootstrap=self.debootstrap, retest=self.retest,
-            keep_failed=self.keep_failed, epoch=finish.epoch() if self.reproducible else None)
+            self.dry, **self.files.site(), **self.steps.site(), unlocked=self.unlocked,
+            cache_registry=self.cache_registry, debootstrap=self.debootstrap,
+            epoch=finish.epoch() if self.reproducible else None)
 
     def inputs(self) -> Inputs:
-        return Inputs(repository=self.repository, wheelhouse=path(self.wheelhouse),
-                      torch_npu_wheel=path(self.torch_npu_wheel), apex_wheel=path(self.apex_wheel),
-                      torch_npu_src=self.torch_npu_src, apex_src=self.apex_src, builder_flavor=self.builder_flavor,
-                      builder_repository=self.builder_repository)
+        return self.wheels.inputs(repository=self.repository, torch_npu_src=self.torch_npu_src,
+                                  apex_src=self.apex_src, builder_flavor=self.builder_flavor,
+                                  builder_repository=self.builder_repository)
 
 
 def build(o: BuildOptions) -> None:
@@ -100,7 +151,7 @@ def build(o: BuildOptions) -> None:
                      "as always (its times are its build's)")
     layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(o.requirements, o.layer_name,
                                                                             o.layer_wheelhouse))
-    batch.build_cell(m, cell, site, inputs, layers, eng.for_task(o.engine, o.docker, o.dry))
+    batch.build_cell(m, cell, site, inputs, layers, o.engine.for_task(o.dry))
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
@@ -109,7 +160,7 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
-    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, eng.for_task(o.engine, o.docker, o.dry))
+    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
     if failed:
@@ -118,19 +169,17 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    network: Network
-    output: Output
-    image: str | None = None
-    against: str | None = None
-    keep: bool = False
-    packages: list[str] | None = None
-    offline: bool = False
-    wheelhouse: str | None = None
-    apex_wheel: str | None = None
-    torch_npu_wheel: str | None = None
-    engine: str = "docker"
-    docker: str | None = None
-    matrix: str = "matrix.yaml"
+    network: Network = group(Network)
+    files: Packages = group(Packages)      # not require_pins: the image's labels name its files' sha256
+    wheels: Wheels = group(Wheels)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    image: str | None = opt(None, "the image to check (tag or id): a runtime image built with --reproducible")
+    against: str | None = opt(None, "compare with this image instead of rebuilding (e.g. a rebuild kept with "
+                                    "--keep, or another registry's copy)")
+    keep: bool = opt(False, "keep the rebuild: tagged REPOSITORY:verify-CONTENT-ARCH when it is the image's bytes "
+                            "(tested), else untagged (by its id)")
 
 
 def verify(o: VerifyOptions) -> None:
@@ -139,73 +188,92 @@ def verify(o: VerifyOptions) -> None:
     if not o.image:
         raise UserError("--image REF: the image to verify")
     if o.against:
-        lines = check.compare(eng.detect(o.engine, o.docker), o.image, o.against)
+        lines = check.compare(o.engine.detect(), o.image, o.against)
     else:
-        site = o.network.site(packages=tuple(Path(p) for p in o.packages or ["packages"]), offline=o.offline)
-        inputs = Inputs(wheelhouse=path(o.wheelhouse), torch_npu_wheel=path(o.torch_npu_wheel),
-                        apex_wheel=path(o.apex_wheel))
-        lines = check.verify(load_matrix(o.matrix), o.image, site, inputs, eng.detect(o.engine, o.docker), o.keep)
+        site = o.network.site(**o.files.site())
+        lines = check.verify(load_matrix(o.matrix), o.image, site, o.wheels.inputs(), o.engine.detect(), o.keep)
     console.show("\n".join(lines) + f"\nverified: {o.image} is the same bytes, layer for layer")
 
 
 @dataclass(frozen=True)
-class SourceOptions:
-    """The builder of a stack and the wheels compiled in it."""
-    network: Network
-    output: Output
-    torch: str | None = None
-    flavor: str | None = None
-    python: str | None = None
-    platform: str | None = None
-    engine: str = "docker"
-    docker: str | None = None
-    dry: bool = False
-    matrix: str = "matrix.yaml"
-    repository: str = "ascend-builder"
-    emulated: bool = False
-    debootstrap: bool = False
-    retest: bool = False
-    keep_failed: bool = False
-    no_cache: bool = False
-    pip_on: str = "auto"
-    src: str | None = None
-    submodule_src: list[str] | None = None
+class BuilderOptions:
+    """The builder of a stack (and, below, the wheels compiled in it)."""
+    network: Network = group(Network)
+    steps: Steps = group(Steps)
+    engine: Engine = group(Engine)
+    output: Output = group(Output)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    dry: bool = opt(False, DRY)
+    torch: str | None = opt(None, help_of(Choice, "torch"))
+    flavor: str | None = opt(None, "builder flavor from matrix.yaml builders (default: the stack's builder; on a "
+                                   "machine that would run it under qemu, a flavor that cross-compiles with its gcc, "
+                                   "where one has the Python)")
+    python: str | None = opt(None, "python minor version (default: all the builder and the stack share; one for "
+                                   "wheels)")
+    platform: str | None = opt(None, help_of(Choice, "platform"))
+    repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)")
+    emulated: bool = opt(False, "compile under qemu with the image's gcc, not with the flavor's cross compiler (an "
+                                "aarch64 builder on another machine cross-compiles by default: about 6 times faster)")
+    debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (the offline flavors)")
 
     def site(self) -> Site:
         """How the builder is built (by `invoke builder`, or first by a wheel's task)."""
-        return self.network.site(self.dry, debootstrap=self.debootstrap, retest=self.retest,
-                                 keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on,
-                                 emulated=self.emulated)
+        return self.network.site(self.dry, debootstrap=self.debootstrap, emulated=self.emulated, **self.steps.site())
 
 
-def builder(o: SourceOptions) -> None:
+# The wheels' tasks build the stack's builder first when it is not here: its options too,
+# which apply to that build (a wheel compiled before comes from the wheel cache by its key).
+FIRST_BUILDER = {x.name: "the builder, when this task builds it first: " + x.help
+                 for x in flags(BuilderOptions) if x.name == "debootstrap" or x.path[0] == "steps"}
+
+
+@dataclass(frozen=True)
+class TorchNpuOptions(BuilderOptions):
+    src: str | None = opt(None, "a checkout with its submodules, a git bundle or a source tarball, or URL@REF "
+                                "(default: the stack's release tag, torch_npu_tags, with its submodules at their "
+                                "pinned commits)")
+    submodule_src: list[str] | None = opt(
+        None, "a bundle, tarball or checkout of a submodule (op-plugin, nlohmann) at its pinned commit, for a --src "
+              "that lacks it (repeatable)", iterable=True)
+
+
+@dataclass(frozen=True)
+class ApexOptions(BuilderOptions):
+    src: str | None = opt(None, "a checkout, bundle or tarball of Ascend apex, or URL@REF (default: the matrix's "
+                                "pinned commit)")
+    submodule_src: list[str] | None = opt(
+        None, "a bundle or checkout of NVIDIA apex holding the commit apex's build script checks out: its clone "
+              "reads it instead of the network", iterable=True)
+
+
+def builder(o: BuilderOptions) -> None:
     from ..images.sources import build_builder, pick_flavor
     m = load_matrix(o.matrix)
     flavor = pick_flavor(m, o.torch, o.flavor, o.python, o.platform, o.emulated)
     build_builder(m, m.builder_cell(o.torch, flavor, o.python, o.platform), o.site(),
-                  eng.for_task(o.engine, o.docker, o.dry), o.repository)
+                  o.engine.for_task(o.dry), o.repository)
 
 
-def wheel(kind: str, o: SourceOptions) -> None:
+def wheel(kind: str, o: TorchNpuOptions | ApexOptions) -> None:
     """One wheel (torch_npu or apex) compiled in the stack's builder; its path is the result."""
     from ..images.sources import WheelRequest, build_wheel
     m = load_matrix(o.matrix)
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))
     # The stack's builder is built first when it is not here: with the same options as `invoke builder`.
-    made = build_wheel(m, req, o.site(), eng.for_task(o.engine, o.docker, o.dry), o.repository)
+    made = build_wheel(m, req, o.site(), o.engine.for_task(o.dry), o.repository)
     console.show(str(made))
 
 
 @dataclass(frozen=True)
 class BaseImageOptions:
-    tag: str | None = None
-    suite: str = "bookworm"
-    platform: list[str] | None = None
-    mirror: str = "http://deb.debian.org/debian"
-    docker: str | None = None
-    engine: str = "docker"
-    dry: bool = False
+    engine: Engine = group(Engine)
+    dry: bool = opt(False, DRY)
+    tag: str | None = opt(None, "image tag to create; {arch} becomes arm64/amd64 (needed for more than one platform)")
+    suite: str = opt("bookworm", "Debian suite (bookworm, bullseye, trixie)")
+    platform: list[str] | None = opt(None, "linux/arm64 or linux/amd64 (repeatable; default: linux/arm64 and this "
+                                           "machine's, which a cross build needs for the fast path)", iterable=True)
+    mirror: str = opt("http://deb.debian.org/debian", "Debian mirror URL")
 
 
 def base_image(o: BaseImageOptions) -> None:
@@ -213,5 +281,5 @@ def base_image(o: BaseImageOptions) -> None:
     platforms = o.platform or default_platforms()
     check_request(o.suite, platforms, o.tag, o.mirror)            # before the engine is even asked
     assert o.tag is not None
-    made = make_bases(eng.for_task(o.engine, o.docker, o.dry), o.suite, platforms, o.tag, o.mirror, o.dry)
+    made = make_bases(o.engine.for_task(o.dry), o.suite, platforms, o.tag, o.mirror, o.dry)
     console.show("made " + ", ".join(made) + f"\nuse them with: --base-image debian:{o.suite}={o.tag}")

@@ -19,11 +19,29 @@ from ..locking import lock as locks
 from ..matrix import FRAMEWORKS, Matrix, load_matrix
 from ..matrix.report import ci_matrix as ci_rows
 from ..matrix.report import matrix_table
-from . import pages
-from .options import Output
+from . import options, pages
+from .options import MATRIX, Output, group, help_of, opt
 from .wrap import exit_with
 
 ROOT = rnd.ROOT
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    matrix: str = opt("matrix.yaml", MATRIX)
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    matrix: str = opt("matrix.yaml", MATRIX)
+    check: bool = opt(False, "only check that images/ and the generated pages are current; fail if stale")
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    matrix: str = opt("matrix.yaml", MATRIX)
+    every: bool = opt(False, "lint every Dockerfile, also those images/hadolint-clean.txt records as clean",
+                      name="all")
 
 
 def matrix(path: str) -> None:
@@ -101,11 +119,14 @@ def _hadolint(hadolint: str, config: Path, files: list[Path]) -> bool:
 
 @dataclass(frozen=True)
 class PinOptions:
-    file: list[str] | None = None
-    packages: list[str] | None = None
-    cann: str | None = None
-    offline: bool = False
-    matrix: str = "matrix.yaml"
+    file: list[str] | None = opt(None, "a CANN .run file, or a CPython tarball `pythons:` names "
+                                       "(Python-3.12.13.tar.xz), to hash (repeatable)", iterable=True)
+    packages: list[str] | None = opt(None, "hash every CANN file the matrix knows found in this folder (repeatable)",
+                                     iterable=True)
+    cann: str | None = opt(None, "pin every file of this CANN release, downloading what is not in --packages or "
+                                 "the cache")
+    offline: bool = opt(False, "with --cann: never download")
+    matrix: str = opt("matrix.yaml", MATRIX)
 
 
 def pin(o: PinOptions) -> None:
@@ -127,17 +148,26 @@ def pin(o: PinOptions) -> None:
 
 @dataclass(frozen=True)
 class UpdateOptions:
-    matrix: str = "matrix.yaml"
-    from_: list[str] | None = None
-    dry: bool = False
-    check: bool = False
-    pip_index_url: str | None = None
-    ca_bundle: str | None = None
-    proxy: str | None = None
-    from_docs: str | None = None
-    cann_images: str | None = None
-    pytorch_git: str | None = None
-    output: Output = Output()
+    matrix: str = opt("matrix.yaml", MATRIX)
+    from_: list[str] | None = opt(None, "read this ascend-deployer wheel or unpacked folder instead of fetching "
+                                        "upstream.deployer (repeatable)", iterable=True)
+    dry: bool = opt(False, "print what would change; write nothing")
+    check: bool = opt(False, "write nothing; exit 1 when upstream has news (changed imported facts, or a newer "
+                             "ascend-deployer)")
+    pip_index_url: str | None = opt(None, "the pip index to fetch ascend-deployer from (default: pip's own "
+                                          "settings)")
+    ca_bundle: str | None = opt(None, "CA bundle for pip behind a TLS proxy")
+    proxy: str | None = opt(None, "proxy URL for pip")
+    from_docs: str | None = opt(None, "read the copies of the documents upstream.docs names from this folder (each "
+                                      "by its file name) instead of fetching them over HTTPS")
+    cann_images: str | None = opt(None, "also read the CANN releases Huawei's official CANN images install from "
+                                        "this copy of Ascend/cann-container-image (a checkout, a bare clone, or its "
+                                        "tree): their cann/<tag>/Dockerfile files; without it, the releases an "
+                                        "earlier import took from there stay as they were")
+    pytorch_git: str | None = opt(None, "read torch_npu's release tags (commit, version, submodules, offline flags) "
+                                        "from this copy of Ascend/pytorch (a clone, a mirror, or a git URL) into "
+                                        "imported.yaml's torch_npu_tags; nothing else is read")
+    output: Output = group(Output)
 
 
 def update(o: UpdateOptions) -> None:
@@ -193,20 +223,25 @@ def _update_tags(path: Path, location: str, dry: bool) -> None:
 
 @dataclass(frozen=True)
 class LockOptions:
-    matrix: str = "matrix.yaml"
-    torch: list[str] | None = None
-    mindspore: list[str] | None = None
-    cann: list[str] | None = None
-    python: list[str] | None = None
-    platform: list[str] | None = None
-    refresh: bool = False
-    check: bool = False
-    dry: bool = False
-    pip_index_url: str | None = None
-    ca_bundle: str | None = None
-    proxy: str | None = None
-    torch_index_url: str | None = None
-    output: Output = Output()
+    matrix: str = opt("matrix.yaml", MATRIX)
+    torch: list[str] | None = opt(None, "lock this stack (repeatable; default: every stack)", iterable=True)
+    mindspore: list[str] | None = opt(None, "lock this MindSpore release's stack (repeatable)", iterable=True)
+    cann: list[str] | None = opt(None, "lock this CANN release's CANN-only stack (repeatable; its one layer, "
+                                       "cann.txt)", iterable=True)
+    python: list[str] | None = opt(None, "only this Python (repeatable; default: the stack's whole range)",
+                                   iterable=True)
+    platform: list[str] | None = opt(None, "linux/arm64 (default) or linux/amd64 (repeatable; x86_64 needs "
+                                           "PyTorch's CPU index)", iterable=True)
+    refresh: bool = opt(False, "re-resolve even locks that are current, taking the newest releases (a stale lock "
+                               "is otherwise remade keeping the versions it had where they still fit)")
+    check: bool = opt(False, "resolve nothing: exit 1 if a lock is stale or broken; list the images in `images:` "
+                             "without one")
+    dry: bool = opt(False, "resolve and print what would change; write nothing")
+    pip_index_url: str | None = opt(None, "the index to resolve against (default: PyPI)")
+    ca_bundle: str | None = opt(None, "CA bundle behind a TLS proxy (default: the host's, as for builds)")
+    proxy: str | None = opt(None, "proxy URL")
+    torch_index_url: str | None = opt(None, help_of(options.Network, "torch_index_url"))
+    output: Output = group(Output)
 
 
 def lock(o: LockOptions, existing_only: bool = False) -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from .. import console
 from .. import engine as eng
+from ..chips import known
 from ..errors import UserError
 from ..matrix import load_matrix
-from .options import choice, k8s_name, number, required, size
+from .options import MATRIX, Engine, choice, group, help_of, k8s_name, number, opt, required, size
 from .wrap import exit_with
 
 IMAGE_EXAMPLE = "ascend-runtime:torch2.1.0-arm64"
@@ -19,28 +20,38 @@ IMAGE_EXAMPLE = "ascend-runtime:torch2.1.0-arm64"
 
 @dataclass(frozen=True)
 class RunOptions:
-    image: str | None = None
-    devices: str = "all"
-    runtime: str = "auto"
-    shm_size: str = "16g"
-    network_host: bool = False
-    host_root: str = "/"
-    docker: str | None = None
-    dry: bool = False
-    force: bool = False
-    engine: str = "docker"
-    hostfile: str | None = None
-    torchrun: bool = False
-    msrun: bool = False
-    framework: str = "auto"
-    nproc_per_node: str | None = None
-    master_port: str = "29500"
-    hccl_timeout: str = "1800"
-    rank_table: str | None = None
-    node_rank: str | None = None
-    ssh: bool = False
-    bind: str = "numa"
-    bind_min_cores: str = "5"
+    engine: Engine = group(Engine)
+    image: str | None = opt(None, "the image to run")
+    devices: str = opt("all", "all (default), a list like 0,1 or a range like 0-3")
+    runtime: str = opt("auto", "auto (Ascend Docker Runtime when installed), ascend, or runc (device flags)")
+    shm_size: str = opt("16g", "shared memory for data loaders (default 16g)")
+    network_host: bool = opt(False, "use the host network")
+    host_root: str = opt("/", "read the host's devices and driver files below this folder (default /)")
+    dry: bool = opt(False, "print the run command only")
+    force: bool = opt(False, "run even when the image needs a newer driver or another chip than the host has")
+    # How ranks start (`invoke run` only: LAUNCH_ONLY below).
+    hostfile: str | None = opt(None, "many servers: one host per line (the first is the master); prints each node's "
+                                     "command")
+    torchrun: bool = opt(False, "start the command with the image's launcher on every chosen card of this host: "
+                                "torchrun (hccl backend), or msrun for a MindSpore image")
+    msrun: bool = opt(False, "as --torchrun, for a MindSpore image (the same as --torchrun --framework mindspore)")
+    framework: str = opt("auto", "auto (default: the image's labels, else its name), torch or mindspore: which "
+                                 "launcher (a CANN-only image, cann, has none)")
+    nproc_per_node: str | None = opt(None, "processes per host (default: the number of --devices, 8 for all)")
+    master_port: str = opt("29500", "the launcher's port on the master: torchrun's rendezvous, msrun's scheduler "
+                                    "(default 29500)")
+    hccl_timeout: str = opt("1800", "HCCL_CONNECT_TIMEOUT in seconds (default 1800; torch_npu warns below 300)")
+    rank_table: str | None = opt(None, "an hccl.json (invoke ranktable) mounted and named by RANK_TABLE_FILE")
+    node_rank: str | None = opt(None, "with --hostfile: run this node's command here")
+    ssh: bool = opt(False, "with --hostfile: run every node's command over ssh (BatchMode), and wait for all")
+    bind: str = opt("numa", "with a launcher, each rank's cores: numa (default: its card's NUMA node, split between "
+                            "the cards on it), even (equal slices), off, or ranges per card like 0:0-23,1:24-47")
+    bind_min_cores: str = opt("5", "the fewest cores a rank may get (default 5: vllm-ascend's floor per NPU)")
+
+
+# The options only `invoke run` has (a shell starts no ranks: they keep their defaults).
+LAUNCH_ONLY = ("hostfile", "torchrun", "msrun", "framework", "nproc_per_node", "master_port", "hccl_timeout",
+               "rank_table", "node_rank", "ssh", "bind", "bind_min_cores")
 
 
 def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = False) -> None:
@@ -55,7 +66,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     from ..host.run import compose, host_cards
     image = eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image")
     _check_run(o)
-    engine = eng.for_task(o.engine, o.docker, o.dry)
+    engine = o.engine.for_task(o.dry)
     facts = doc.read_image(engine, image)
     if facts is None:
         console.warn(f"{image} is not here to read its labels: its driver and chip needs are not checked")
@@ -101,20 +112,21 @@ def _launch(o: RunOptions, command: list[str], matrix: Path) -> None:
         node_rank=number(o.node_rank, "--node-rank", 0) if o.node_rank is not None else None, ssh=o.ssh,
         framework="mindspore" if o.msrun else o.framework, bind=o.bind,
         min_cores=number(o.bind_min_cores, "--bind-min-cores", 1), matrix=matrix, dry=o.dry)
-    exit_with(launch(req, eng.for_task(o.engine, o.docker, o.dry)))
+    exit_with(launch(req, o.engine.for_task(o.dry)))
 
 
 @dataclass(frozen=True)
 class DoctorOptions:
-    root: str = "/"
-    image: str | None = None
-    json: bool = False
-    explain: str | None = None
-    user: str | None = None
-    matrix: str = "matrix.yaml"
-    engine: str = "docker"
-    docker: str | None = None
-    cluster: list[str] | None = None
+    engine: Engine = group(Engine)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    root: str = opt("/", "read the host below this folder (default /)")
+    image: str | None = opt(None, "also check this image's needs (driver, chip, arch) against the host")
+    json: bool = opt(False, "print the checks and this host's NPU network facts as JSON (the file `invoke "
+                            "ranktable` and `doctor --cluster` read)")
+    explain: str | None = opt(None, "an error text, or a file holding a log: say what it means")
+    user: str | None = opt(None, "the user who will run containers (default: you)")
+    cluster: list[str] | None = opt(None, "check many hosts from their `doctor --json` files (repeatable, or a "
+                                          "folder of them)", iterable=True)
 
 
 def doctor(o: DoctorOptions) -> None:
@@ -134,7 +146,7 @@ def doctor(o: DoctorOptions) -> None:
         return exit_with(1 if any(ch.blocking for ch in checks) else 0)
     root = Path(o.root)
     here = root.resolve() == Path("/")
-    engine = eng.for_task(o.engine, o.docker, dry=not o.image) if (o.image or here) else None
+    engine = o.engine.for_task(dry=not o.image) if (o.image or here) else None
     facts_of_image = doc.read_image(engine, o.image) if o.image else None
     if o.image and facts_of_image is None:
         raise UserError(f"image {o.image} is not here: pull it first")
@@ -176,18 +188,39 @@ def fact_files(given: list[str]) -> list[Path]:
     return files
 
 
-def ranktable(hosts: list[str] | None, chip: str | None, devices: str, output: str | None) -> None:
+def _either(words: list[str]) -> str:
+    return " or ".join(filter(None, [", ".join(words[:-1]), words[-1]])) if words else "none"
+
+
+# The chips `invoke ranktable` and `invoke job` take, from their records (the registry's first
+# job chip is the job's default).
+_TABLES = [c for c in known() if c.rank_table]
+_JOBS = [c.name + (" (default)" if i == 0 else "") for i, c in enumerate(c for c in known() if c.job)]
+
+
+@dataclass(frozen=True)
+class RanktableOptions:
+    hosts: list[str] | None = opt(None, "a host's `invoke doctor --json` file (repeatable, in rank order; or a "
+                                        "folder: name order)", iterable=True)
+    chip: str | None = opt(None, _either([f"{c.name} ({'rank table version ' if i == 0 else ''}{c.rank_table})"
+                                          for i, c in enumerate(_TABLES)]) +
+                           "; default: what the first host's npu-smi said")
+    devices: str = opt("all", "the cards used on every host: all (default), a list like 0,1 or a range like 0-3")
+    output: str | None = opt(None, "write hccl.json here (default: print it)")
+
+
+def ranktable(o: RanktableOptions) -> None:
     """The HCCL rank table for hosts, from their `invoke doctor --json` files."""
     from ..cluster import facts
     from ..cluster import ranktable as rt
     from ..host.run import parse_devices
-    found = facts.load(fact_files(hosts or []))
-    wanted = None if devices == "all" else parse_devices(devices, sorted({c.id for h in found for c in h.cards}))
-    table = rt.build(found, chip, wanted)
+    found = facts.load(fact_files(o.hosts or []))
+    wanted = None if o.devices == "all" else parse_devices(o.devices, sorted({c.id for h in found for c in h.cards}))
+    table = rt.build(found, o.chip, wanted)
     text = rt.dumps(table)
-    if output:
-        Path(output).write_text(text)
-        console.show(f"wrote {output}: {table['server_count']} servers, {rt.world_size(table)} ranks (version "
+    if o.output:
+        Path(o.output).write_text(text)
+        console.show(f"wrote {o.output}: {table['server_count']} servers, {rt.world_size(table)} ranks (version "
                      f"{table['version']})")
     else:
         console.show(text.rstrip("\n"))
@@ -195,20 +228,24 @@ def ranktable(hosts: list[str] | None, chip: str | None, devices: str, output: s
 
 @dataclass(frozen=True)
 class JobOptions:
-    name: str = "train"
-    image: str | None = None
-    nodes: str = "2"
-    devices: str = "8"
-    kind: str = "ascendjob"
-    chip: str = "910b"
-    queue: str = "default"
-    hccl_timeout: str = "1800"
-    framework: str = "auto"
-    output: str | None = None
-    cpus: str | None = None
-    memory: str | None = None
-    bind: str = "numa"
-    bind_min_cores: str = "5"
+    name: str = opt("train", "the job's name (lowercase, digits, '-')")
+    image: str | None = opt(None, "the image by content tag (REPO:sha-...) or digest")
+    nodes: str = opt("2", "servers (pods), default 2")
+    devices: str = opt("8", "NPUs per server (default 8)")
+    kind: str = opt("ascendjob", "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)")
+    chip: str = opt(next(c.name for c in known() if c.job),       # the one its help calls the default
+                    _either(_JOBS) + ": the operator's ring label and the device plugin's resource")
+    queue: str = opt("default", "Volcano queue (default: default)")
+    hccl_timeout: str = opt("1800", help_of(RunOptions, "hccl_timeout"))
+    framework: str = opt("auto", "auto (default: the image's labels when the engine has it, else its name), torch "
+                                 "or mindspore (a CANN-only image, cann, has no launcher to run a job with)")
+    output: str | None = opt(None, "write the manifests here (default: print them)")
+    cpus: str | None = opt(None, "whole CPUs per worker pod, requests = limits (default 16 per card; 0 asks for "
+                                 "none)")
+    memory: str | None = opt(None, "memory per worker pod, requests = limits, e.g. 512Gi (default 64Gi per card)")
+    bind: str = opt("numa", "numa (default) or even: each rank bound to an equal slice of the pod's cores; off: "
+                            "unbound")
+    bind_min_cores: str = opt("5", help_of(RunOptions, "bind_min_cores"))
 
 
 def job(o: JobOptions, command: list[str], matrix: Path) -> None:

@@ -10,28 +10,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import console
-from .. import engine as eng
 from ..errors import TestsFailed, UserError
 from ..images import steps
 from ..images.render import ROOT
 from ..matrix import Cell, Matrix, load_matrix
-from .options import Choice, Output, required
+from .options import DRY, MATRIX, Choice, Engine, Output, group, opt, required
 from .wrap import exit_with
 
 
-def test(image: str | None, matrix: str, engine: str, docker: str | None) -> None:
+@dataclass(frozen=True)
+class SuiteOptions:
+    engine: Engine = group(Engine)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    image: str | None = opt(None, "test this image (id or tag) with the image suite only")
+
+
+def test(o: SuiteOptions) -> None:
     """The image suite on one image, or the whole suite (its code is pytest's)."""
-    if image == "":
+    if o.image == "":
         raise UserError("--image needs a value: the image (tag or id) whose suite to run")
-    if image:
-        load_matrix(matrix)
-        found = eng.detect(engine, docker)
-        if found.image_id(image) is None:
-            raise UserError(f"no image {image} in {found.client}'s store: build it (`invoke build`) or pull it")
-        if steps.run_image_tests(image, Path(matrix), found) != 0:
-            raise TestsFailed(f"the image suite failed on {image} (above)")
+    if o.image:
+        load_matrix(o.matrix)
+        found = o.engine.detect()
+        if found.image_id(o.image) is None:
+            raise UserError(f"no image {o.image} in {found.client}'s store: build it (`invoke build`) or pull it")
+        if steps.run_image_tests(o.image, Path(o.matrix), found) != 0:
+            raise TestsFailed(f"the image suite failed on {o.image} (above)")
         return
-    if (matrix, engine, docker) != ("matrix.yaml", "docker", None):
+    if o != SuiteOptions():
         raise UserError("--matrix, --engine and --docker choose what the image suite runs on: give --image REF "
                         "(the whole suite uses the committed matrix and starts its engines itself)")
     # Two lanes of real builds and the unit tests, side by side (tests/conftest.py: LANES);
@@ -47,21 +53,21 @@ def test(image: str | None, matrix: str, engine: str, docker: str | None) -> Non
 
 @dataclass(frozen=True)
 class PushOptions:
-    output: Output
-    registry: str | None = None
-    repository: str = "ascend-runtime"
-    torch: str | None = None
-    mindspore: str | None = None
-    cann: str | None = None
-    os: str | None = None
-    python: str | None = None
-    chip: str | None = None
-    platform: list[str] | None = None
-    join: bool = True
-    docker: str | None = None
-    engine: str = "docker"
-    dry: bool = False
-    matrix: str = "matrix.yaml"
+    output: Output = group(Output)
+    engine: Engine = group(Engine)
+    matrix: str = opt("matrix.yaml", MATRIX)
+    dry: bool = opt(False, DRY)
+    registry: str | None = opt(None, "target repository, e.g. registry.example.com/ascend/runtime or "
+                                     "127.0.0.1:5000/ascend-runtime")
+    repository: str = opt("ascend-runtime", "local repository the images were tagged into (default ascend-runtime)")
+    torch: str | None = opt(None, "only this stack (with --os etc.: one image not in `images:`)")
+    mindspore: str | None = opt(None, "only the MindSpore image of this release (as --torch)")
+    cann: str | None = opt(None, "only the CANN-only image of this CANN release (as --torch)")
+    os: str | None = opt(None, "base OS name")
+    python: str | None = opt(None, "python minor version")
+    chip: str | None = opt(None, "kernels chip")
+    platform: list[str] | None = opt(None, "linux/arm64 or linux/amd64 (repeatable)", iterable=True)
+    join: bool = opt(True, "join the arches into manifest lists after pushing (default on)")
 
     def cells(self, m: Matrix) -> list[Cell]:
         """The images to push: `images:`, or the one the options name (on each --platform)."""
@@ -73,11 +79,15 @@ class PushOptions:
         return [m.cell(stack, self.os, self.python, self.chip, p) for p in (self.platform or [m.defaults.platform])]
 
 
+# push and join read the registry with skopeo under podman: their --engine says so.
+REGISTRY_ENGINE = {"engine": "docker (default) or podman (reads registries with skopeo)"}
+
+
 def push(o: PushOptions) -> None:
     from ..images.registry import push as push_images
     registry = required(o.registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(o.matrix)
-    engine = eng.for_task(o.engine, o.docker, o.dry)
+    engine = o.engine.for_task(o.dry)
     report = push_images(engine, o.cells(m), o.repository, registry, o.dry, o.join)
     for line in report.pushed:
         console.show(f"pushed {line}")
@@ -95,25 +105,33 @@ def join(o: PushOptions) -> None:
     from ..images.registry import join_all
     registry = required(o.registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(o.matrix)
-    for line in join_all(eng.for_task(o.engine, o.docker, o.dry), o.cells(m), registry, o.dry):
+    for line in join_all(o.engine.for_task(o.dry), o.cells(m), registry, o.dry):
         console.show(f"manifest list {line}")
 
 
-def sbom(image: str | None, output: str | None, fresh: bool, engine: str, docker: str | None) -> None:
+@dataclass(frozen=True)
+class SbomOptions:
+    engine: Engine = group(Engine)
+    image: str | None = opt(None, "an image this project built (tag or id)")
+    output: str | None = opt(None, "write the SBOM to FILE (default: print it)")
+    fresh: bool = opt(False, "make it from the image's contents even if the image carries one")
+
+
+def sbom(o: SbomOptions) -> None:
     """The image's SBOM: what it carries, or made from its contents."""
     from ..images import sbom as sboms
     from ..images.kinds import label
-    image = required(image, "--image", "ascend-runtime:torch2.1.0-arm64")
-    e = eng.for_task(engine, docker)
+    image = required(o.image, "--image", "ascend-runtime:torch2.1.0-arm64")
+    e = o.engine.for_task()
     labels = sboms.inspect(e, image)["Config"].get("Labels") or {}
     if label("cann-sha256") not in labels:
         raise UserError(f"{image} was not built by this project's `invoke build` (or predates SBOMs): "
                         f"it has no {label('cann-sha256')} label")
     platform = labels[label("platform")]
-    text = None if fresh else sboms.stored(e, image, platform)
+    text = None if o.fresh else sboms.stored(e, image, platform)
     text = text or sboms.for_image(e, image, platform)
-    if output:
-        Path(output).write_text(text)
-        console.show(f"wrote {output}")
+    if o.output:
+        Path(o.output).write_text(text)
+        console.show(f"wrote {o.output}")
     else:
         console.show(text)

@@ -1,38 +1,107 @@
 """What a task was told, as small records, the way cibuildwheel keeps its command line
-(CommandLineArguments): tasks.py hands invoke's keyword arguments to `Opts.of`, which
-takes the fields it has (nested records from the same arguments) and leaves the rest.
-Checks that need no matrix happen here; the actions get typed values."""
+(CommandLineArguments). Each option is declared once, as a field of the record its action
+receives: its name, default and help (`opt`), shared groups of them as nested records
+(`group`). From the record come the task's signature (what invoke parses), its help
+(`invoke --help TASK`, docs/tasks.md) and the record handed to the action (cli/wrap.py's
+`task`). Checks that need no matrix happen here; the actions get typed values."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
+from .. import engine as eng
 from ..engine.network import ca_setting, proxy_settings
 from ..errors import UserError
 from ..images.options import Site, parse_base_images
 from ..matrix import FRAMEWORKS, Matrix
 
 T = TypeVar("T")
+_OPTION = "ascend_build.option"      # the metadata key of a field that is an option
+_GROUP = "ascend_build.group"        # ... of a field that is a nested record of options
 
 
-def of(cls: type[T], kwargs: Mapping[str, Any], unused: tuple[str, ...] = ()) -> T:
-    """A record of `cls` from a task's keyword arguments: each field by its name, a field
-    that is itself a record made from the same arguments. A field the task has no option for
-    is an error unless the task names it in `unused` (it keeps its default there on purpose):
-    otherwise a missing option would silently be its default (torch-npu had no --no-cache)."""
-    hints = {f.name: f for f in dataclasses.fields(cls)}     # type: ignore[arg-type]
-    values = {}
-    for name, f in hints.items():
-        kind = f.type if isinstance(f.type, type) else _RECORDS.get(str(f.type))
-        if kind is not None and dataclasses.is_dataclass(kind):
-            values[name] = of(kind, kwargs, unused)
-        elif name in kwargs:
-            values[name] = kwargs[name]
-        elif name not in unused:
-            raise TypeError(f"{cls.__name__}.{name}: the task has no option for it; add one, or name it in unused=")
-    return cls(**values)
+@dataclass(frozen=True)
+class Flag:
+    """One option of a task as its record declares it. `name` is the keyword invoke sees
+    (pip_index_url: --pip-index-url; from_: --from); `path` the field's place in the record."""
+    name: str
+    default: Any
+    help: str
+    iterable: bool = False
+    path: tuple[str, ...] = ()
+
+
+def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None) -> Any:
+    """A record's field that is a task option: its default and help, once. `iterable`: given
+    again and again (--packages A --packages B; the field holds a list, None when not given);
+    `name`: the option's name where the field's differs (a field `every` for `--all`)."""
+    if not help.strip():
+        raise TypeError("an option's help says what it does: give opt() its text")
+    meta = Flag(name or "", default, help, iterable)
+    return dataclasses.field(default=default, metadata={_OPTION: meta})
+
+
+def group(record: type) -> Any:
+    """A field that is a record of options shared by several tasks (Network, Output, ...): its
+    options are the task's own, by their names."""
+    return dataclasses.field(default_factory=record, metadata={_GROUP: record})
+
+
+def flags(record: type) -> list[Flag]:
+    """Every option of a record, its groups' included, in the record's order. A field that is
+    neither (no help: it would be an option nobody can read about) is refused, and so are two
+    options of one name."""
+    found: list[Flag] = []
+    for f in dataclasses.fields(record):
+        if _GROUP in f.metadata:
+            found += [dataclasses.replace(x, path=(f.name, *x.path)) for x in flags(f.metadata[_GROUP])]
+        elif _OPTION in f.metadata:
+            meta = f.metadata[_OPTION]
+            found.append(dataclasses.replace(meta, name=meta.name or f.name, path=(f.name,)))
+        else:
+            raise TypeError(f"{record.__name__}.{f.name}: a field with no help; declare it with "
+                            f"opt(default, help) (or group(Record) for a nested record of options)")
+    names = [x.name for x in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TypeError(f"{record.__name__}: options named twice: {', '.join(twice)}")
+    return found
+
+
+def signature(record: type, without: tuple[str, ...] = ()) -> inspect.Signature:
+    """The task body's signature invoke reads: the Context, then one keyword per option."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature([inspect.Parameter("c", kind)] +
+                             [inspect.Parameter(x.name, kind, default=x.default) for x in flags(record)
+                              if x.name not in without])
+
+
+def record_of(record: type[T], given: Mapping[str, Any], without: tuple[str, ...] = ()) -> T:
+    """The record from a task's keyword arguments. Every option is taken from them: one
+    missing is an error, never its default quietly (torch-npu once had no --no-cache), unless
+    the task names it in `without` (it keeps its default there on purpose)."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(record):       # type: ignore[arg-type]
+        if _GROUP in f.metadata:
+            values[f.name] = record_of(f.metadata[_GROUP], given, without)
+            continue
+        name = f.metadata[_OPTION].name or f.name
+        if name in without:
+            continue
+        if name not in given:
+            raise TypeError(f"{record.__name__}.{f.name}: the task has no option --{name.replace('_', '-')}; "
+                            f"add it, or name it in without=")
+        values[f.name] = given[name]
+    return record(**values)
+
+
+def help_of(record: type, name: str) -> str:
+    """One option's help as its record declares it (a task that says it another way starts
+    from it)."""
+    return next(x.help for x in flags(record) if x.name == name)
 
 
 def number(value: Any, option: str, low: int | None = None, high: int | None = None) -> int:
@@ -87,20 +156,47 @@ def path(value: str | None) -> Path | None:
 @dataclass(frozen=True)
 class Output:
     """--quiet and --verbose (cli/wrap.py sets the console's level from them first)."""
-    quiet: bool = False
-    verbose: bool = False
+    quiet: bool = opt(False, "say only warnings, errors and what was asked for (a build's own output goes to "
+                             "its log only)")
+    verbose: bool = opt(False, "also say each engine command as it runs")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """--engine and --docker: which container engine, through which client."""
+    engine: str = opt("docker", "docker (default) or podman")
+    docker: str | None = opt(None, "the container client to use (default: the first BuildKit-capable one on PATH)")
+
+    def for_task(self, dry: bool = False) -> eng.Engine:
+        return eng.for_task(self.engine, self.docker, dry)
+
+    def detect(self) -> eng.Engine:
+        return eng.detect(self.engine, self.docker)
+
+
+# The shared options that are one each (a group of one would be a record for its own sake).
+MATRIX = "the matrix file (default: matrix.yaml)"
+DRY = "print the commands instead of running them"
 
 
 @dataclass(frozen=True)
 class Network:
-    """How this site reaches things: its mirrors, proxy and CA (credentials stay secrets)."""
-    base_image: list[str] | None = None
-    ca_bundle: str | None = None
-    pip_index_url: str | None = None
-    torch_index_url: str | None = None
-    proxy: str | None = None
-    no_proxy: str | None = None
-    network: str | None = None
+    """How this site reaches things: its mirrors, proxy and CA (credentials go in as secrets)."""
+    base_image: list[str] | None = opt(
+        None, "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
+        iterable=True)
+    ca_bundle: str | None = opt(
+        None, "CA bundle for a TLS proxy (passed as a BuildKit secret); default: the host's own setting "
+              "($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, pip's cert); 'none' for none")
+    pip_index_url: str | None = opt(None, "pip index (credentials allowed: passed as a BuildKit secret)")
+    torch_index_url: str | None = opt(
+        None, "the site's mirror of the stack's torch index (PyTorch's CPU index): torch comes only from there, "
+              "never from PyPI's CUDA build; no credentials (the image keeps its requirement files)")
+    proxy: str | None = opt(
+        None, "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); default: "
+              "http(s)_proxy of this shell; 'none' for none")
+    no_proxy: str | None = opt(None, "hosts the build reaches without the proxy (default: no_proxy of this shell)")
+    network: str | None = opt(None, "'host': build steps use this machine's network (a proxy on 127.0.0.1)")
 
     def site(self, dry: bool = False, **more: Any) -> Site:
         bundle, source = ca_setting(self.ca_bundle)
@@ -112,13 +208,15 @@ class Network:
 @dataclass(frozen=True)
 class Choice:
     """Which image: the stack (by --torch, or another framework's option), OS, Python, chip, platform."""
-    torch: str | None = None
-    mindspore: str | None = None
-    cann: str | None = None      # --cann 8.0.RC3: the CANN-only image of that release
-    os: str | None = None
-    python: str | None = None
-    chip: str | None = None
-    platform: str | None = None
+    torch: str | None = opt(None, "torch stack from matrix.yaml (default: defaults.torch)")
+    mindspore: str | None = opt(
+        None, "build the MindSpore image of this release (mindspore_stacks:) instead of a torch stack")
+    cann: str | None = opt(      # --cann 8.0.RC3: the CANN-only image of that release
+        None, "build the CANN-only image of this CANN release (cann_stacks:): no framework, the base for one")
+    os: str | None = opt(None, "base OS name from matrix.yaml")
+    python: str | None = opt(None, "python minor version within the stack's range")
+    chip: str | None = opt(None, "kernels chip, e.g. 910b")
+    platform: str | None = opt(None, "linux/arm64 (default) or linux/amd64")
 
     def named(self) -> dict[str, str]:
         """The framework options given: {framework name: value} (each framework's option is a field
@@ -143,4 +241,3 @@ class Choice:
         return bool(self.named()) or any((self.os, self.python, self.chip, self.platform))
 
 
-_RECORDS = {"Output": Output, "Network": Network, "Choice": Choice}

@@ -2,7 +2,8 @@
 `error: ...` and exits with its class's code (errors.EXIT_CODES); Ctrl-C `interrupted:`
 and 130, whichever process saw it first; a path the system refuses is bad input; never
 a traceback. The output level a task was given (--quiet, --verbose) is set first, then the
-site's settings from invoke's config fill the options the command line left out."""
+site's settings from invoke's config fill the options the command line left out. And a
+task made from the record its action receives (`task`): its signature, help and record."""
 from __future__ import annotations
 
 import functools
@@ -15,6 +16,7 @@ from .. import console
 from ..engine import interrupts
 from ..errors import CODE, UserError
 from . import siteconfig
+from .options import flags, record_of, signature
 from .program import localize
 
 
@@ -53,14 +55,32 @@ def exit_with(code: int) -> None:
         raise Exit(code=code)
 
 
-def task(**opts: Any) -> Callable[[Callable[..., Any]], Any]:
-    """invoke's @task, keeping each option's help on the task as given: invoke hands the
-    help to its parser once (and drops it from the task), the tasks page reads it again."""
+def task(record: type, *, without: tuple[str, ...] = (), help: dict[str, str] | None = None,
+         **opts: Any) -> Callable[[Callable[..., Any]], Any]:
+    """invoke's @task for a task whose options are a record's (cli/options.py): the body
+    `fn(c, o)` gets the record; invoke sees a signature of one keyword per option, their help
+    and which repeat, all read from the record. `without`: options of the record this task
+    has not (they keep their defaults); `help`: this task's own words for some of them. The
+    task ends the way every task does (user_errors). The help stays on the task
+    (`option_help`): invoke hands it to its parser once (and drops it), the tasks page reads
+    it again."""
     from invoke import task as invoke_task
 
     def decorate(fn: Callable[..., Any]) -> Any:
-        made = invoke_task(auto_shortflags=False, **opts)(fn)
-        made.option_help = dict(opts.get("help") or {})
+        declared = [x for x in flags(record) if x.name not in without]
+        told = {x.name: x.help for x in declared}
+        strays = sorted(set(without) - {x.name for x in flags(record)}) + sorted(set(help or {}) - set(told))
+        if strays:
+            raise TypeError(f"task {fn.__name__}: {', '.join(strays)}: not an option of {record.__name__}")
+        told.update(help or {})
+
+        @functools.wraps(fn)
+        def body(c: Any, **given: Any) -> Any:
+            return fn(c, record_of(record, given, without))
+        body.__signature__ = signature(record, without)      # type: ignore[attr-defined]
+        made = invoke_task(auto_shortflags=False, help=dict(told), iterable=[x.name for x in declared if x.iterable],
+                           **opts)(user_errors(body))
+        made.option_help, made.record, made.without = told, record, without
         return made
     return decorate
 

@@ -1,4 +1,4 @@
-"""Test double of a task, for the Ctrl-C tests: the real task wrapper (tasks.user_errors),
+"""Test double of a task, for the Ctrl-C tests: the real task wrapper (cli/wrap.py's user_errors),
 the real engine runner and interrupt handling, around the client double.
 
     python interrupt_task.py DIR build [--fail]   run the client double as a build would
@@ -16,8 +16,9 @@ sys.path.insert(0, str(ROOT))
 
 from invoke import Exit  # noqa: E402
 
-import tasks  # noqa: E402
+import tasks  # noqa: E402,F401  (imported as invoke would: its side effects on invoke's Program)
 from ascend_build import engine as eng  # noqa: E402
+from ascend_build.cli.wrap import user_errors  # noqa: E402
 from ascend_build.engine import interrupts  # noqa: E402
 from ascend_build.errors import BuildFailed  # noqa: E402
 
@@ -48,7 +49,7 @@ def main() -> None:
     folder, what = Path(sys.argv[1]), sys.argv[2]
     (folder / "task.pid").write_text(str(os.getpid()))
     try:
-        tasks.user_errors(work)(folder, what, "--fail" in sys.argv)
+        user_errors(work)(folder, what, "--fail" in sys.argv)
     except Exit as exc:
         sys.exit(exc.code)
 

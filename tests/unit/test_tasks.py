@@ -2,6 +2,7 @@
 tracebacks, and nothing reaches docker when the input is wrong."""
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import shutil
@@ -284,9 +285,10 @@ def _tasks_module():
 
 def test_the_tasks_page_and_readmes_table_are_the_tasks_own_words():
     """docs/tasks.md and README's task table are generated from the tasks (their docstrings
-    and the help written once in cli/helptext.py): every task and every option is on the
+    and the help declared once with each option in its record): every task and every option is on the
     page with its help, and `invoke render --check` holds both current."""
-    from ascend_build.cli import helptext, pages
+    from ascend_build.cli import building, pages
+    from ascend_build.cli.options import flags
     module = _tasks_module()
     page = (ROOT / "docs" / "tasks.md").read_text()
     assert page == pages.tasks_page(module)
@@ -295,46 +297,34 @@ def test_the_tasks_page_and_readmes_table_are_the_tasks_own_words():
         assert f"## invoke {name}\n" in page and f"[`invoke {name}`](docs/tasks.md#invoke-{name})" in \
             (ROOT / "README.md").read_text()
     build = page.split("## invoke build\n", 1)[1].split("\n## ", 1)[0]
-    for option, text in helptext.BUILD.items():
+    options = flags(building.BuildOptions)
+    assert len(options) > 40
+    for option, text in ((x.name, x.help) for x in options):
         assert f"`--{option.replace('_', '-')}" in build and " ".join(text.split()).replace("|", "\\|") in build, option
 
 
 def test_every_field_a_task_hands_on_is_one_of_its_options_or_declared_unused():
-    """Each task hands its options to a record by name (`of(Record, locals())`): a field the
-    task has no option for would silently keep its default (torch-npu had no --no-cache, and
-    builder no --torch-index-url). `of` refuses that unless the task names the field in
-    `unused=`; this reads every task's call and checks the same without running one."""
-    import ast
-    import dataclasses
-    import importlib
+    """Each task hands its options to its action as a record: a field the task has no option
+    for would silently keep its default (torch-npu had no --no-cache, and builder no
+    --torch-index-url). Every task is declared by its record (cli/wrap.py's task): it has
+    exactly the record's options but those it names in `without=`, and the record is not
+    made when one is missing."""
+    from invoke import Collection
 
-    from ascend_build.cli.options import _RECORDS, of
-
-    def fields(cls) -> list[str]:
-        out = []
-        for f in dataclasses.fields(cls):
-            kind = f.type if isinstance(f.type, type) else _RECORDS.get(str(f.type))
-            out += fields(kind) if kind is not None and dataclasses.is_dataclass(kind) else [f.name]
-        return out
-    tree = ast.parse((ROOT / "tasks.py").read_text())
-    modules = {"building": "building", "data": "data", "images": "images", "on_host": "hosts"}
-    constants = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                 for t in n.targets if isinstance(t, ast.Name) and t.id.isupper() and isinstance(n.value, ast.Tuple)}
-    calls = 0
-    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
-        params = {a.arg for a in fn.args.args}
-        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "of"):
-            record = call.args[0]
-            cls = getattr(importlib.import_module(f"ascend_build.cli.{modules[record.value.id]}"), record.attr)
-            unused = next((k.value for k in call.keywords if k.arg == "unused"), None)
-            declared = set(constants[unused.id] if isinstance(unused, ast.Name) else
-                           ast.literal_eval(unused) if unused is not None else ())
-            missing = [f for f in fields(cls) if f not in params and f not in declared]
-            assert not missing, f"task {fn.name}: {cls.__name__} fields with no option: {missing}"
-            assert not declared & params, f"task {fn.name} declares options it has as unused: {declared & params}"
-            calls += 1
-    assert calls >= 15          # every task but the few that take no record
-    # and `of` itself refuses what this reads
+    from ascend_build.cli.options import flags, record_of
+    found = Collection.from_module(_tasks_module()).tasks
+    plain = [name for name, t in found.items() if getattr(t, "record", None) is None]
+    assert plain == [], f"tasks not declared by a record: {plain}"
+    for name, t in found.items():
+        params = set(list(inspect.signature(t.body).parameters)[1:])
+        names = {x.name for x in flags(t.record)}
+        missing = names - params - set(t.without)
+        assert not missing, f"task {name}: {t.record.__name__} fields with no option: {missing}"
+        assert not set(t.without) & params, f"task {name} declares options it has as unused"
+        assert params <= names, f"task {name}: options not in {t.record.__name__}: {params - names}"
+    assert len(found) >= 22
+    assert found["shell"].without and found["join"].without == ("repository", "join")
     from ascend_build.cli.images import PushOptions
-    with pytest.raises(TypeError, match="PushOptions.repository: the task has no option for it"):
-        of(PushOptions, {"registry": "r", "quiet": False, "verbose": False})
+    given = {x.name: x.default for x in flags(PushOptions) if x.name != "repository"}
+    with pytest.raises(TypeError, match="PushOptions.repository: the task has no option --repository"):
+        record_of(PushOptions, given)

@@ -100,14 +100,27 @@ def _child(program, request: dict, out_fd: int, err_fd: int) -> int:
 
 
 def _serve() -> None:
-    """The server: tasks.py imported once (and the committed matrix read once), then one
-    forked child per request line."""
+    """The server: tasks.py and every module of the package imported once, the committed
+    matrix read and its Dockerfiles rendered once (the templates compiled), then one forked
+    child per request line."""
+    import gc
+    import importlib
+    import pkgutil
+
     from invoke import Collection, Program
     sys.path.insert(0, str(ROOT))
     import tasks
+
+    import ascend_build
+    from ascend_build.images.render import render_all
     from ascend_build.matrix import load_matrix
-    load_matrix(ROOT / "matrix.yaml")
+    for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
+        importlib.import_module(module.name)        # a task imports some at first use
+    render_all(load_matrix(ROOT / "matrix.yaml"))
     program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
+    gc.collect()
+    gc.freeze()     # the collector leaves these objects alone: a child's collections write to none of
+    # their pages, which its fork shares with this process until written
     for line in sys.stdin:
         answer = _run_one(program, json.loads(line))
         sys.stdout.write(json.dumps(answer) + "\n")

@@ -109,9 +109,8 @@ def _serve() -> None:
 
     from invoke import Collection, Program
     sys.path.insert(0, str(ROOT))
-    import tasks
-
     import ascend_build
+    import tasks
     from ascend_build.images.render import render_all
     from ascend_build.matrix import load_matrix
     for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):

@@ -5,14 +5,22 @@ process imports them once and forks a child per call. The child runs invoke's ow
 on the checkout's tasks.py, exactly as `python -m invoke` there would.
 
     out = invoke("build", "--dry", env={...}, cwd=ROOT)    # a subprocess.CompletedProcess
+
+A script that calls `invoke` itself (a workflow's step, run by bash) gets an `invoke` on
+PATH served the same way, through a Unix socket:
+
+    with invoke_on_path(folder) as exe:    # folder/invoke, while the block runs
+        subprocess.run(["bash", "-c", "invoke build --dry"], env={"PATH": f"{folder}:..."})
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,9 +82,11 @@ def _wait(pid: int, timeout: float) -> tuple[int, int]:
         time.sleep(0.005)
 
 
-def _child(program, request: dict, out_fd: int, err_fd: int) -> int:
+def _child(program, request: dict, out_fd: int, err_fd: int, in_fd: int | None = None) -> int:
     import signal
     import traceback
+    if in_fd is not None:
+        os.dup2(in_fd, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
@@ -99,20 +109,119 @@ def _child(program, request: dict, out_fd: int, err_fd: int) -> int:
     return code
 
 
-def _serve() -> None:
-    """The server: tasks.py imported once (and the committed matrix read once), then one
-    forked child per request line."""
+def _program():
+    """invoke's Program on tasks.py, with every module of the package imported once, the
+    committed matrix read and its Dockerfiles rendered once (the templates compiled)."""
+    import gc
+    import importlib
+    import pkgutil
+
     from invoke import Collection, Program
     sys.path.insert(0, str(ROOT))
+    import ascend_build
     import tasks
+    from ascend_build.images.render import render_all
     from ascend_build.matrix import load_matrix
-    load_matrix(ROOT / "matrix.yaml")
+    for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
+        importlib.import_module(module.name)        # a task imports some at first use
+    render_all(load_matrix(ROOT / "matrix.yaml"))
     program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
+    gc.collect()
+    gc.freeze()     # the collector leaves these objects alone: a child's collections write to none of
+    # their pages, which its fork shares with this process until written
+    return program
+
+
+def _serve() -> None:
+    """The server: one forked child per request line."""
+    program = _program()
     for line in sys.stdin:
         answer = _run_one(program, json.loads(line))
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
 
 
+# ------------------------------------------------------------------ `invoke` on PATH
+@contextlib.contextmanager
+def invoke_on_path(folder: Path, before: str = "") -> Iterator[Path]:
+    """`folder`/invoke while the block runs (`before`: shell lines it runs first): each call
+    hands its arguments, environment, working folder and its own stdin, stdout and stderr
+    to a server (the one above, over a Unix socket), whose forked child runs the command
+    line on them; it exits with the child's code. The client is a bare Python (-S -E)."""
+    import shutil
+    import tempfile
+    where = tempfile.mkdtemp(prefix="invoke-")      # short: a socket's path has at most 107 bytes
+    sock = Path(where) / "socket"
+    server = subprocess.Popen([sys.executable, __file__, "--socket", str(sock)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        while not sock.exists():
+            assert server.poll() is None, f"the invoke server ended with {server.returncode}"
+            threading.Event().wait(0.01)
+        exe = folder / "invoke"
+        exe.write_text(f'#!/bin/sh\n{before}exec {sys.executable} -S -E {__file__} --call {sock} "$@"\n')
+        exe.chmod(0o755)
+        yield exe
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(where)
+
+
+def _serve_socket(path: str) -> None:
+    import socket
+    program = _program()
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path + ".new")
+        listener.listen()
+        os.rename(path + ".new", path)         # there once it listens
+        while True:
+            conn, _ = listener.accept()
+            with conn:
+                size, fds, _, _ = socket.recv_fds(conn, 16, 3)
+                data = b""
+                while len(data) < int(size):
+                    data += conn.recv(1 << 16)
+                conn.sendall(str(_run_on(program, json.loads(data), fds)).encode())
+                for fd in fds:
+                    os.close(fd)
+
+
+def _run_on(program, request: dict, fds: list[int]) -> int:
+    """Fork a child that runs one command line on the caller's stdin, stdout and stderr;
+    its exit code as a shell gives it (128 + the signal that ended it)."""
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        os._exit(_child(program, request, fds[1], fds[2], fds[0]))
+    try:
+        _, status = _wait(pid, 600)
+    except TimeoutError:
+        import signal
+        os.killpg(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _call(path: str, argv: list[str]) -> int:
+    """The client: this process's command line, environment, folder and stdio to the server."""
+    import socket
+    data = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(path)
+        socket.send_fds(conn, [str(len(data)).encode().ljust(16)], [0, 1, 2])
+        conn.sendall(data)
+        answer = b""
+        while chunk := conn.recv(64):
+            answer += chunk
+    return int(answer)
+
+
 if __name__ == "__main__":
-    _serve()
+    if sys.argv[1:2] == ["--socket"]:
+        _serve_socket(sys.argv[2])
+    elif sys.argv[1:2] == ["--call"]:
+        sys.exit(_call(sys.argv[2], sys.argv[3:]))
+    else:
+        _serve()

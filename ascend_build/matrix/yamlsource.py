@@ -96,8 +96,33 @@ def load(text: str, file: str, aliases: bool = True) -> Located:
 
 
 def _bound(root: yaml.Node, file: str, aliases: bool) -> None:
-    """Refuse an alias where none may be, and data that expands past MAX_NODES: each
-    node's expanded size once (memoized by the node, which an alias shares)."""
+    """Refuse an alias where none may be, and data that expands past MAX_NODES."""
+    if _plain_size(root) <= MAX_NODES:
+        return          # no alias, so the data is as large as the file: nothing to refuse
+    _bound_expanded(root, file, aliases)
+
+
+def _plain_size(root: yaml.Node) -> int:
+    """The number of nodes, or more than MAX_NODES as soon as one is reached twice (an
+    alias): one quick walk, all a file without aliases (imported.yaml) needs."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return MAX_NODES + 1
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for pair in node.value:
+                stack += pair
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    return len(seen)
+
+
+def _bound_expanded(root: yaml.Node, file: str, aliases: bool) -> None:
+    """Each node's expanded size once (memoized by the node, which an alias shares): the
+    first alias where none may be, or the first node past MAX_NODES, refused."""
     sizes: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -121,6 +146,9 @@ def _bound(root: yaml.Node, file: str, aliases: bool) -> None:
                                        f"expands to more than {MAX_NODES} nodes (through aliases): not a matrix")])
 
 
+_STR = "tag:yaml.org,2002:str"
+
+
 def _walk(loader: Any, node: yaml.Node, path: KeyPath,
           lines: dict[KeyPath, int], dupes: list[Problem], file: str, seen_nodes: set[int]) -> None:
     lines.setdefault(path, node.start_mark.line + 1)
@@ -130,7 +158,9 @@ def _walk(loader: Any, node: yaml.Node, path: KeyPath,
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            # A plain string key is its text (what the constructor makes of it); others are built.
+            key = key_node.value if key_node.tag == _STR and isinstance(key_node, yaml.ScalarNode) else \
+                loader.construct_object(key_node, deep=True)
             if key in seen:
                 # PyYAML silently keeps the last one; a silent override is a trap.
                 dupes.append(Problem(file, key_node.start_mark.line + 1, format_path(path + (key,)),

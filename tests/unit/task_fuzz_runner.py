@@ -4,12 +4,15 @@ started when it overruns) with its output captured, two at a time. Prints one JS
 of results."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
+from pathlib import Path
 
 LIMIT = 20.0
 AT_ONCE = 2
@@ -60,14 +63,65 @@ def finish(case: dict) -> dict:
     return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked}
 
 
+def share(downloads: Path) -> None:
+    """What every case does alike, done here once so that each forked case starts with it:
+    the committed matrix read and checked, every module imported (a task imports some at
+    first use), the templates compiled, and the answers of commands whose arguments no case
+    chooses: the engine clients on PATH (`version`, `buildx version`), qemu's version and
+    the ascend-deployer releases `invoke update` fetches with no pip option. A client, a
+    pip option or anything else a case names itself is still asked by that case."""
+    import importlib
+    import pkgutil
+
+    import ascend_build
+    from ascend_build.engine import client, emulation
+    from ascend_build.images.render import render_all
+    from ascend_build.matrix import load_matrix
+    from ascend_build.platforms import ARCHES
+    for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
+        importlib.import_module(module.name)
+    render_all(load_matrix("matrix.yaml"))
+    for arch in ARCHES:
+        emulation.qemu_version(arch)
+    probe = client._probe
+    answers = {(kind, cand): probe(kind, cand) for kind in ("docker", "podman") for cand in client._candidates(kind)}
+
+    def shared_probe(kind: str, cand: str) -> tuple:
+        return answers[(kind, cand)] if (kind, cand) in answers else probe(kind, cand)
+    client._probe = shared_probe
+    _share_deployer_downloads(downloads)
+
+
+def _share_deployer_downloads(folder: Path) -> None:
+    from ascend_build.errors import UserError
+    from ascend_build.matrix.load import upstream_of
+    from ascend_build.matrix.upstream import deployer, update
+    fetched = {}
+    for version in upstream_of(Path("matrix.yaml")).deployer:
+        try:
+            fetched[version] = deployer.fetch(version, folder / version)
+        except UserError:
+            return              # no index here: each case asks pip itself and is refused
+    fetch = update.fetch
+
+    def shared(version: str, dest: Path, pip_args: list[str] | None = None) -> Path:
+        if pip_args or version not in fetched:
+            return fetch(version, dest, pip_args)
+        dest.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(fetched[version], dest))
+    update.fetch = shared
+
+
 def main() -> None:
     from invoke import Collection, Program
     sys.path.insert(0, os.getcwd())
     import tasks
-    from ascend_build.matrix import load_matrix
-    load_matrix("matrix.yaml")      # read and checked once here; each forked case finds it read
+    share(Path(os.environ["ASCEND_BUILD_CACHE"]) / "fuzz-shared")
     program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
     todo = json.loads(open(sys.argv[1]).read())
+    gc.collect()
+    gc.freeze()     # the collector leaves the objects made so far alone: a case's collections write to none
+    # of their pages, which its fork shares with this process until written
     running: list[dict] = []
     results = []
     while todo or running:

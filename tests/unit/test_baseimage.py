@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ascend_build.images.baseimage import _tidy
+from tests import forked
 
 
 def test_package_lists_and_caches_are_left_out_but_apt_folders_stay(tmp_path):
@@ -20,12 +21,7 @@ def test_package_lists_and_caches_are_left_out_but_apt_folders_stay(tmp_path):
 
 
 def test_base_image_says_what_it_runs_before_the_quiet_minute():
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-m", "invoke", "base-image", "--tag", "t", "--platform", "linux/arm64",
-                          "--dry"], cwd=root, capture_output=True, text=True)
+    out = forked.invoke("base-image", "--tag", "t", "--platform", "linux/arm64", "--dry")
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
     assert first.startswith("base image t: debootstrap bookworm (arm64) from http://deb.debian.org/debian")

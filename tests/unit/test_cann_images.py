@@ -7,7 +7,6 @@ is added with its source and kept by an import that does not read them."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream import cann_images
 from ascend_build.matrix.upstream.update import update, write
+from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.deployer_fixture import DRIVERS, make_deployer
 
@@ -178,12 +178,11 @@ def test_a_tree_with_no_dockerfiles_is_refused_by_the_task_with_exit_2(matrix, t
     empty = write_tree(tmp_path / "empty", {})
     with pytest.raises(UserError, match="no cann/<tag>/Dockerfile inside"):
         cann_images.read(empty)
-    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", str(deployer(tmp_path)[0]),
-            "--from-docs", str(DOCS)]
+    task = ["update", "--matrix", str(matrix), "--from", str(deployer(tmp_path)[0]), "--from-docs", str(DOCS)]
     before = (matrix.parent / "imported.yaml").read_text()
     for folder, message in ((empty, "no cann/<tag>/Dockerfile inside; pass a checkout of Ascend/cann-container-image"),
                             (tmp_path / "nowhere", "--cann-images " + str(tmp_path / "nowhere") + ": no such folder")):
-        out = subprocess.run(task + ["--cann-images", str(folder)], cwd=ROOT, capture_output=True, text=True)
+        out = forked.invoke(*task, "--cann-images", str(folder))
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert (matrix.parent / "imported.yaml").read_text() == before
 
@@ -258,18 +257,17 @@ def test_an_import_without_the_images_keeps_what_they_added_until_another_source
 
 def test_the_task_reads_the_images_with_dry_and_check(matrix, tmp_path):
     images = str(tree(tmp_path / "cci"))
-    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", str(deployer(tmp_path)[0]),
-            "--from-docs", str(DOCS)]
+    task = ["update", "--matrix", str(matrix), "--from", str(deployer(tmp_path)[0]), "--from-docs", str(DOCS)]
     imported = matrix.parent / "imported.yaml"
     before = imported.read_text()
-    dry = subprocess.run(task + ["--cann-images", images, "--dry"], cwd=ROOT, capture_output=True, text=True)
+    dry = forked.invoke(*task, "--cann-images", images, "--dry")
     assert dry.returncode == 0 and "would change" in dry.stdout, dry.stderr
     assert "cann images: 9.0.0: the images also install 950 kernels, NNAL" in dry.stdout
     assert "CANN releases only the official CANN images list: 2" in dry.stdout and imported.read_text() == before
-    check = subprocess.run(task + ["--cann-images", images, "--check"], cwd=ROOT, capture_output=True, text=True)
+    check = forked.invoke(*task, "--cann-images", images, "--check")
     assert check.returncode == 1 and imported.read_text() == before
-    wrote = subprocess.run(task + ["--cann-images", images], cwd=ROOT, capture_output=True, text=True)
+    wrote = forked.invoke(*task, "--cann-images", images)
     assert wrote.returncode == 0 and "wrote" in wrote.stdout, wrote.stderr
     for extra in (["--cann-images", images], []):       # and without them: what they added is kept
-        current = subprocess.run(task + extra + ["--check"], cwd=ROOT, capture_output=True, text=True)
+        current = forked.invoke(*task, *extra, "--check")
         assert current.returncode == 0 and "is current" in current.stdout, current.stdout

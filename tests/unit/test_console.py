@@ -2,13 +2,10 @@
 --quiet and --verbose as a user sees them."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from ascend_build import console
-from tests.conftest import ROOT
+from tests import forked
 
 
 @pytest.fixture(autouse=True)
@@ -42,10 +39,9 @@ def test_each_level_says_what_it_should(capsys):
 
 
 def test_a_quiet_dry_build_prints_its_commands_and_nothing_of_its_progress(tmp_path):
-    args = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry",
-            "--packages", str(tmp_path)]
-    normal = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-    quiet = subprocess.run(args + ["--quiet"], cwd=ROOT, capture_output=True, text=True)
+    args = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--packages", str(tmp_path)]
+    normal = forked.invoke(*args)
+    quiet = forked.invoke(*args, "--quiet")
     assert normal.returncode == quiet.returncode == 0, normal.stderr + quiet.stderr
     assert "python: 3.11 from debian12's python3" in normal.stdout
     assert "python: 3.11" not in quiet.stdout

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from ascend_build.errors import UserError
 from ascend_build.host import doctor as doc
 from ascend_build.matrix import load_matrix
+from tests import forked
 from tests.doubles.host_roots import make_host
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,21 +111,19 @@ def test_explain_names_cause_and_fix(text, name):
 def test_explain_task_on_a_log_file_and_on_an_unknown_error(tmp_path):
     log = tmp_path / "train.log"
     log.write_text("step 1\n" + REAL_ERRORS[1][0] + "\n")
-    known = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--explain", str(log)], cwd=ROOT,
-                           capture_output=True, text=True)
+    known = forked.invoke("doctor", "--explain", str(log))
     assert known.returncode == 0 and "CANN libraries not on the path" in known.stdout and "fix:" in known.stdout
-    unknown = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--explain", "segfault in my own code"],
-                             cwd=ROOT, capture_output=True, text=True)
+    unknown = forked.invoke("doctor", "--explain", "segfault in my own code")
     assert unknown.returncode == 1 and "not a failure this tool knows; it checked for: driver library missing" \
         in unknown.stdout
 
 
 def test_doctor_task_on_stand_in_roots_exits_on_blocking_problems(tmp_path):
-    task = [sys.executable, "-m", "invoke", "doctor", "--user", "alice", "--json", "--root"]
-    good = subprocess.run(task + [str(make_host(tmp_path / "good"))], cwd=ROOT, capture_output=True, text=True)
+    task = ["doctor", "--user", "alice", "--json", "--root"]
+    good = forked.invoke(*task, str(make_host(tmp_path / "good")))
     assert good.returncode == 0, good.stdout + good.stderr
     assert {c["name"]: c["state"] for c in json.loads(good.stdout)["checks"]}["devices"] == "ok"
-    bad = subprocess.run(task + [str(make_host(tmp_path / "bad", cards=0))], cwd=ROOT, capture_output=True, text=True)
+    bad = forked.invoke(*task, str(make_host(tmp_path / "bad", cards=0)))
     assert bad.returncode == 1 and any(c["blocking"] for c in json.loads(bad.stdout)["checks"])
 
 
@@ -155,9 +152,8 @@ def test_for_host_with_no_runnable_line_says_why():
 
 def test_build_for_host_dry_shows_the_choice(tmp_path):
     root = make_host(tmp_path / "host", driver="25.0.RC1")
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry",
-                          "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                         env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    out = forked.invoke("build", "--for-host", str(root), "--dry", "--packages", str(tmp_path),
+                        env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
     assert "for this host (driver 25.0.RC1, chip 910b): torch line 2.10.0" in out.stdout
     assert "skipped 2.12.0: CANN 9.1.0 runs on 26.0.RC1, 25.2" in out.stdout
@@ -178,12 +174,12 @@ case "$1" in
 esac
 """)
     client.chmod(0o755)
-    cmd = [sys.executable, "-m", "invoke", "run", "--image", "ascend-runtime:torch2.10.0-arm64", "--host-root",
-           str(root), "--docker", str(client), "--runtime", "runc", "--dry"]
-    refused = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    cmd = ["run", "--image", "ascend-runtime:torch2.10.0-arm64", "--host-root", str(root), "--docker", str(client),
+           "--runtime", "runc", "--dry"]
+    refused = forked.invoke(*cmd)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "host driver 24.1.RC3 is older than 26.0.RC1, which CANN 9.0.0 needs" in refused.stderr
-    forced = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True)
+    forced = forked.invoke(*cmd, "--force")
     assert forced.returncode == 0 and "--device /dev/davinci0" in forced.stdout, forced.stderr
 
 
@@ -246,9 +242,8 @@ def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(
     assert "2.14.0: CANN 9.2.0 has no packages for chip 310b" in skipped
     assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch="2.1.0")[0] == "2.1.0-cann8.0.0"
     root = make_board(tmp_path / "board", driver="24.1.0")
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--for-host", str(root), "--dry",
-                          "--packages", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                         env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    out = forked.invoke("build", "--for-host", str(root), "--dry", "--packages", str(tmp_path),
+                        env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
     assert "for this host (driver 24.1.0, chip 310b): torch line 2.4.0" in out.stdout
     assert "cann8.0.0-310b-" in out.stdout and "linux/arm64" in out.stdout
@@ -329,8 +324,7 @@ def test_doctor_json_carries_the_numa_facts_and_cluster_checks_compare_them(tmp_
     written = []
     for n, allowed in ((1, None), (2, "0-95")):
         root = add_numa(make_server(tmp_path / f"node-{n}", n), nodes, [c // 2 for c in range(8)], allowed)
-        out = subprocess.run([sys.executable, "-m", "invoke", "doctor", "--user", "alice", "--json", "--root",
-                              str(root)], cwd=ROOT, capture_output=True, text=True)
+        out = forked.invoke("doctor", "--user", "alice", "--json", "--root", str(root))
         written.append(tmp_path / f"node-{n}.json")
         written[-1].write_text(out.stdout)
     a, b = facts.load(written)

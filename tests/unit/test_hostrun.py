@@ -2,8 +2,6 @@
 driver paths a 910B host has (plain files standing in for device nodes)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from ascend_build.engine import Engine
 from ascend_build.errors import UserError
 from ascend_build.host.run import RunOptions, compose
+from tests import forked
 
 DOCKER = Engine("docker", "docker", "classic-buildkit", "20.10.24")
 
@@ -87,9 +86,8 @@ def test_host_without_npu_or_driver_is_refused(tmp_path):
 
 def test_invoke_run_dry(tmp_path):
     root = stand_in_host(tmp_path, cards=(0,), smi="/usr/local/bin/npu-smi")
-    out = subprocess.run([sys.executable, "-m", "invoke", "run", "--image", "ascend-runtime:torch2.1.0-arm64",
-                          "--devices", "0", "--host-root", str(root), "--runtime", "runc", "--dry", "--",
-                          "python", "-c", "import torch_npu"], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke("run", "--image", "ascend-runtime:torch2.1.0-arm64", "--devices", "0", "--host-root", str(root),
+                        "--runtime", "runc", "--dry", "--", "python", "-c", "import torch_npu")
     assert out.returncode == 0, out.stderr
     assert "--device /dev/davinci0 --device /dev/davinci_manager" in out.stdout
     assert "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro" in out.stdout

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from ascend_build.locking import lock as locks
 from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_text
 from ascend_build.matrix.frameworks import TORCH
+from tests import forked
 from tests.conftest import ROOT, committed_matrix_text, copy_matrix, link_locks
 
 TORCH_LAYERS = ("cann",) + TORCH.layers      # a torch stack's lock files
@@ -188,7 +187,7 @@ def test_an_unlocked_cell_says_so_and_x86_64_takes_torch_from_the_cpu_index(tmp_
 
 def test_committed_locks_are_current_and_cover_every_image():
     """invoke lock --check` on the repository: what CI builds is locked, and no lock is stale."""
-    out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--check"], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke("lock", "--check")
     assert out.returncode == 0, out.stdout + out.stderr
     # `images:` cells without a lock (x86_64: PyTorch's CPU index is unreachable here) are named
     assert "not locked (a build needs --unlocked): 2.1.0 / Python 3.11 / x86_64" in out.stdout
@@ -213,13 +212,12 @@ def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_
     bumped = copy_matrix(tmp_path, committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
                                                                    'numpy: "<1.26"}  #', 1))
     link_locks(bumped)
-    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry",
-           "--matrix", str(bumped)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    cmd = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix", str(bumped)]
+    out = forked.invoke(*cmd)
     assert out.returncode == 2 and "is stale" in out.stderr, out.stdout + out.stderr
     assert "docker" not in out.stdout
     (tmp_path / "locks").unlink()
-    out = subprocess.run(cmd + ["--require-pins"], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke(*cmd, "--require-pins")
     assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr
 
 
@@ -230,22 +228,22 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
     same inputs digest), and says so; a copy that asks for something else has none, and is
     refused unless the build is told --unlocked."""
     same = copy_matrix(tmp_path / "same")
-    cmd = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix"]
-    out = subprocess.run(cmd + [str(same)], cwd=ROOT, capture_output=True, text=True)
+    cmd = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix"]
+    out = forked.invoke(*cmd, str(same))
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"python packages: locked by the project's locks/2.1.0/py3.11-aarch64 (no lock beside {same}" in out.stdout
     assert "has no lock" not in out.stdout + out.stderr
     assert "# NOT LOCKED" not in out.stdout
     other = copy_matrix(tmp_path / "other", committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
                                                                            'numpy: "<1.26"}  #', 1))
-    out = subprocess.run(cmd + [str(other)], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke(*cmd, str(other))
     assert out.returncode == 2, out.stdout + out.stderr
     assert (f"stack 2.1.0 / Python 3.11 / aarch64 has no lock (none in {other.parent}/locks/2.1.0/py3.11-aarch64; the "
             "project's locks/2.1.0/py3.11-aarch64 was made from other inputs than this matrix asks)") in out.stderr
     assert (f"invoke lock --torch 2.1.0 --python 3.11 --platform linux/arm64 --matrix {other}` makes one, or "
             "--unlocked builds it without one") in out.stderr
     assert "locked by the project's" not in out.stdout and "docker" not in out.stdout
-    out = subprocess.run(cmd + [str(other), "--unlocked"], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke(*cmd, str(other), "--unlocked")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "has no lock: pip resolves its Python packages at build time" in out.stderr
     assert "python packages: unlocked (--unlocked)" in out.stdout and "locked by the project's" not in out.stdout

@@ -43,6 +43,35 @@ def node_paths(data: Any, path: tuple = ()) -> list[tuple]:
 PATHS = [p for p in node_paths(BASE) if len(p) > 1]
 
 
+def _base_nodes() -> dict[int, tuple[Any, yaml.Node]]:
+    """id -> (container, its YAML node) for every mapping and list of BASE, represented
+    as yaml.dump represents them."""
+    nodes = {}
+    for doc in BASE.values():
+        representer = yaml.representer.SafeRepresenter(default_flow_style=False, sort_keys=False)
+        representer.represent_data(doc)
+        made = representer.represented_objects
+        nodes.update({id(obj): (obj, made[id(obj)]) for obj in representer.object_keeper if id(obj) in made})
+    return nodes
+
+
+BASE_NODES = _base_nodes()
+
+
+class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """yaml.dump's safe dumper, to the byte, that takes a container of BASE (one the
+    mutations left alone, and so still BASE's object) as the node made for it once: a
+    mutated document is represented anew only along the paths the mutations copied."""
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        shared = BASE_NODES.get(id(data))
+        return shared[1] if shared is not None and shared[0] is data else super().represent_data(data)
+
+
+def dump(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=Dumper, sort_keys=False)
+
+
 def mutate(data: Any, path: tuple, kind: str, value: Any, name: str) -> Any:
     """`data` with one mutation at `path`: the containers along the path are copied, the
     rest shared with the original (which stays as it is)."""
@@ -76,8 +105,7 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
         except (KeyError, IndexError, TypeError):
             continue        # an earlier mutation removed that path
     for name, doc in data.items():        # a file no mutation touched is written as it is
-        (tmp_path / name).write_text(TEXT[name] if doc is BASE[name] else
-                                     yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
+        (tmp_path / name).write_text(TEXT[name] if doc is BASE[name] else dump(doc))
     target = tmp_path / "matrix.yaml"
     try:
         matrix = load_matrix(target)
@@ -98,3 +126,18 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
     except UserError:
         return
     render_all(matrix)
+
+
+def test_the_dumper_writes_what_yaml_dump_writes():
+    """The fuzz writes its documents with Dumper: each kind of mutation, in either file,
+    near the top and deep down, dumped as yaml.dump dumps it."""
+    plain = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    tried = 0
+    for name in BASE:
+        paths = [p for p in PATHS if p[0] == name]
+        for path in (paths[1], paths[len(paths) // 2], paths[-1]):
+            for kind in ("delete", "replace", "rename", "add"):
+                doc = mutate(BASE, path, kind, {"a": [1, "two", None]} if kind == "add" else None, "new")[name]
+                assert dump(doc) == yaml.dump(doc, Dumper=plain, sort_keys=False), (path, kind)
+                tried += 1
+    assert tried == 24

@@ -4,8 +4,6 @@ Dockerfiles have the framework's layers, and torch-only inputs are refused for i
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from ascend_build.images.sbom import _wheel_sha
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.frameworks import MINDSPORE
+from tests import forked
 from tests.conftest import committed_matrix_text, copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,14 +130,12 @@ def test_the_sbom_takes_the_one_locked_file_of_a_wheel_whose_inner_tag_differs()
     (["--mindspore", "2.6.0"], "MindSpore 2.6.0 was released for CANN 8.2.RC1"),
 ])
 def test_build_refuses_what_a_mindspore_image_cannot_take(args, message):
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", *args, "--dry", "--os", "debian12"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = forked.invoke("build", *args, "--dry", "--os", "debian12")
     assert out.returncode != 0 and message in out.stdout + out.stderr, out.stdout + out.stderr
 
 
 def test_build_dry_names_the_mindspore_layers():
-    out = subprocess.run([sys.executable, "-m", "invoke", "build", "--mindspore", "2.9.0", "--os", "debian12",
-                          "--dry"], cwd=ROOT, capture_output=True, text=True)
+    out = forked.invoke("build", "--mindspore", "2.9.0", "--os", "debian12", "--dry")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "requirements/{cann,mindspore}.txt" in out.stdout
     assert "locked by locks/mindspore2.9.0/py3.11-aarch64" in out.stdout

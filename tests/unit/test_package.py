@@ -5,6 +5,7 @@ install) renders the committed Dockerfiles to the byte from a copy of matrix.yam
 another folder."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,10 @@ def test_the_wheel_renders_outside_the_checkout(tmp_path):
     project.mkdir()
     shutil.copy(ROOT / "matrix.yaml", project / "matrix.yaml")
     shutil.copy(ROOT / "imported.yaml", project / "imported.yaml")
-    done = subprocess.run([str(py), "-c", RENDER, str(project)], cwd=tmp_path, capture_output=True, text=True)
+    # Without PYTHONPATH: a checkout named there would be imported instead of the wheel.
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(py), "-c", RENDER, str(project)], cwd=tmp_path, capture_output=True, text=True,
+                          env=alone)
     assert done.returncode == 0, done.stdout + done.stderr
     assert str(venv) in done.stdout
     rendered = sorted(p.relative_to(project) for p in (project / "images").rglob("Dockerfile"))

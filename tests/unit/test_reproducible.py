@@ -9,8 +9,6 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 
 from ascend_build.engine import BuildRequest, Engine
 from ascend_build.images import imagediff, restamp
+from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 EPOCH = 1_700_000_000
@@ -60,10 +59,9 @@ def test_every_stage_that_runs_a_step_sees_source_date_epoch():
 
 def test_dry_build_reproducible_puts_the_epoch_in_the_content_tag(tmp_path):
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": str(EPOCH)}
-    args = [sys.executable, "-m", "invoke", "build", "--dry", "--packages", str(tmp_path),
-            "--engine", "podman", "--os", "debian12"]
-    plain = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env)
-    same = subprocess.run(args + ["--reproducible"], cwd=ROOT, capture_output=True, text=True, env=env)
+    args = ["build", "--dry", "--packages", str(tmp_path), "--engine", "podman", "--os", "debian12"]
+    plain = forked.invoke(*args, env=env)
+    same = forked.invoke(*args, "--reproducible", env=env)
     assert plain.returncode == 0 and same.returncode == 0, plain.stderr + same.stderr
     assert f"--timestamp {EPOCH}" in same.stdout and f"SOURCE_DATE_EPOCH={EPOCH}" in same.stdout
     assert f"io.ascend-build.source-date-epoch={EPOCH}" in same.stdout

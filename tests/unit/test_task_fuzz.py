@@ -2,7 +2,9 @@
 never a Python traceback, never a task that runs off with the nonsense (each case has
 20 s). Flags without a value are left out: they carry no nonsense. The cases run in one
 child process (tests/unit/task_fuzz_runner.py) that imports tasks.py once and forks per
-case: one interpreter start instead of hundreds."""
+case: one interpreter start instead of hundreds. What no case's input changes (the modules,
+the templates, the engine clients' and qemu's versions, the deployer releases `update`
+fetches) it makes once before the first fork; each case still runs its task whole."""
 from __future__ import annotations
 
 import json

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from ascend_build.engine.network import Network
 from ascend_build.errors import NetworkError, UserError
 from ascend_build.locking import resolve, torch_index
 from ascend_build.matrix import load_matrix
+from tests import forked
 from tests.conftest import copy_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,9 +146,9 @@ def test_invoke_lock_with_the_torch_index_unreachable_fails_in_seconds_and_locks
     does not answer: exit 8 (the network) naming it, before uv runs, and no lock is written."""
     matrix = copy_matrix(tmp_path)
     url = f"http://127.0.0.1:{closed_port()}/whl/cpu"
-    out = subprocess.run([sys.executable, "-m", "invoke", "lock", "--torch", "2.12.0", "--python", "3.11",
-                          "--matrix", str(matrix), "--torch-index-url", url], cwd=ROOT, capture_output=True, text=True,
-                         env={k: v for k, v in os.environ.items() if k != torch_index.TEST_ONLY_SWITCH})
+    out = forked.invoke("lock", "--torch", "2.12.0", "--python", "3.11", "--matrix", str(matrix),
+                        "--torch-index-url", url,
+                        env={k: v for k, v in os.environ.items() if k != torch_index.TEST_ONLY_SWITCH})
     assert out.returncode == 8, out.stdout + out.stderr
     assert f"the torch index {url}/torch/ does not answer" in out.stderr and "--torch-index-url" in out.stderr
     assert not (tmp_path / "locks").exists()

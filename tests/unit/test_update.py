@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.upstream.deployer import read
 from ascend_build.matrix.upstream.update import to_data, update, write
+from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.deployer_fixture import fake_sum, make_deployer
 
@@ -195,17 +194,16 @@ def test_a_wheel_reads_like_its_folder(tmp_path):
 def test_the_task_dry_and_check_write_nothing_and_check_reports_news(matrix, tmp_path):
     source = str(make_deployer(tmp_path / "d", "6.0.0"))
     hand, before = matrix.read_bytes(), imported_of(matrix).read_text()
-    task = [sys.executable, "-m", "invoke", "update", "--matrix", str(matrix), "--from", source,
-            "--from-docs", str(DOCS)]
-    dry = subprocess.run(task + ["--dry"], cwd=ROOT, capture_output=True, text=True)
+    task = ["update", "--matrix", str(matrix), "--from", source, "--from-docs", str(DOCS)]
+    dry = forked.invoke(*task, "--dry")
     assert dry.returncode == 0, dry.stderr
     assert "would change" in dry.stdout and "CANN releases: 16" in dry.stdout
-    check = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
+    check = forked.invoke(*task, "--check")
     assert check.returncode == 1 and imported_of(matrix).read_text() == before
-    wrote = subprocess.run(task, cwd=ROOT, capture_output=True, text=True)
+    wrote = forked.invoke(*task)
     assert wrote.returncode == 0 and "wrote" in wrote.stdout and "imported.yaml" in wrote.stdout
     assert matrix.read_bytes() == hand and imported_of(matrix).read_text() != before
-    current = subprocess.run(task + ["--check"], cwd=ROOT, capture_output=True, text=True)
+    current = forked.invoke(*task, "--check")
     assert current.returncode == 0 and "is current" in current.stdout
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
@@ -46,7 +48,7 @@ def test_build_matrix_comes_from_invoke_ci_matrix():
 @functools.cache
 def _plan() -> subprocess.CompletedProcess:
     """`invoke ci-matrix` on the checkout, run once for the tests that read the plan."""
-    return subprocess.run([sys.executable, "-m", "invoke", "ci-matrix"], cwd=ROOT, capture_output=True, text=True)
+    return forked.invoke("ci-matrix")
 
 
 def zizmor(*paths: Path) -> subprocess.CompletedProcess:
@@ -261,15 +263,20 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     assert {"cann8.0.rc3-910b-debian12-py3.11-arm64", "cann8.0.rc3-910b-ubuntu22.04-py3.10-arm64"} <= names, names
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    # `invoke` as the job runs it, each command a dry run; `docker login` answered (a double).
-    (bin_dir / "invoke").write_text(f'#!/bin/sh\ncase " $* " in *" --dry "*) ;; *) set -- "$@" --dry;; esac\n'
-                                    f'exec {sys.executable} -m invoke "$@"\n')
+    # `docker login` answered (a double).
     (bin_dir / "docker").write_text('#!/bin/sh\n[ "$1" = login ] && { cat >/dev/null; exit 0; }\nexit 1\n')
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
+    (bin_dir / "docker").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "REGISTRY": "registry.example/ascend",
            "REGISTRY_USER": "ci", "REGISTRY_TOKEN": "unused", "CANN_PACKAGE_MIRROR": "", "CACHE_REGISTRY": "",
            "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    # `invoke` as the job runs it, each command a dry run, forked from one server (tests/forked.py).
+    with forked.invoke_on_path(bin_dir, before='case " $* " in *" --dry "*) ;; *) set -- "$@" --dry;; esac\n'):
+        ran = _run_the_steps(jobs, cells, env)
+    assert ran == 2 * len(cells) + sum(c["apex"] == "true" for c in cells)
+
+
+def _run_the_steps(jobs: dict, cells: list[dict], env: dict[str, str]) -> int:
+    """Each cell's steps that call invoke, then the publish job's join: each must succeed."""
     steps = {s.get("name"): s for s in jobs["build"]["steps"] if "run" in s and "invoke" in s["run"]}
     assert set(steps) == {"Ascend apex", "Build, test, tag",
                           "Push this arch (skipped when the registry has the content already)"}
@@ -295,7 +302,7 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     join = next(s["run"] for s in jobs["publish"]["steps"] if "run" in s and "invoke join" in s["run"])
     out = subprocess.run(["bash", "-eo", "pipefail", "-c", join], cwd=ROOT, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert ran == 2 * len(cells) + sum(c["apex"] == "true" for c in cells)
+    return ran
 
 
 def _build_steps() -> list[dict]:

@@ -246,8 +246,6 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
     import os
 
     import yaml
-
-    from ascend_build.matrix import load_matrix
     jobs = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]
     plan = _plan()
     assert plan.returncode == 0, plan.stderr
@@ -277,6 +275,7 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
 
 def _run_the_steps(jobs: dict, cells: list[dict], env: dict[str, str]) -> int:
     """Each cell's steps that call invoke, then the publish job's join: each must succeed."""
+    from ascend_build.matrix import load_matrix
     steps = {s.get("name"): s for s in jobs["build"]["steps"] if "run" in s and "invoke" in s["run"]}
     assert set(steps) == {"Ascend apex", "Build, test, tag",
                           "Push this arch (skipped when the registry has the content already)"}

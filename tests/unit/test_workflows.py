@@ -405,7 +405,7 @@ CHECKS_IN_THE_SUITE = {
                                                "def test_workflows_pass_zizmor_without_suppressions"),
     "Workflows pass actionlint and shellcheck": ("tests/unit/test_workflows.py",
                                                  "def test_workflows_pass_actionlint_and_shellcheck_without_"),
-    "Locks are current": ("tests/unit/test_lock.py", '"invoke", "lock", "--check"'),
+    "Locks are current": ("tests/unit/test_lock.py", 'invoke("lock", "--check")'),
     "What the unit tests run (the aarch64 cross compiler for the ELF checks' test wheels)":
         ("scripts/bootstrap.sh", "gcc-aarch64-linux-gnu"),
     "Unit tests": ("ascend_build/cli/images.py", '"pytest", "tests"'),

@@ -58,6 +58,10 @@ CHIPS: dict[str, Chip] = {c.name: c for c in (
     Chip("310p", "Atlas inference products", kernel_folder="ascend310p"),
 )}
 
+# The chip meant where none is named (a job, an indexed Job, the lines tested here): the
+# Atlas A2 (910B) servers most users train on.
+DEFAULT = CHIPS["910b"]
+
 
 def known() -> tuple[Chip, ...]:
     """Every chip, in the registry's order (read at each call, so a test may plant one)."""

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
 from ascend_build.engine.emulation import QEMU_CPU  # noqa: E402
-from ascend_build.images.baseimage import debian_base  # noqa: E402
+from ascend_build.inputs.baseimage import debian_base  # noqa: E402
 
 BASES = {"Debian 12 (bookworm)": ("bookworm", "ascend-build-test/debian:bookworm-arm64"),
          "Debian 13 (trixie)": ("trixie", "ascend-build-test/debian:trixie-arm64")}

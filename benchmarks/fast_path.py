@@ -33,11 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
-from ascend_build.images.baseimage import debian_base  # noqa: E402
 from ascend_build.images.build import build  # noqa: E402
-from ascend_build.images.options import Inputs, Site  # noqa: E402
-from ascend_build.images.packages import pin  # noqa: E402
 from ascend_build.images.steps import run_image_tests  # noqa: E402
+from ascend_build.inputs.baseimage import debian_base  # noqa: E402
+from ascend_build.inputs.options import Inputs, Site  # noqa: E402
+from ascend_build.inputs.packages import pin  # noqa: E402
 from ascend_build.locking.lock import normalize, pinned_versions  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
-from ascend_build.images.baseimage import debian_base  # noqa: E402
-from ascend_build.images.packages import pin  # noqa: E402
+from ascend_build.inputs.baseimage import debian_base  # noqa: E402
+from ascend_build.inputs.packages import pin  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402
 from benchmarks.results import report  # noqa: E402

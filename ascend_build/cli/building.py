@@ -10,8 +10,8 @@ from typing import Any
 from .. import console
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
-from ..images.options import Inputs, Site
 from ..images.userlayer import LayerRequest
+from ..inputs.options import Inputs, Site
 from ..matrix import load_matrix
 from .options import DRY, MATRIX, Choice, Engine, Network, Output, flags, group, help_of, opt, path
 
@@ -277,7 +277,7 @@ class BaseImageOptions:
 
 
 def base_image(o: BaseImageOptions) -> None:
-    from ..images.baseimage import check_request, default_platforms, make_bases
+    from ..inputs.baseimage import check_request, default_platforms, make_bases
     platforms = o.platform or default_platforms()
     check_request(o.suite, platforms, o.tag, o.mirror)            # before the engine is even asked
     assert o.tag is not None

@@ -13,8 +13,8 @@ from types import ModuleType
 from .. import console
 from ..engine.network import Network, ca_setting
 from ..errors import UserError
-from ..images import packages as pkgs
 from ..images import render as rnd
+from ..inputs import packages as pkgs
 from ..locking import lock as locks
 from ..matrix import FRAMEWORKS, Matrix, load_matrix
 from ..matrix.report import ci_matrix as ci_rows
@@ -172,7 +172,7 @@ class UpdateOptions:
 
 def update(o: UpdateOptions) -> None:
     """Huawei's release data into the imported facts' file; matrix.yaml is never written."""
-    from ..matrix.upstream import update as upd
+    from ..upstream import update as upd
     load_matrix(o.matrix)                         # a missing or broken matrix is refused first
     path = Path(o.matrix)
     if o.pytorch_git:
@@ -207,7 +207,7 @@ def update(o: UpdateOptions) -> None:
 
 
 def _update_tags(path: Path, location: str, dry: bool) -> None:
-    from ..matrix.upstream import pytorch_git
+    from ..upstream import pytorch_git
     target, before, text, notes = pytorch_git.update(path, location)
     for line in notes:
         console.show(line)
@@ -249,7 +249,7 @@ def lock(o: LockOptions, existing_only: bool = False) -> None:
     locked), missing and stale ones only unless --refresh; --check resolves nothing."""
     from ..locking import resolve
     from ..locking.torch_index import check_mirror
-    from ..matrix.upstream.update import pip_options
+    from ..upstream.update import pip_options
     if o.check:
         return _check_locks(o.matrix, o)
     pip_options(o.pip_index_url, o.ca_bundle, o.proxy)         # refuse a malformed index, proxy or CA first

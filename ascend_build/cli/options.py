@@ -15,7 +15,7 @@ from typing import Any, Mapping, TypeVar
 from .. import engine as eng
 from ..engine.network import ca_setting, proxy_settings
 from ..errors import UserError
-from ..images.options import Site, parse_base_images
+from ..inputs.options import Site, parse_base_images
 from ..matrix import FRAMEWORKS, Matrix
 
 T = TypeVar("T")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import Chip, find, known
 from ..errors import UserError
 from ..matrix.frameworks import Framework
@@ -254,7 +255,7 @@ def _check_cores(cores: PodCores, devices: int) -> None:
                         f"rank needs. Ask for at least {devices * cores.min_cores} (--cpus), or --bind off")
 
 
-def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = "910b",
+def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = DEFAULT_CHIP.name,
                queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT,
                cores: PodCores = PodCores()) -> dict:
     _check(image, nodes, devices, command, cores)
@@ -308,7 +309,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
 
 def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
                 timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: Framework = DEFAULT,
-                cores: PodCores = PodCores(), chip: str = "910b") -> dict:
+                cores: PodCores = PodCores(), chip: str = DEFAULT_CHIP.name) -> dict:
     """For sites without the operator: an indexed Job (one pod per node, the completion
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
     rendezvous there, or MindSpore's scheduler, which node 0's msrun starts); its pods ask

@@ -1,2 +1,2 @@
-"""Images: rendering Dockerfiles, the CANN packages they install, building, testing,
+"""Images: rendering Dockerfiles, building, testing,
 tagging and pushing runtime and builder images, and the wheels built from source."""

@@ -12,11 +12,11 @@ from typing import Literal
 from .. import console
 from ..engine import Engine, interrupts
 from ..errors import UserError
+from ..inputs.options import Inputs, Site
 from ..locking.layerlock import LayerLock
 from ..matrix import Cell, Matrix
 from . import build as runtime_build
 from . import userlayer
-from .options import Inputs, Site
 from .steps import Built
 
 Status = Literal["tagged", "failed"]

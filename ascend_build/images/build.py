@@ -18,14 +18,15 @@ from ..engine.network import check as check_network
 from ..engine.network import describe as describe_network
 from ..errors import BuildFailed, PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
+from ..inputs import baseimage
+from ..inputs.options import Inputs, Site
+from ..inputs.packages import Located, PackageStore, warn_unpinned
 from ..locking import lock as locks
 from ..locking import torch_index
 from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
-from . import baseimage, finish, steps
+from . import finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag, label
-from .options import Inputs, Site
-from .packages import Located, PackageStore, warn_unpinned
 from .render import ROOT, Rendered, runtime_dockerfile
 from .steps import Built
 

@@ -19,17 +19,17 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
+from ..inputs.baseimage import advice, debian_base, local_pattern
+from ..inputs.options import Site
+from ..inputs.trees import Checkout, Expected, checkout, parse_source, repository_with
 from ..locking import torch_index
 from ..locking.torch_index import check_mirror
 from ..matrix import BuilderCell, Matrix
 from ..platforms import host as host_platform
 from . import steps
-from .baseimage import advice, debian_base, local_pattern
 from .kinds import BUILDER, BuilderFacts, content_tag, readable_tag
-from .options import Site
 from .progress import Progress
 from .render import builder_dockerfile, net_setup
-from .trees import Checkout, Expected, checkout, parse_source, repository_with
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import known
 from ..matrix import Matrix
 from ..matrix.report import mindspore_rows, mindspore_unpaired, stack_rows
@@ -31,23 +32,25 @@ class Tested:
         return (self.stack, self.os, self.python, self.chip, self.platform)
 
 
+A2 = DEFAULT_CHIP.name
+
 # What `invoke test` builds (tests/unit/test_support.py holds each entry to its modules).
 TESTED_HERE = (
-    Tested("2.1.0", "debian12", "3.11", "910b", "linux/arm64",
+    Tested("2.1.0", "debian12", "3.11", A2, "linux/arm64",
            ("test_build_arm64", "test_fast_path", "test_user_layer"),
            "--no-cache behind a proxy and a private index (doubles); its first Python layer again with pip in "
            "the image, and with a user layer on it"),
-    Tested("cann8.0.RC3", "debian12", "3.11", "910b", "linux/arm64", ("test_podman",),
+    Tested("cann8.0.RC3", "debian12", "3.11", A2, "linux/arm64", ("test_podman",),
            "the CANN-only image, with podman, --reproducible, rebuilt by `invoke verify` to the same image ID"),
-    Tested("2.1.0", "debian11", "3.9", "910b", "linux/arm64", ("test_source_build",),
+    Tested("2.1.0", "debian11", "3.9", A2, "linux/arm64", ("test_source_build",),
            "torch_npu and apex built from a stand-in source in the Debian 11 gcc 10 builder"),
     Tested("2.1.0-cann8.0.0", "debian12", "3.11", "310b", "linux/arm64", ("test_310b",),
            "the 310b kernels, hand-recorded and pinned on first use; interrupted with Ctrl-C, then built again "
            "from the cache"),
-    Tested("2.10.0-26.1.0", "debian13", "3.13", "910b", "linux/arm64", ("test_build_train_26",),
+    Tested("2.10.0-26.1.0", "debian13", "3.13", A2, "linux/arm64", ("test_build_train_26",),
            "a 26.1.0 tag on CANN 9.1.0 with NNAL; torch from PyPI in place of PyTorch's CPU index (not reachable "
            "from CI); the stand-in torch_npu compiled in the Debian 13 gcc 13 builder loads in it"),
-    Tested("mindspore2.9.0", "debian12", "3.11", "910b", "linux/arm64", ("test_mindspore",),
+    Tested("mindspore2.9.0", "debian12", "3.11", A2, "linux/arm64", ("test_mindspore",),
            "MindSpore's real aarch64 wheel from PyPI (Huawei's sha256) on the CANN 9.0.0 doubles, handed in as "
            ".zip files as Huawei publishes them"),
 )

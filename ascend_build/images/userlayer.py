@@ -15,12 +15,12 @@ from .. import console
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import UserError
+from ..inputs.options import Inputs, Site
 from ..locking import layerlock
 from ..locking import lock as locks
 from ..matrix import Cell, Matrix
 from . import finish, steps
 from .kinds import LAYER, LayerFacts, content_tag, readable_tag
-from .options import Inputs, Site
 from .render import ROOT, layer_dockerfile
 from .steps import Built
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 from .. import console
 from .. import engine as eng
 from ..errors import Differs, UserError
+from ..inputs import baseimage
+from ..inputs.options import Inputs, Site
 from ..matrix import Cell, Matrix
-from . import baseimage, imagediff, sbom, steps
 from . import build as runtime_build
+from . import imagediff, sbom, steps
 from .kinds import label
-from .options import Inputs, Site
 
 
 @dataclass(frozen=True)

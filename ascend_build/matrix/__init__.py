@@ -1,7 +1,7 @@
 """The matrix and its sources: matrix.yaml (what people decide) and imported.yaml (what
 `invoke update` imports) read (load), shaped (schema, checker), typed (records, frameworks,
-eras), resolved into cells (model), checked as a whole (semantics); its views (report) and
-the import itself (upstream)."""
+eras), resolved into cells (model), checked as a whole (semantics); its views (report). The import that
+writes imported.yaml is the room above, upstream/."""
 from .eras import expected_kernels, expected_toolkit
 from .frameworks import FRAMEWORKS, Framework
 from .load import load_matrix, load_text

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.hashing import sha256_of
-from ascend_build.images.baseimage import debian_base
+from ascend_build.inputs.baseimage import debian_base
 from tests.conftest import committed_imported_text, copy_matrix, in_ci, link_locks, once
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
@@ -234,7 +234,7 @@ def build_stage(engine, matrix_path: Path, cell: dict, site, stage: str, tag: st
 
     from ascend_build.images import build as runtime_build
     from ascend_build.images import steps
-    from ascend_build.images.options import Inputs
+    from ascend_build.inputs.options import Inputs
     from ascend_build.matrix import load_matrix
     m = load_matrix(matrix_path)
     p = runtime_build.prepare(m, m.cell(**cell), site, Inputs(repository=tag.split(":")[0]), engine)

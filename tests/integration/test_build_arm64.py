@@ -13,7 +13,7 @@ import pytest
 
 from ascend_build.errors import PackageError, UserError
 from ascend_build.images.build import build
-from ascend_build.images.options import Inputs, Site
+from ascend_build.inputs.options import Inputs, Site
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
 from tests.integration.conftest import BOOKWORM as BASE

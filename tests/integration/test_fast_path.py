@@ -23,7 +23,7 @@ import tarfile
 import pytest
 
 from ascend_build.engine import RunSpec
-from ascend_build.images.options import Site
+from ascend_build.inputs.options import Site
 from ascend_build.platforms import PLATFORMS, host
 from tests.integration.conftest import BOOKWORM, CA, STACK, build_stage
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ascend_build.images.baseimage import debian_base
 from ascend_build.images.registry import join, platforms_of
+from ascend_build.inputs.baseimage import debian_base
 from ascend_build.matrix import load_matrix
 from tests.integration.conftest import BOOKWORM, REPO, ROOT, STACK, image_exists
 

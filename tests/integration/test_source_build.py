@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.images.wheel_arch import foreign_in_wheel
-from ascend_build.matrix.upstream import pytorch_git
+from ascend_build.upstream import pytorch_git
 from tests.conftest import copy_matrix
 from tests.doubles import standin_repos as sr
 from tests.integration.conftest import BULLSEYE, CA, REPO, image_exists
@@ -194,7 +194,7 @@ def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, run
     Its torch_npu step (the stage that installs it) is built and asked what it holds: the
     release's torch_npu (the whole image would add nothing to this check)."""
     from ascend_build.engine import RunSpec
-    from ascend_build.images.options import Site
+    from ascend_build.inputs.options import Site
     from tests.integration.conftest import BULLSEYE, build_stage
     site = Site(packages=(packages,), offline=True, require_pins=True, base_images={"debian:bullseye": BULLSEYE},
                 ca_bundle=CA if CA.exists() else None, cache=cache, work=tmp_path / "work")

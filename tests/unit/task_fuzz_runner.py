@@ -95,7 +95,7 @@ def share(downloads: Path) -> None:
 def _share_deployer_downloads(folder: Path) -> None:
     from ascend_build.errors import UserError
     from ascend_build.matrix.load import upstream_of
-    from ascend_build.matrix.upstream import deployer, update
+    from ascend_build.upstream import deployer, update
     fetched = {}
     for version in upstream_of(Path("matrix.yaml")).deployer:
         try:

@@ -1,7 +1,7 @@
 """The debootstrap base: what is left out of its root file system."""
 from __future__ import annotations
 
-from ascend_build.images.baseimage import _tidy
+from ascend_build.inputs.baseimage import _tidy
 from tests import forked
 
 
@@ -34,7 +34,7 @@ def test_the_base_image_is_built_with_the_engines_buildkit_not_the_legacy_builde
     import subprocess
 
     from ascend_build import engine as eng
-    from ascend_build.images import baseimage
+    from ascend_build.inputs import baseimage
     ran: list[tuple[list[str], dict[str, str] | None]] = []
     real_run = subprocess.run
 

@@ -14,8 +14,8 @@ import yaml
 
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.matrix.upstream import cann_images
-from ascend_build.matrix.upstream.update import update, write
+from ascend_build.upstream import cann_images
+from ascend_build.upstream.update import update, write
 from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.deployer_fixture import DRIVERS, make_deployer

@@ -19,10 +19,10 @@ from ascend_build.cluster.facts import Card, HostFacts
 from ascend_build.errors import UserError
 from ascend_build.host import doctor as doc
 from ascend_build.host.layout import BOARD_310B, SERVER, for_chip, layout_of
-from ascend_build.images.packages import chip_of_folder
 from ascend_build.images.support import chip_rows, support_page
+from ascend_build.inputs.packages import chip_of_folder
 from ascend_build.matrix import imported, load_matrix
-from ascend_build.matrix.upstream import cann_images, deployer
+from ascend_build.upstream import cann_images, deployer
 from tests.doubles.host_roots import make_host
 
 ROOT = Path(__file__).resolve().parents[2]

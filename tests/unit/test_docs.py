@@ -10,7 +10,7 @@ import pytest
 
 from ascend_build.images.render import render_all
 from ascend_build.matrix import load_matrix
-from ascend_build.matrix.upstream import docs
+from ascend_build.upstream import docs
 from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -101,7 +101,7 @@ def test_each_code_of_the_table_is_reached_by_a_command_line(program, inputs, mo
         double = EngineDouble()
         with_engine(m, double)
         from ascend_build.images import build as runtime_build
-        from ascend_build.images.options import Inputs, Site
+        from ascend_build.inputs.options import Inputs, Site
         from ascend_build.matrix import load_matrix
         mx = load_matrix(matrix)
         site = Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / ".build",

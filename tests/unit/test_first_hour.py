@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import UserError
-from ascend_build.images import baseimage, finish
+from ascend_build.images import finish
+from ascend_build.inputs import baseimage
 from ascend_build.matrix import load_matrix
 from tests import forked
 

@@ -22,7 +22,7 @@ from ascend_build.errors import TestsFailed as SuiteFailed
 from ascend_build.images import batch, registry, verify
 from ascend_build.images import build as runtime_build
 from ascend_build.images.kinds import label
-from ascend_build.images.options import Inputs, Site
+from ascend_build.inputs.options import Inputs, Site
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix, link_locks
 from tests.doubles.cann_double import make_run

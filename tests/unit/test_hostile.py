@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import PackageError
-from ascend_build.images import makeself
+from ascend_build.inputs import makeself
 from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
@@ -101,7 +101,7 @@ def test_a_pinned_file_that_is_corrupt_is_refused(tmp_path):
 def test_two_pins_at_once_keep_both(tmp_path):
     """Finding: two `pin` runs at once lost one pin (both wrote matrix.yaml through the
     same temp name, unlocked). 20 rounds of two concurrent pins, each keeping its own."""
-    from ascend_build.images import packages as pkgs
+    from ascend_build.inputs import packages as pkgs
     from ascend_build.matrix import load_matrix
     folder = tmp_path / "packages"
     toolkit = make_run(folder, "toolkit", "8.0.RC3", "aarch64")

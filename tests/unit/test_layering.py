@@ -16,7 +16,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("cluster",),
     ("host",),
     ("images",),
-    ("locking",),
+    ("inputs", "locking"),
+    ("upstream",),
     ("matrix",),
     ("engine",),
     ("platforms", "chips"),
@@ -91,6 +92,35 @@ def test_a_planted_upward_import_is_found(tmp_path):
     assert any(p.startswith("engine/client.py:") and "engine imports cluster," in p for p in found), found
     assert any("engine imports images.kinds" in p for p in found), found
     assert len(found) == 2
+
+
+# A room that grows past this share of the package is doing several rooms' work: split it
+# (docs/code.md), as images/ (inputs/) and matrix/ (upstream/) were.
+LARGEST_SHARE = 0.25
+
+
+def room_shares(package: Path) -> dict[str, float]:
+    """Each room's share of the package's lines (its .py files, a subpackage's all of them)."""
+    lines: dict[str, int] = {}
+    for path in package.rglob("*.py"):
+        room = path.relative_to(package).parts[0].removesuffix(".py")
+        if room != "__init__":
+            lines[room] = lines.get(room, 0) + len(path.read_text().splitlines())
+    total = sum(lines.values())
+    return {room: n / total for room, n in lines.items()}
+
+
+def test_no_room_holds_over_a_quarter_of_the_package():
+    shares = room_shares(ROOT / "ascend_build")
+    assert {r: round(s, 3) for r, s in shares.items() if s > LARGEST_SHARE} == {}
+
+
+def test_a_room_grown_past_a_quarter_is_found(tmp_path):
+    copy = tmp_path / "ascend_build"
+    shutil.copytree(ROOT / "ascend_build", copy, ignore=shutil.ignore_patterns("__pycache__", "templates"))
+    total = sum(len(p.read_text().splitlines()) for p in copy.rglob("*.py"))
+    (copy / "host" / "planted.py").write_text("x = 1\n" * total)
+    assert room_shares(copy)["host"] > LARGEST_SHARE
 
 
 def _module_file(package: Path, target: str) -> Path | None:

@@ -151,7 +151,7 @@ def test_a_layer_holds_the_runtime_lock_the_build_takes_and_none_is_refused_even
     """A matrix copied elsewhere: the layer holds the project's lock, as the runtime build
     takes it (same inputs); a cell with no lock has nothing to hold, --unlocked or not."""
     from ascend_build.images import userlayer
-    from ascend_build.images.options import Inputs, Site
+    from ascend_build.inputs.options import Inputs, Site
     from tests.conftest import committed_matrix_text
     reqs = tmp_path / "team.txt"
     reqs.write_text("einops==0.8.1\n")

@@ -13,7 +13,7 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.hashing import sha256_of
-from ascend_build.images.packages import PackageStore, pin
+from ascend_build.inputs.packages import PackageStore, pin
 from ascend_build.matrix import CannFile, load_matrix
 from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
@@ -151,7 +151,7 @@ def test_fetch_release_downloads_every_file_then_pin_records_them(tmp_path):
     """Bare .run files (a release with no published sums in this copy of the matrix)."""
     import re
 
-    from ascend_build.images.packages import fetch_release
+    from ascend_build.inputs.packages import fetch_release
     from tests.conftest import committed_imported_text
     matrix_path = copy_matrix(tmp_path / "m", imported=re.sub(r", zip_sha256: [0-9a-f]{64}", "",
                                                              committed_imported_text()))
@@ -223,7 +223,7 @@ def test_processes_downloading_into_one_cache_leave_one_whole_file(tmp_path):
 def test_a_package_for_the_other_arch_under_the_right_name_is_refused(tmp_path):
     """A renamed download or a mislabelled mirror: the name says aarch64, the binaries
     inside are x86_64. Refused from the ELF headers in its payload, pinned or not."""
-    from ascend_build.images.packages import read_contents
+    from ascend_build.inputs.packages import read_contents
     from tests.doubles.cann_double import make_run
     right = make_run(tmp_path / "right", "toolkit", "8.0.RC3", "aarch64")
     wrong = make_run(tmp_path / "wrong", "toolkit", "8.0.RC3", "x86_64", name=right.name)

@@ -12,7 +12,7 @@ import pytest
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.images.render import render_all
 from ascend_build.images.sources import find_cached
-from ascend_build.images.trees import checkout, parse_source, tree_hash
+from ascend_build.inputs.trees import checkout, parse_source, tree_hash
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
 
@@ -121,8 +121,8 @@ def test_wheel_build_gets_the_network_secrets_as_read_only_files(tmp_path):
     as read-only files under /run/secrets (as in image builds), never in its command
     line or environment, and are gone after."""
     from ascend_build.engine import Engine
-    from ascend_build.images.options import Site
     from ascend_build.images.sources import WheelRequest, build_wheel
+    from ascend_build.inputs.options import Site
     record = tmp_path / "run-args"
     client = tmp_path / "docker"       # a client double: an image that exists, a run that makes a wheel
     client.write_text(f"""#!/bin/bash

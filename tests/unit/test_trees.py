@@ -12,9 +12,9 @@ import yaml
 from ascend_build.errors import UserError
 from ascend_build.images.progress import Progress
 from ascend_build.images.sources import SOURCE_KINDS, default_source, expected, offline_settings
-from ascend_build.images.trees import Checkout, Expected, checkout
+from ascend_build.inputs.trees import Checkout, Expected, checkout
 from ascend_build.matrix import load_matrix
-from ascend_build.matrix.upstream import pytorch_git
+from ascend_build.upstream import pytorch_git
 from tests.conftest import copy_matrix
 from tests.doubles import standin_repos as sr
 

@@ -12,8 +12,8 @@ import yaml
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
-from ascend_build.matrix.upstream.deployer import read
-from ascend_build.matrix.upstream.update import to_data, update, write
+from ascend_build.upstream.deployer import read
+from ascend_build.upstream.update import to_data, update, write
 from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.deployer_fixture import fake_sum, make_deployer
@@ -266,7 +266,7 @@ def _index_page(files: list[str], yanked: tuple[str, ...] = ()) -> str:
 
 
 def test_index_pages_give_final_releases_and_their_pythons_per_arch():
-    from ascend_build.matrix.upstream import pypi
+    from ascend_build.upstream import pypi
     names = ["torch_npu-2.10.0-cp310-cp310-manylinux_2_28_aarch64.whl",
              "torch_npu-2.10.0-cp313-cp313-manylinux_2_28_aarch64.whl",
              "torch_npu-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",
@@ -286,8 +286,8 @@ def test_index_pages_give_final_releases_and_their_pythons_per_arch():
 
 
 def test_pypi_marks_mirror_only_releases_and_lists_unpaired_ones(tmp_path):
-    from ascend_build.matrix.upstream import pypi
-    from ascend_build.matrix.upstream.update import add_pypi, merge
+    from ascend_build.upstream import pypi
+    from ascend_build.upstream.update import add_pypi, merge
     merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
     served = [r for r in merged.torch_npu if r != "2.10.0"] + ["2.14.0"]
     add_pypi(merged, pypi.releases(pypi.parse_page(_index_page(
@@ -330,8 +330,8 @@ def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix
 
 
 def test_pypi_mindspore_releases_any_tagged_wheels_and_pre_releases(tmp_path):
-    from ascend_build.matrix.upstream import pypi
-    from ascend_build.matrix.upstream.update import add_pypi_mindspore, merge
+    from ascend_build.upstream import pypi
+    from ascend_build.upstream.update import add_pypi_mindspore, merge
     merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
     names = ["mindspore-2.9.0-cp310-none-any.whl", "mindspore-2.9.0-cp310-cp310-manylinux1_x86_64.whl",
              "mindspore-2.6.0rc1-cp39-cp39-manylinux1_x86_64.whl", "mindspore-2.10.0-cp311-none-any.whl",

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import console
 from ..engine import interrupts
 from ..errors import UserError
-from ..matrix.upstream.pytorch_git import VERSION_LINE
+from ..upstream.pytorch_git import VERSION_LINE
 
 IGNORED = {".git", "build", "dist", "__pycache__", ".eggs"}
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz")

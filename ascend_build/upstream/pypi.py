@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from ...errors import UserError
-from ...platforms import ARCHES
+from ..errors import UserError
+from ..platforms import ARCHES
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 _JSON = "application/vnd.pypi.simple.v1+json"

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from ...errors import UserError
-from ...platforms import ARCHES
+from ..errors import UserError
+from ..platforms import ARCHES
 from .deployer import CANN_VERSION, Published, own_kernels
 
 REPO = "Ascend/cann-container-image"

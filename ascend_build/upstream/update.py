@@ -14,8 +14,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ...errors import UserError
-from ...platforms import ARCHES
+from ..errors import UserError
+from ..platforms import ARCHES
 from . import cann_images, docs, pypi
 from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
@@ -214,7 +214,7 @@ def _named_release(version: str, driver: str | None, source: str, chips: list[st
     """A CANN release the deployer data does not list: its files by its era's naming rule
     (toolkit, an operator package per chip of the newest listed release, NNAL), at
     Huawei's download site, with no published sums (pinned on first use)."""
-    from ..eras import era_of, expected_toolkit
+    from ..matrix.eras import era_of, expected_toolkit
     era, url = era_of(version), OBS.format(v=version)
 
     def named(run: str) -> Published:
@@ -300,7 +300,7 @@ def _images_release(version: str, files: dict[str, Published], found: cann_image
     """A release only the images list, its files held to its era's names (a build installs the
     files by those names; one outside the rule, such as Atlas-A3-cann-kernels before 8.5, is
     said and left out)."""
-    from ..eras import NNAL, expected_kernels, expected_toolkit
+    from ..matrix.eras import NNAL, expected_kernels, expected_toolkit
     rel = CannData(version, None, found.source)
     outside: dict[tuple[str, str], list[str]] = {}
     for key, pub in sorted(files.items()):
@@ -573,8 +573,8 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     copies of the documents upstream.docs names (else fetched over HTTPS); `images_folder`:
     a copy of Ascend/cann-container-image (else the releases the last import took from it
     are kept as they were)."""
-    from ..imported import emit
-    from ..load import load_text, upstream_of
+    from ..matrix.imported import emit
+    from ..matrix.load import load_text, upstream_of
     upstream = upstream_of(matrix_path)
     if not upstream.deployer and not given:
         raise UserError(f"{matrix_path}: upstream.deployer lists no ascend-deployer release to read")
@@ -662,7 +662,7 @@ def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None)
     """pip's own options for the site's index, CA and proxy (pip also reads its config)."""
     from pathlib import Path as _Path
 
-    from ...engine.network import Network, check
+    from ..engine.network import Network, check
     check(Network(_Path(ca_bundle) if ca_bundle else None, index_url, {"proxy": proxy} if proxy else {}, "host"))
     return ((["--index-url", index_url] if index_url else []) + (["--cert", ca_bundle] if ca_bundle else [])
             + (["--proxy", proxy] if proxy else []))

@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import UserError
+from ..errors import UserError
 
 CANN_VERSION = re.compile(r"\d+\.\d+\.(?:RC\d+|\d+)(?:\.\d+)?", re.I)
 TORCH_NPU = re.compile(r"\d+\.\d+\.\d+(?:\.post\d+)?")

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import UserError
+from ..errors import UserError
 
 # v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
 RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.(?:rc\d+|\d+))-pytorch(\d+\.\d+\.\d+)$")
@@ -103,8 +103,8 @@ def update(matrix_path: Path, location: str) -> tuple[Path, str, str, list[str]]
     path, its text before, its new text, notes). Nothing else in it changes."""
     import yaml
 
-    from ..imported import emit
-    from ..load import load_matrix, load_text
+    from ..matrix.imported import emit
+    from ..matrix.load import load_matrix, load_text
     m = load_matrix(matrix_path)                 # the tags are read for this matrix's build settings
     build = m.torch_npu_build
     with tempfile.TemporaryDirectory(prefix="ascend-pytorch-") as tmp:

@@ -193,7 +193,7 @@ class PackageStore:
 
     def _self_check(self, f: CannFile, path: Path) -> None:
         """No pin to compare with: the payload checked against its own header's sizes and sums,
-        read here (images/makeself.py), so a truncated or corrupt file is refused before any
+        read here (inputs/makeself.py), so a truncated or corrupt file is refused before any
         build. The installer's own `--check` is never run: it is the package's script."""
         if path in self._checked:
             return

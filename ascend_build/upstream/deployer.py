@@ -16,9 +16,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ...chips import known
-from ...errors import UserError
-from ...platforms import ARCHES
+from ..chips import known
+from ..errors import UserError
+from ..platforms import ARCHES
 
 PACKAGE = "ascend-deployer"
 DATA_DIR = "ascend_deployer/downloader"
@@ -218,7 +218,7 @@ def read(location: Path) -> DeployerData:
         ms.wheels, ms.wheels_source = _read_wheels(doc, src, ("mindspore",)), src
     archive = None
     if location.is_file():
-        from ...hashing import sha256_of
+        from ..hashing import sha256_of
         archive = sha256_of(location)
     return DeployerData(version, cann, torch_npu, archive, mindspore)
 

@@ -178,6 +178,17 @@ def sbom(c, o: images.SbomOptions):
     images.sbom(o)
 
 
+@task(siteconfig.SiteOptions)
+def site(c, o: siteconfig.SiteOptions):
+    """Show the site's settings: each value, where it came from, the tasks that take it.
+
+    A site writes them once, in the ascend_build: section of /etc/invoke.yaml,
+    ~/.invoke.yaml, invoke.yaml beside tasks.py, INVOKE_ASCEND_BUILD_<KEY> variables or
+    `invoke -f FILE` (each later one wins); an option on the command line wins over all.
+    Passwords are shown as ***."""
+    siteconfig.show(c.config, siteconfig.takers(THIS))
+
+
 # The namespace, so that invoke's config has the site settings' section (cli/siteconfig.py):
 # invoke maps INVOKE_ASCEND_BUILD_<KEY> only onto keys it already has.
 ns = Collection.from_module(THIS)

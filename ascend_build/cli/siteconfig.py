@@ -1,21 +1,24 @@
 """Site settings written once, through invoke's own config cascade: an air-gapped site's
 mirrors, proxy, CA bundle, base-image map, indexes, wheelhouse, registries and engine,
 in the `ascend_build:` section of /etc/invoke.yaml (the machine), ~/.invoke.yaml (the
-user), invoke.yaml beside tasks.py (the checkout), `invoke -f FILE` (one run) or
-INVOKE_ASCEND_BUILD_<KEY> variables (invoke's order: each later one wins). An option given
+user), invoke.yaml beside tasks.py (the checkout), INVOKE_ASCEND_BUILD_<KEY> variables or
+`invoke -f FILE` (one run), in invoke's order: each later one wins. An option given
 on the command line wins over all of them. Each task takes the settings it has an option
 for; a key no task takes is refused (a typo would otherwise be a silent no-op)."""
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import console
+from ..engine.network import redact
 from ..errors import UserError
 
 SECTION = "ascend_build"
-WHERE = ("invoke's config: /etc/invoke.yaml, ~/.invoke.yaml, invoke.yaml beside tasks.py, `invoke -f FILE` "
-         "or INVOKE_ASCEND_BUILD_<KEY>")
+WHERE = ("invoke's config: /etc/invoke.yaml, ~/.invoke.yaml, invoke.yaml beside tasks.py, "
+         "INVOKE_ASCEND_BUILD_<KEY> or `invoke -f FILE`")
 
 # The settings a site writes once, by the kind of value their option takes.
 TEXT = ("pip_index_url", "torch_index_url", "ca_bundle", "proxy", "no_proxy", "network", "wheelhouse",
@@ -53,6 +56,67 @@ def _value(key: str, value: Any) -> Any:
 def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
     flag = "--" + key.replace("_", "-")
     return any(word == flag or word.startswith(flag + "=") for word in argv)
+
+
+def _section(config: Any, level: str) -> Mapping[str, Any]:
+    data = getattr(config, level, None) or {}
+    section = data.get(SECTION) if isinstance(data, Mapping) else None
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {section!r}")
+    return section
+
+
+def sources(config: Any) -> dict[str, tuple[Any, str]]:
+    """Each setting set anywhere: (its value as its option takes it, where it came from), the
+    last of invoke's levels that sets it (system < user < project < environment < -f file)."""
+    levels = (("_system", "_system_path"), ("_user", "_user_path"), ("_project", "_project_path"),
+              ("_env", ""), ("_runtime", "_runtime_path"))
+    found: dict[str, tuple[Any, str]] = {}
+    for level, path in levels:
+        for raw, value in _section(config, level).items():
+            key = str(raw).replace("-", "_")
+            if key not in KEYS:
+                raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are {', '.join(KEYS)}")
+            if value is not None:
+                where = getattr(config, path, None) if path else f"INVOKE_{SECTION.upper()}_{key.upper()}"
+                found[key] = (_value(key, value), str(where))
+    return found
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    """`invoke site` takes no option: it shows what the others would take."""
+
+
+def takers(tasks: ModuleType) -> dict[str, list[str]]:
+    """Each setting: the tasks that have its option (as the command line names them)."""
+    from invoke import Collection
+    found: dict[str, list[str]] = {}
+    for t in Collection.from_module(tasks).tasks.values():
+        params = inspect.signature(t.body).parameters
+        for key in KEYS:
+            if key in params:
+                found.setdefault(key, []).append(t.name.replace("_", "-"))
+    return {key: sorted(names) for key, names in found.items()}
+
+
+def show(config: Any, takers: Mapping[str, Sequence[str]]) -> None:
+    """`invoke site`: every setting, its value (passwords hidden), where it came from and the
+    tasks that take it; those unset too, so a site sees what it could write once."""
+    found = sources(config)
+    rows = [("setting", "value", "from", "taken by")]
+    for key in KEYS:
+        value, where = found.get(key, (None, "unset"))
+        shown = "" if value is None else ", ".join(redact(str(v)) for v in value) if isinstance(value, list) \
+            else redact(str(value))
+        rows.append((key, shown, where, ", ".join(takers.get(key, ()))))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    console.show(f"site settings: the {SECTION}: section of {WHERE} (each later one wins; an option on the "
+                 "command line wins over all)")
+    for row in rows:
+        console.show("  ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip())
 
 
 def apply(fn: Callable[..., Any], config: Any, kwargs: dict[str, Any], argv: Sequence[str]) -> dict[str, Any]:

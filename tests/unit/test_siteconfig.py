@@ -1,18 +1,25 @@
 """Site settings written once (cli/siteconfig.py): an air-gapped site's mirrors, proxy, base
-images and repository in invoke's own config (a file given with `invoke -f`, the user's
-~/.invoke.yaml, INVOKE_ASCEND_BUILD_* variables) reach every task that has the option, the
+images and repository in invoke's own config (/etc/invoke.yaml, a file given with `invoke -f`,
+the user's ~/.invoke.yaml, INVOKE_ASCEND_BUILD_* variables; `invoke site` shows which) reach every task that has the option, the
 command line wins, a typo or a wrong kind of value is refused naming the key, and a secret in
 a setting is never printed."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ascend_build.cli import siteconfig
 from ascend_build.errors import UserError
 from tests.forked import invoke
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DRY = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry"]
 SITE = """ascend_build:
@@ -107,3 +114,76 @@ def test_every_setting_is_an_option_of_some_task_with_the_same_kind_of_value():
     assert siteconfig.apply(lambda c, proxy=None: None, {"ascend_build": None}, {"proxy": None}, []) == {"proxy": None}
     with pytest.raises(UserError, match="not a site setting"):
         siteconfig.apply(lambda c: None, {"ascend_build": {"nope": 1}}, {}, [])
+
+
+def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_path):
+    (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  repository: user.example/runtime\n"
+                                           "  proxy: http://user:site-secret-pw@proxy.site:3128\n")
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("ascend_build:\n  repository: run.example/runtime\n  offline: true\n")
+    out = invoke("-f", str(run_file), "site", env=_env(
+        tmp_path, INVOKE_ASCEND_BUILD_PIP_INDEX_URL="https://reader:index-secret-pw@pypi.site/simple",
+        INVOKE_ASCEND_BUILD_REPOSITORY="env.example/runtime"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
+    assert rows.keys() == set(siteconfig.KEYS)
+    # the -f file wins over the variable and the user's file (invoke's order); each value names its level
+    assert rows["repository"][1:3] == ["run.example/runtime", str(run_file)]
+    assert rows["proxy"][1:3] == ["http://user:***@proxy.site:3128", str(tmp_path / ".invoke.yaml")]
+    assert rows["pip_index_url"][1:3] == ["https://reader:***@pypi.site/simple", "INVOKE_ASCEND_BUILD_PIP_INDEX_URL"]
+    assert rows["offline"][1:3] == ["True", str(run_file)]
+    # unset ones too, with the tasks that would take them
+    assert rows["wheelhouse"][1:] == ["unset", "build,", "verify"] and rows["cache_registry"][1:] == ["unset", "build"]
+    assert "secret-pw" not in out.stdout + out.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ascend_build:\n  prxy: http://proxy:3128\n")
+    refused = invoke("-f", str(bad), "site", env=_env(tmp_path))
+    assert refused.returncode == 2 and "ascend_build.prxy in invoke's config" in refused.stderr, refused.stderr
+
+
+def _air_gapped(tmp_path: Path) -> dict[str, object]:
+    """Every network and site option an air-gapped site sets, with files that exist."""
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "cann").mkdir()
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    return {"pip_index_url": "https://pypi.site.example/simple", "torch_index_url": "https://torch.site.example/cpu",
+            "ca_bundle": str(ca), "proxy": "http://user:site-pw@proxy.site:3128", "no_proxy": "localhost,.site",
+            "network": "host", "wheelhouse": str(tmp_path / "wheels"), "cache_registry": "cache.site.example/asc",
+            "repository": "site.example/runtime", "base_image": ["debian:bookworm=mirror.site/debian:bookworm-{arch}"],
+            "packages": [str(tmp_path / "cann")], "offline": True}
+
+
+def _plan(out: subprocess.CompletedProcess) -> tuple[int, str]:
+    # the secret files' folder is a fresh temp folder on each run
+    return out.returncode, re.sub(r"ascend-build-secrets-[A-Za-z0-9_]+", "<secrets>", out.stdout)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root and unshare to put a site file at /etc/invoke.yaml in a mount namespace")
+def test_a_site_in_etc_invoke_yaml_plans_as_the_same_options_on_the_command_line(tmp_path):
+    """/etc/invoke.yaml itself, seen only by this test's process: an overlay on /etc in a mount
+    namespace of its own (the machine's /etc is untouched)."""
+    site = _air_gapped(tmp_path)
+    upper = tmp_path / "etc"
+    upper.mkdir()
+    (upper / "invoke.yaml").write_text(yaml.safe_dump({"ascend_build": site}))
+    build = [sys.executable, "-m", "invoke", "build", "--torch", "2.1.0", "--os", "debian12", "--dry"]
+    env = _env(tmp_path)
+    from_etc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                               f'mount -t overlay overlay -o lowerdir={upper}:/etc /etc && exec "$@"', "sh", *build],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "site settings from invoke's config: " in from_etc.stderr, from_etc.stderr
+    assert _taken(from_etc.stderr) == set(site)
+    given: list[str] = []
+    for key, value in site.items():
+        flag = "--" + key.replace("_", "-")
+        given += [flag] if value is True else [w for v in (value if isinstance(value, list) else [value])
+                                               for w in (flag, str(v))]
+    from_flags = subprocess.run([*build, *given], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(build, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert _plan(from_etc) == _plan(from_flags), from_etc.stdout + from_etc.stderr
+    # the settings change the plan: the same build without them plans otherwise
+    assert "site.example/runtime:" in from_etc.stdout and "mirror.site/debian:bookworm-arm64" in from_etc.stdout
+    assert "site.example" not in plain.stdout and _plan(plain) != _plan(from_etc)
+    assert "site-pw" not in from_etc.stdout + from_etc.stderr

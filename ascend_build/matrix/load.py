@@ -169,7 +169,7 @@ def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelea
                 kernels[chip] = {a: entry("kernels", e, ("cann_chips", ver, "kernels", chip, a)) for a, e in per.items()}
         sip = bool(nnal) and "nnal_sip_from" in d and cann_key(ver) >= cann_key(str(d["nnal_sip_from"]))
         out[ver] = CannRelease(ver, c["url"], c.get("driver"), (d.get("cann_numpy") or {}).get(ver), toolkit,
-                               kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip)
+                               kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip, str(c["source"]))
     return out
 
 

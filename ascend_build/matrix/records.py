@@ -94,6 +94,7 @@ class CannRelease:
     nnal: dict[str, CannFile] = field(default_factory=dict)     # arch -> file (the NNAL package: ATB, SiP)
     runs_on: tuple[str, ...] = ()             # drivers its release notes say it runs on (25.2: any 25.2.x)
     sip: bool = False                         # its NNAL holds SiP (nnal/asdsip) beside ATB
+    source: str = ""                          # where the import read it (imported.yaml's source:)
 
     @property
     def era(self) -> Era:

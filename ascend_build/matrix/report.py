@@ -120,9 +120,19 @@ def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None) -> str:
     text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(matrix, c) for c in cells])
     text += _unpaired(matrix)
     text += mindspore_table(matrix)
+    text += cann_table(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
     return text
+
+
+def cann_table(matrix: Matrix) -> str:
+    """Every CANN release the data knows, a stack on it or not, with where it was read."""
+    from .eras import cann_key
+    rows = [{"CANN": v, "chips with kernels": ", ".join(c.kernels), "NNAL": "yes" if c.nnal else "-",
+             "driver": c.driver or "-", "stacks": ", ".join(st.name for st in matrix.stacks.values() if st.cann == v)
+             or "-", "source": c.source} for v, c in sorted(matrix.cann.items(), key=lambda kv: cann_key(kv[0]))]
+    return "\n\nCANN releases (imported.yaml, each with where `invoke update` read it):\n" + table(rows)
 
 
 def _unpaired(matrix: Matrix) -> str:

@@ -271,3 +271,17 @@ def test_the_task_reads_the_images_with_dry_and_check(matrix, tmp_path):
     for extra in (["--cann-images", images], []):       # and without them: what they added is kept
         current = forked.invoke(*task, *extra, "--check")
         assert current.returncode == 0 and "is current" in current.stdout, current.stdout
+
+
+def test_invoke_matrix_lists_the_releases_only_the_official_images_name_with_their_source():
+    out = forked.invoke("matrix")
+    assert out.returncode == 0, out.stderr
+    section = out.stdout.split("\nCANN releases (imported.yaml", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split()[0]: line for line in section.splitlines()[3:]}
+    for release in ("8.2.RC2", "8.3.RC2", "8.5.1", "8.5.2"):
+        assert release in rows, sorted(rows)
+        assert "Ascend/cann-container-image c5a67b3a" in rows[release], rows[release]
+    # each release of the committed data, with the source its entry in imported.yaml gives
+    imported = yaml.safe_load((ROOT / "imported.yaml").read_text())["cann"]
+    assert set(rows) == set(imported)
+    assert all(rows[v].rstrip().endswith(e["source"]) for v, e in imported.items())

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
+from ascend_build.engine.network import Network  # noqa: E402
 from ascend_build.images.build import build  # noqa: E402
 from ascend_build.images.steps import run_image_tests  # noqa: E402
 from ascend_build.inputs.baseimage import debian_base  # noqa: E402
@@ -90,7 +91,8 @@ class Bench:
             if sh(*self.engine.command("image", "inspect", ref)).returncode != 0:
                 debian_base(self.engine, "bookworm", platform, ref)
         self.site = dict(packages=(pk,), offline=True, require_pins=True, base_images={"debian:bookworm": BASE},
-                         ca_bundle=CA if CA.exists() else None, cache=work / "cache", work=work / "build")
+                         net=Network(ca_bundle=CA if CA.exists() else None), cache=work / "cache",
+                         work=work / "build")
 
     def empty_download_caches(self) -> None:
         # Every cache mount of the engine: apt's packages and the wheel cache.

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
+from ascend_build.engine.network import Network  # noqa: E402
 from ascend_build.images.build import build  # noqa: E402
 from ascend_build.images.render import render_all  # noqa: E402
 from ascend_build.inputs.baseimage import debian_base  # noqa: E402
@@ -204,7 +205,7 @@ def main() -> None:
         if subprocess.run(engine.command("image", "inspect", ref), capture_output=True).returncode != 0:
             debian_base(engine, "bookworm", platform, ref)
     common = dict(os="debian12", python="3.11", platform="linux/arm64", packages=[pk], offline=True,
-                  require_pins=True, base_images={"debian:bookworm": BASE}, ca_bundle=CA if CA.exists() else None,
+                  require_pins=True, base_images={"debian:bookworm": BASE}, net=Network(ca_bundle=CA if CA.exists() else None),
                   repository=REPO, cache=work / "cache", work=work / "build")
 
     # Cold build of the 2.1.0 stack (no layer cache at all).

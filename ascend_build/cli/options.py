@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 from .. import engine as eng
+from ..engine.network import Network as NetworkRecord
 from ..engine.network import ca_setting, proxy_settings
 from ..errors import UserError
 from ..inputs.options import Site, parse_base_images
@@ -200,9 +201,9 @@ class Network:
 
     def site(self, dry: bool = False, **more: Any) -> Site:
         bundle, source = ca_setting(self.ca_bundle)
-        return Site(base_images=parse_base_images(self.base_image or []), pip_index_url=self.pip_index_url,
-                    ca_bundle=bundle, ca_source=source, dry=dry, proxy=proxy_settings(self.proxy, self.no_proxy),
-                    network=self.network, torch_index_url=self.torch_index_url, **more)
+        net = NetworkRecord(bundle, self.pip_index_url, proxy_settings(self.proxy, self.no_proxy), self.network,
+                            source, self.torch_index_url)
+        return Site(base_images=parse_base_images(self.base_image or []), net=net, dry=dry, **more)
 
 
 @dataclass(frozen=True)

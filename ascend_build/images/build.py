@@ -26,7 +26,7 @@ from ..locking import torch_index
 from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import finish, steps
-from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag, label
+from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag
 from .render import ROOT, Rendered, runtime_dockerfile
 from .steps import Built
 
@@ -101,7 +101,7 @@ def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildReque
     plan, site = p.plan, p.site
     return eng.BuildRequest(dockerfile=p.dockerfile, context=ctx, platform=plan.cell.platform,
                             build_args={**plan.build_args, **plan.host_args}, secrets=secrets, labels=plan.labels,
-                            iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.network,
+                            iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.net.mode,
                             epoch=plan.epoch, cache_ref=p.engine.cache_ref(site.cache_registry, plan.work.name))
 
 
@@ -337,16 +337,9 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
         cell, content, build_args["BASE_IMAGE"], inputs.apex_wheel.name if inputs.apex_wheel else "absent",
         " ".join(pkg.path.name for pkg in packages),
         f"{lock.where.parent.name}/{lock.where.name} inputs:{lock.digest[:16]}" if lock else "none",
-        _cann_sums(cell, *packages)))
-    if site.epoch is not None:
-        labels[label("source-date-epoch")] = str(site.epoch)     # what `invoke verify` rebuilds with
-    if cell.stack.torch_atb:
-        labels[label("torch-atb")] = "yes"     # the image suite checks it, as the cell asked
-    if cell.nnal_left_out:
-        labels[label("nnal-left-out")] = "yes"      # --no-nnal: the suite and verify take the cell without it
-    if torch_src and torch_src.test_only:
-        labels[label("test-only")] = (f"torch from the site's index in place of {torch_src.named} "
-                                      f"({torch_index.TEST_ONLY_SWITCH}): not an image to ship")
+        _cann_sums(cell, *packages), site.epoch,
+        (f"torch from the site's index in place of {torch_src.named} ({torch_index.TEST_ONLY_SWITCH}): not an image "
+         "to ship") if torch_src and torch_src.test_only else ""))
     return Plan(cell, rendered, toolkit, kernels, nnal, inputs, requirements, lock.where if lock else None, build_args,
                 site.pip_args(cell.target, cell.os.image), content, site.epoch, tags, labels,
                 work_dir(site, cell, engine_kind))

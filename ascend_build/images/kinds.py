@@ -44,6 +44,8 @@ class RuntimeFacts:
     packages: str                # the CANN installers' file names
     lock: str                    # which lock, and its inputs' digest ("none": not locked)
     cann_sums: str               # the CANN installers as the build verified them (JSON, for the SBOM)
+    epoch: int | None = None     # --reproducible: the SOURCE_DATE_EPOCH `invoke verify` rebuilds with
+    test_only: str = ""          # why the image is not one to ship (torch from the test-only switch)
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,12 @@ def _runtime_labels(f: RuntimeFacts) -> dict[str, str]:
             # published: torch_npu was released for this CANN; compatible: Huawei's grid says so.
             label("pairing"): cell.pairing, label("runs-on"): " ".join(cell.cann.runs_on),
             label("nnal"): f"{cell.cann.version} cxx_abi_{cell.abi}" if cell.nnal else "none",
-            label("user"): cell.run_as}
+            label("user"): cell.run_as,
+            # what `invoke verify` and the image suite read back: only where it applies
+            **({label("source-date-epoch"): str(f.epoch)} if f.epoch is not None else {}),
+            **({label("torch-atb"): "yes"} if cell.stack.torch_atb else {}),
+            **({label("nnal-left-out"): "yes"} if cell.nnal_left_out else {}),     # --no-nnal
+            **({label("test-only"): f.test_only} if f.test_only else {})}
 
 
 def _builder_labels(f: BuilderFacts) -> dict[str, str]:

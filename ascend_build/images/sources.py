@@ -83,9 +83,9 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     build_args = {"BASE_IMAGE": site.base(wanted, bcell.target),
                   "PYTHONS": " ".join(bcell.pythons)}
     # The site's mirror (--torch-index-url) of the index the stack names, per arch, as for runtimes.
-    check_mirror(site.torch_index_url)
+    check_mirror(site.net.torch_index_url)
     for arch in ("x86_64", "aarch64"):
-        src = torch_index.source(bcell.stack, arch, site.torch_index_url)
+        src = torch_index.source(bcell.stack, arch, site.net.torch_index_url)
         if src.index and src.index != src.named:
             build_args[f"TORCH_INDEX_URL_{arch.upper()}"] = src.index
     here = host_platform()
@@ -116,7 +116,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
         req = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=bcell.platform,
                                build_args={**build_args, **host_args}, secrets=secrets,
                                labels=BUILDER.labels(BuilderFacts(bcell, content, build_args["BASE_IMAGE"])),
-                               iidfile=work / "image-id", network=site.network, no_cache=site.no_cache)
+                               iidfile=work / "image-id", network=site.net.mode, no_cache=site.no_cache)
         if site.dry:
             console.show(f"# builder {bcell.name}: build unless {tags.readable} exists")
             steps.show_dry(engine, req, tags, BUILDER)
@@ -451,7 +451,7 @@ def _compile(engine: eng.Engine, kind: SourceKind, src: Checkout, bcell: Builder
         mounts += [eng.Mount(str(host_path), inside) for host_path, inside in extra.mounts]
         mounts += [eng.Mount(str(src.path), "/src"), eng.Mount(str(out), "/out", read_only=False),
                    eng.Mount("ascend-build-ccache", "/ccache", read_only=False)]
-        spec = eng.RunSpec(tag, ("bash", "-c", script), platform=bcell.platform, network=site.network,
+        spec = eng.RunSpec(tag, ("bash", "-c", script), platform=bcell.platform, network=site.net.mode,
                            mounts=tuple(mounts))
         console.say(f"{kind.name}: building from {src.origin} ({src.revision[:16]}) in {tag}; log: {log}")
         code = eng.run(engine.run_argv(spec), None, log, show_line=lambda line: _shown(progress, line))

@@ -107,7 +107,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     with steps.secrets(site.net, fresh=site.no_cache) as secrets:
         breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
                                 build_args=build_args, secrets=secrets, labels=labels,
-                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.network)
+                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.net.mode)
         if site.dry:
             console.show(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
             steps.show_dry(engine, breq, tags, LAYER)

@@ -29,12 +29,9 @@ class Site:
     require_pins: bool = False
     unlocked: bool = False                 # --unlocked: a cell without a lock is built, pip resolving at build time
     base_images: Mapping[str, str] = field(default_factory=dict)   # matrix ref -> replacement ({arch} allowed)
-    pip_index_url: str | None = None       # may carry credentials: goes in as a secret only
-    torch_index_url: str | None = None     # the site's mirror of the stacks' torch index (no credentials)
-    ca_bundle: Path | None = None          # secret only
-    ca_source: str = ""                    # where it came from (an option, the host's trust settings)
-    proxy: Mapping[str, str] = field(default_factory=dict)        # http(s)_proxy, no_proxy: secret only
-    network: str | None = None             # "host": RUN steps share the host's network
+    # How this site reaches things (index, proxy, CA: secrets only; the build network): the
+    # one record the command line makes and the engine's steps and this host's reads take.
+    net: Network = field(default_factory=Network)
     cache_registry: str | None = None      # registry repository for layer cache
     no_cache: bool = False                 # rebuild every step, download every file again
     epoch: int | None = None               # --reproducible: every time in the image is this SOURCE_DATE_EPOCH
@@ -45,11 +42,6 @@ class Site:
     keep_failed: bool = False              # keep a candidate whose tests failed (to debug it)
     dry: bool = False
     work: Path = Path(".build")
-
-    @property
-    def net(self) -> Network:
-        return Network(self.ca_bundle, self.pip_index_url, dict(self.proxy), self.network, self.ca_source,
-                       self.torch_index_url)
 
     @property
     def cache_dir(self) -> Path:

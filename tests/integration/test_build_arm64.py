@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ascend_build.engine.network import Network
 from ascend_build.errors import PackageError, UserError
 from ascend_build.images.build import build
 from ascend_build.inputs.options import Inputs, Site
@@ -23,8 +24,8 @@ from tests.integration.conftest import CA, REPO, ROOT, SECRET_MARKER, STACK, ima
 def site(packages: Path, require_pins: bool = True) -> Site:
     # The host network, as every build of this cell here (it is part of BuildKit's cache key).
     return Site(packages=(packages,), offline=True, require_pins=require_pins, base_images={"debian:bookworm": BASE},
-                ca_bundle=CA if CA.exists() else None, cache=packages / "cache", work=packages / "work",
-                network="host")
+                net=Network(ca_bundle=CA if CA.exists() else None, mode="host"), cache=packages / "cache",
+                work=packages / "work")
 
 
 def build_in(engine, matrix: Path, packages: Path, repository: str, require_pins: bool = True, site_changes=None,

@@ -23,6 +23,7 @@ import tarfile
 import pytest
 
 from ascend_build.engine import RunSpec
+from ascend_build.engine.network import Network
 from ascend_build.inputs.options import Site
 from ascend_build.platforms import PLATFORMS, host
 from tests.integration.conftest import BOOKWORM, CA, STACK, build_stage
@@ -34,8 +35,8 @@ def stage(engine, pinned_matrix, packages, tmp_path, pip_on: str) -> str:
     """The cell's `cann-pip-<where pip ran>` stage, built with the lane's build network and
     CA (the main build's cache keys), tagged under STAGES."""
     site = Site(packages=(packages,), offline=True, require_pins=True, base_images={"debian:bookworm": BOOKWORM},
-                ca_bundle=CA if CA.exists() else None, cache=packages / "cache", work=tmp_path / "work",
-                network="host", pip_on=pip_on)  # type: ignore[arg-type]
+                net=Network(ca_bundle=CA if CA.exists() else None, mode="host"), cache=packages / "cache",
+                work=tmp_path / "work", pip_on=pip_on)  # type: ignore[arg-type]
     tag = f"{STAGES}:{pip_on}"
     target = build_stage(engine, pinned_matrix, STACK, site, "cann-pip-{pip}", tag, tmp_path / f"build-{pip_on}.log")
     assert target == {"auto": "cann-pip-native", "target": "cann-pip-target"}[pip_on], target

@@ -194,10 +194,11 @@ def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, run
     Its torch_npu step (the stage that installs it) is built and asked what it holds: the
     release's torch_npu (the whole image would add nothing to this check)."""
     from ascend_build.engine import RunSpec
+    from ascend_build.engine.network import Network
     from ascend_build.inputs.options import Site
     from tests.integration.conftest import BULLSEYE, build_stage
     site = Site(packages=(packages,), offline=True, require_pins=True, base_images={"debian:bullseye": BULLSEYE},
-                ca_bundle=CA if CA.exists() else None, cache=cache, work=tmp_path / "work")
+                net=Network(ca_bundle=CA if CA.exists() else None), cache=cache, work=tmp_path / "work")
     tag = f"{REPO}-stock-stage:torch_npu"
     cell = dict(stack="2.1.0", os="debian11", python="3.9", platform="linux/arm64")
     build_stage(engine, pinned_matrix, cell, site, "torch_npu-pip-{pip}", tag, tmp_path / "stock.log")

@@ -121,6 +121,7 @@ def test_wheel_build_gets_the_network_secrets_as_read_only_files(tmp_path):
     as read-only files under /run/secrets (as in image builds), never in its command
     line or environment, and are gone after."""
     from ascend_build.engine import Engine
+    from ascend_build.engine.network import Network
     from ascend_build.images.sources import WheelRequest, build_wheel
     from ascend_build.inputs.options import Site
     record = tmp_path / "run-args"
@@ -143,9 +144,9 @@ done
     (src / "third_party" / "op-plugin" / "README.md").write_text("op-plugin\n")
     ca = tmp_path / "ca.pem"
     ca.write_text("pem\n")
-    opts = Site(cache=tmp_path / "cache", work=tmp_path / "work", ca_bundle=ca,
-                pip_index_url="https://u:idx-pw@mirror/simple", network="host",
-                proxy={"https_proxy": "http://u:px-pw@127.0.0.1:3128"})
+    opts = Site(cache=tmp_path / "cache", work=tmp_path / "work",
+                net=Network(ca_bundle=ca, pip_index_url="https://u:idx-pw@mirror/simple", mode="host",
+                            proxy={"https_proxy": "http://u:px-pw@127.0.0.1:3128"}))
     wheel = build_wheel(load_matrix(ROOT / "matrix.yaml"), WheelRequest("torch_npu", "2.1.0", "debian11", "3.9", None,
                                                                        str(src)),
                         opts, Engine("docker", str(client), "classic-buildkit", "20.10"))

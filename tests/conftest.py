@@ -83,7 +83,8 @@ LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_act",
                  "test_act_upstream", "test_fast_path", "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python",
                  "test_python_source"),
-    "other": ("test_source_build_trixie", "test_build_train_26", "test_source_build", "test_mindspore"),
+    "other": ("test_source_build_trixie", "test_build_train_26", "test_source_build", "test_mindspore",
+              "test_newcomer_walk"),
     "unit": (),
 }
 DEFAULT_LANE = "other"

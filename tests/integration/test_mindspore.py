@@ -8,35 +8,11 @@ as here), so this build takes that layer as it is."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-
-import pytest
 
 from ascend_build.matrix import load_matrix
-from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, image_exists
-
-CELL = dict(stack="mindspore2.9.0", os="debian12", python="3.11", platform="linux/arm64")
-
-
-@pytest.fixture(scope="module")
-def mindspore_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache-mindspore")
-
-
-@pytest.fixture(scope="module")
-def built_mindspore(engine, arm64_base, zipped_packages, matrix_900, mindspore_cache):
-    cmd = [sys.executable, "-m", "invoke", "build", "--mindspore", "2.9.0", "--os", "debian12", "--python", "3.11",
-           "--platform", "linux/arm64", "--packages", str(zipped_packages), "--offline", "--require-pins",
-           "--base-image", f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--matrix", str(matrix_900),
-           "--network", "host"]
-    if CA.exists():
-        cmd += ["--ca-bundle", str(CA)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "ASCEND_BUILD_CACHE": str(mindspore_cache)})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    return out
+from tests.integration.conftest import MINDSPORE_CELL as CELL
+from tests.integration.conftest import REPO, image_exists
 
 
 def test_mindspore_2_9_builds_on_the_cann_9_double_and_passes_both_suites(engine, built_mindspore, matrix_900):

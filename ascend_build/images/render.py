@@ -18,51 +18,37 @@ ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 def _steps():
-    """templates/_steps.j2: the Dockerfile text the steps below are made of."""
+    """templates/_steps.j2's macros, for Python's own uses (the Dockerfile templates import it)."""
     return _env().get_template("_steps.j2").module
 
 
-def net_run(body: str, mounts: str = "") -> str:
-    """A RUN instruction that may download: the network secrets mounted and set up first."""
-    return str(_steps().net_run(body, mounts))
-
-
-def cache_mount(name: str, target: str) -> str:
-    """A download cache kept by the engine between builds, locked while a step uses it."""
-    return str(_steps().cache_mount(name, target))
-
-
-def shared_text() -> dict[str, str]:
-    """What every template's steps take from templates/_steps.j2: the network secrets'
-    mounts and their set-up, the wheel cache and the wheels' arch check."""
-    steps = _steps()
-    return {"net_mounts": str(steps.net_mounts()), "net_setup": str(steps.net_setup()),
-            "wheel_cache": str(steps.wheel_cache()), "arch_check": str(steps.arch_check())}
-
-
 def net_setup() -> str:
-    """The shell lines that take up the network secrets (also for `docker run` scripts)."""
+    """The shell lines that take up the network secrets, for `docker run` scripts (sources.py)."""
     return str(_steps().net_setup())
 
 
-# The OS packages per family; the steps that install them are in templates/_steps.j2.
-# Downloads go to a cache mount (one per OS release, shared by every image and arch built
-# on it), so a rebuild downloads no package twice; the mount is never part of a layer.
-_INSTALL = {"apt": "apt_install", "dnf": "dnf_install"}
-_PACKAGE_CACHE = {"apt": "/var/cache/apt/archives", "dnf": "/var/cache/dnf"}
+@dataclass(frozen=True)
+class Packages:
+    """A package family's words (templates/_steps.j2 has the steps that install them)."""
+    os: str          # every image's OS packages
+    python: str      # the distro's python3 and its venv
+    cache: str       # where the package manager downloads to: a cache mount, never a layer
+
+
 # taskset (util-linux) binds each rank to its cores (cluster/binding.py): essential on Debian
 # and Ubuntu, named for openEuler's minimal images.
-_PACKAGES = {
-    "apt": "bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
-           "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
-    "dnf": "bash ca-certificates curl xz tar gzip gcc gcc-c++ make cmake unzip pciutils net-tools which "
-           "procps-ng util-linux zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel readline-devel",
+PACKAGES = {
+    "apt": Packages("bash ca-certificates curl xz-utils gcc g++ make cmake unzip pciutils net-tools zlib1g-dev "
+                    "libsqlite3-dev libssl-dev libffi-dev libbz2-dev liblzma-dev libreadline-dev",
+                    "python3 python3-dev python3-venv python3-pip", "/var/cache/apt/archives"),
+    "dnf": Packages("bash ca-certificates curl xz tar gzip gcc gcc-c++ make cmake unzip pciutils net-tools which "
+                    "procps-ng util-linux zlib-devel sqlite-devel openssl-devel libffi-devel bzip2-devel xz-devel "
+                    "readline-devel", "python3 python3-devel python3-pip", "/var/cache/dnf"),
 }
-_PYTHON_PACKAGES = {"apt": "python3 python3-dev python3-venv python3-pip",
-                    "dnf": "python3 python3-devel python3-pip"}
 
 
 def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
+    """A package list as continued lines (the templates' `wrap` filter)."""
     lines, line = [], ""
     for word in words.split():
         if line and len(indent) + len(line) + len(word) + 1 > width:
@@ -72,30 +58,6 @@ def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
             line = f"{line} {word}".strip()
     lines.append(line)
     return f" \\\n{indent}".join(lines)
-
-
-def _package_cache(os: OSBase, native: bool) -> str:
-    # The build machine's stages get a cache of their own: they run beside the image's
-    # stages, and one locked cache would make them wait for each other.
-    return cache_mount(f"{os.family}-{os.name}" + ("-build-machine" if native else ""), _PACKAGE_CACHE[os.family])
-
-
-def _packages_run(os: OSBase, words: str, native: bool) -> str:
-    run = net_run(str(getattr(_steps(), _INSTALL[os.family])(_wrap(words))), _package_cache(os, native))
-    return (str(_steps().dnf_note()) if os.family == "dnf" else "") + run
-
-
-def os_packages(os: OSBase, native: bool = False) -> str:
-    return _packages_run(os, _PACKAGES[os.family], native)
-
-
-def python_distro(os: OSBase, native: bool = False) -> str:
-    """The distro's python3 (refused when it is not the version the matrix says). In the
-    image, in the same step as the OS packages: one package-list update and one dpkg run
-    less under qemu. On the build machine only Python itself is needed."""
-    words = _PYTHON_PACKAGES[os.family] if native else f"{_PACKAGES[os.family]} {_PYTHON_PACKAGES[os.family]}"
-    install = _packages_run(os, words, native)
-    return f"{install} \\\n {_steps().python_check(os.python)}"
 
 
 # What torch_npu's and apex's builds import besides torch. Ascend apex needs
@@ -123,30 +85,17 @@ def runtime_os_of(matrix: Matrix, b: Builder, pythons: list[str]) -> OSBase | No
                 None)
 
 
-def builder_toolchain(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBase | None = None) -> str:
-    if b.family == "apt":
-        words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
-                 + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
-        if runtime_os is None:
-            return net_run(str(_steps().apt_toolchain(_wrap(words))))
-        # The runtime images' first step on this OS, to the byte, then what only a builder
-        # needs: both images share that layer, so whichever is built second takes it from
-        # the cache instead of installing the compilers and Python again (under qemu, the
-        # longest step of either). apt skips what the first step installed already.
-        shared = f"{_PACKAGES['apt']} {_PYTHON_PACKAGES['apt']}".split()
-        extra = " ".join(w for w in words.split() if w not in shared)
-        return str(_steps().shared_first_step(runtime_os.name, python_distro(runtime_os),
-                                              _packages_run(runtime_os, extra, False)))
-    toolset = Path(b.toolset_root(gcc)).name if b.toolset else ""
-    return net_run(str(_steps().manylinux_toolchain(f" {toolset}-gcc {toolset}-gcc-c++" if toolset else "")))
-
-
-def native_pythons(b: Builder, pythons: list[str]) -> str:
-    """The build machine's stage of a builder needs only the Pythons (and their venv):
-    Debian's packages; a manylinux image has them under /opt/python already."""
+def _toolchain_words(b: Builder, gcc: int, pythons: list[str], runtime_os: OSBase | None) -> str:
+    """A Debian builder's packages (manylinux: none, its steps name them). After the runtime
+    images' first step (runtime_os), only what that step lacks."""
     if b.family != "apt":
-        return str(_steps().manylinux_pythons())
-    return net_run(str(_steps().apt_toolchain(_wrap(" ".join(f"python{p} python{p}-venv" for p in pythons)))))
+        return ""
+    words = (f"ca-certificates curl git patch make cmake ccache gcc-{gcc} g++-{gcc} "
+             + " ".join(f"python{p} python{p}-dev python{p}-venv" for p in pythons))
+    if runtime_os is None:
+        return words
+    shared = f"{PACKAGES[runtime_os.family].os} {PACKAGES[runtime_os.family].python}".split()
+    return " ".join(w for w in words.split() if w not in shared)
 
 
 def builder_dockerfile(matrix: Matrix, stack: Stack, torch: TorchParts, b: Builder) -> Rendered:
@@ -156,15 +105,18 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, torch: TorchParts, b: Build
     ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"
     # ccache's directory first: its gcc finds the real one further on PATH (the toolset's).
     path = ccache_dir + (f":{b.toolset_root(torch.gcc)}/root/usr/bin" if b.toolset else "")
+    runtime_os = runtime_os_of(matrix, b, pythons)
     text = _env().get_template(BUILDER.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=torch.gcc,
         default_base=b.image.replace("{arch}", "aarch64"),
-        toolchain=builder_toolchain(b, torch.gcc, pythons, runtime_os_of(matrix, b, pythons)),
-        native_pythons=native_pythons(b, pythons),
+        runtime_os=runtime_os, packages=PACKAGES[runtime_os.family] if runtime_os else None,
+        toolchain_words=_toolchain_words(b, torch.gcc, pythons, runtime_os),
+        toolset=Path(b.toolset_root(torch.gcc)).name if b.toolset else "",
+        native_words=" ".join(f"python{p} python{p}-venv" for p in pythons),
         cc=f"gcc-{torch.gcc}" if versioned else "gcc", cxx=f"g++-{torch.gcc}" if versioned else "g++",
         path_prefix=path, pythons=" ".join(pythons), torch_index=torch.index,
         cross={"image": b.cross} if b.cross else None,
-        build_requirements=" ".join(_quoted(build_requirements(stack))), **shared_text())
+        build_requirements=" ".join(_quoted(build_requirements(stack))))
     return Rendered(Path("images/builder") / stack.name / b.name / "Dockerfile", text)
 
 
@@ -179,8 +131,10 @@ def _env() -> jinja2.Environment:
     # One environment: it parses each template once (rendering every Dockerfile of the
     # matrix is then a fraction of a second).
     # auto_reload off: the templates do not change while a task runs (no stat per template use).
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, autoescape=False, auto_reload=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False, auto_reload=False)
+    env.filters["wrap"] = _wrap
+    return env
 
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
@@ -194,15 +148,14 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         source_python={"version": source.version if source else "",
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
-        os_packages=os_packages(os), python_distro=python_distro(os),
-        native_os_packages=os_packages(os, True), native_python_distro=python_distro(os, True),
+        packages=PACKAGES[os.family],
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
         toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults.chip if matrix.defaults.chip in cann.kernels else next(iter(cann.kernels)),
-        chip_family="NPU", **shared_text(),
+        chip_family="NPU",
         nnal=nnal is not None, nnal_file=NNAL_FILE.format(v=cann.version, arch="${ASCEND_ARCH}"),
         nnal_abi=int(stack.cxx11_abi.get("aarch64", True)), installer_logs=" ".join(INSTALLER_LOGS),
     )
@@ -212,7 +165,7 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
 def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     """One Dockerfile for every user layer: what differs (the runtime image, the lock) is a
     build argument and a staged file."""
-    text = _env().get_template(LAYER.template).render(**shared_text())
+    text = _env().get_template(LAYER.template).render()
     return Rendered(Path("images/layer/Dockerfile"), text)
 
 

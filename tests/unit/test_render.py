@@ -159,8 +159,8 @@ def test_lint_lints_what_the_record_does_not_vouch_for(tmp_path, monkeypatch, ca
 def test_every_downloading_step_takes_the_network_secrets():
     """A proxy or private index only works if every RUN that reaches the network mounts
     the secrets and sources them; a step that forgot would fail only behind a proxy."""
-    from ascend_build.images.render import shared_text
-    NET_MOUNTS, NET_SETUP = shared_text()["net_mounts"], shared_text()["net_setup"]
+    from ascend_build.images.render import _steps, net_setup
+    NET_MOUNTS, NET_SETUP = str(_steps().net_mounts()), net_setup()
     downloaders = ("apt-get update", "dnf install", "yum install", "pip install --no-cache-dir", "curl ")
     checked = 0
     for rendered in render_all(load_matrix(ROOT / "matrix.yaml")):
@@ -196,7 +196,7 @@ def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_
     """The Debian 11 and 13 builders start with the runtime images' first step on the same
     OS, byte for byte (so BuildKit builds that layer once for both: the compilers and Python
     under qemu), then install only what a builder needs besides."""
-    from ascend_build.images.render import python_distro
+    from ascend_build.images.render import PACKAGES, _steps
     matrix = load_matrix(ROOT / "matrix.yaml")
     rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
     shared = 0
@@ -205,7 +205,7 @@ def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_
         if parts[1] != "builder" or parts[3] not in ("debian11", "debian13"):
             continue
         os = matrix.os[parts[3]]
-        step = python_distro(os)
+        step = str(_steps().python_distro(os, PACKAGES[os.family]))
         toolchain = text.split(" AS toolchain\n", 1)[1].split("\nFROM ", 1)[0]
         first_run = toolchain[toolchain.index("RUN "):]
         assert first_run.startswith(step + "\n"), path

@@ -70,6 +70,17 @@ def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
                    debootstrap=site.debootstrap or made_here)
 
 
+def _base_option(cell: Cell, base: str | None) -> str:
+    """The option that builds on the base the image records (none: the matrix's own)."""
+    if not base or base == cell.os.image:
+        return ""
+    suffix = cell.target.suffix
+    pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
+    if cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite):
+        return " --debootstrap"
+    return f" --base-image {cell.os.image}={pattern}"
+
+
 def repository(engine: eng.Engine, ref: str, platform: str) -> str:
     """The repository the image was built into, as its SBOM names it (the SBOM is part of
     the image, so the rebuild must be made under the same name)."""
@@ -117,12 +128,13 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.E
            keep: bool = False) -> list[str]:
     """Rebuild `image` from the inputs its labels record and compare the two."""
     rec = recorded(engine, image)
+    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user,
+                       no_nnal=rec.no_nnal)
     if rec.epoch is None:
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
                         f"so no rebuild can match it. Build it with `invoke build {matrix.stack(rec.stack).flag} --os {rec.os} "
-                        f"--python {rec.python} --platform {rec.platform} --reproducible`, then verify that image")
-    cell = matrix.cell(rec.stack, rec.os, rec.python, rec.chip, rec.platform, torch_atb=rec.torch_atb, run_as=rec.user,
-                       no_nnal=rec.no_nnal)
+                        f"--python {rec.python} --platform {rec.platform}{_base_option(cell, rec.base)} --reproducible`, "
+                        f"then verify that image")
     repo = repository(engine, image, rec.platform)
     # An image built --unlocked is rebuilt unlocked, as its label records (no option: the image says it);
     # a locked one needs its lock here (without it, the content tag differs anyway).

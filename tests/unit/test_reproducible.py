@@ -194,3 +194,18 @@ def test_verify_refuses_an_image_it_cannot_check(tmp_path):
     fake.write_text("#!/bin/sh\necho '[{\"Id\": \"sha256:1\", \"Config\": {\"Labels\": {\"maintainer\": \"someone\"}}}]'\n")
     with pytest.raises(UserError, match="does not say what it was built from"):
         verify.recorded(engine, "some/image:tag")
+
+
+@pytest.mark.parametrize("base, option", [
+    (None, ""),
+    ("debian:bookworm", ""),
+    ("ascend-build/debian:bookworm-arm64", " --debootstrap"),
+    ("mirror.site/debian:bookworm-arm64", " --base-image debian:bookworm=mirror.site/debian:bookworm-{arch}"),
+])
+def test_the_build_verify_suggests_for_an_image_not_reproducible_takes_its_recorded_base(base, option):
+    """An image built on a debootstrap base or a mirror's: the build verify names (to make a
+    reproducible one) is on that base, not on a registry an air-gapped site cannot reach."""
+    from ascend_build.images.verify import _base_option
+    from ascend_build.matrix import load_matrix
+    cell = load_matrix(ROOT / "matrix.yaml").cell("2.1.0", "debian12", "3.11", None, "linux/arm64")
+    assert _base_option(cell, base) == option

@@ -4,6 +4,7 @@ x CANN 9.1.0 x 310p/910b/a3/950 x ubuntu22.04/openeuler24.03 x py3.12)."""
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def test_a_release_no_stack_pairs_with_the_cann_is_refused_naming_the_nearest():
 
 
 @pytest.mark.parametrize("ref, message", [
-    ("quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11", "no CANN-only stack of CANN 9.0.1"),
+    ("quay.io/ascend/cann:8.5.1-910b-ubuntu22.04-py3.11", "no CANN-only stack of CANN 8.5.1"),
     ("quay.io/ascend/torch-npu:latest", "a torch-npu tag reads"),
     ("quay.io/ascend/torch-npu", "not an image reference with a tag"),
     ("quay.io/ascend/vllm-ascend:v0.9.0", "vllm-ascend is neither"),
@@ -80,3 +81,45 @@ def test_build_like_plans_the_cell_and_refuses_other_choices_beside_it():
     both = invoke("build", "--like", "quay.io/ascend/torch-npu:2.12.0-cann9.1.0-910b-ubuntu22.04-py3.11",
                   "--torch", "2.1.0", "--dry")
     assert both.returncode == 2 and "--like names the stack" in both.stderr
+
+
+# The official CANN-only images of the 9.x releases, as Ascend/cann-container-image c5a67b3a
+# has them under cann/ (the released ones: not -devel, not the betas): 5 chips x 2 OSes x
+# Python 3.10-3.12, for 9.0.0 and 9.0.1.
+CANN_9_TAGS = [f"quay.io/ascend/cann:{v}-{chip}-{os}-py{py}" for v, chip, os, py in itertools.product(
+    ("9.0.0", "9.0.1"), ("310p", "910", "910b", "950", "a3"), ("ubuntu22.04", "openeuler24.03"), ("3.10", "3.11", "3.12"))]
+
+
+def _label(plan: str, name: str) -> str:
+    found = re.search(rf"--label '?io\.ascend-build\.{name}=([^' ]+)", plan)
+    assert found, (name, plan[-2000:])
+    return found.group(1)
+
+
+def test_build_like_dry_plans_every_26_1_0_tag_and_every_9_x_cann_tag_as_the_tag_says(monkeypatch, capsys):
+    """`invoke build --like TAG --dry`, the task's own action, for each of the 100 tags: the plan's
+    chip, OS, Python, CANN and torch_npu are the tag's. (The engine is the dry run's stand-in
+    for a machine without a client: a plan, not this machine's docker, is what is checked.)"""
+    from ascend_build import engine as eng
+    from ascend_build.chips import spelling
+    from ascend_build.cli import building
+    monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    assert len(TAGS_26_1_0) == 40 and len(CANN_9_TAGS) == 60
+    for tag in TAGS_26_1_0 + CANN_9_TAGS:
+        name = tag.split(":", 1)[1]
+        parts = re.fullmatch(r"(?:(?P<npu>[^-]+)-cann)?(?P<cann>[0-9.RCrc]+)-(?P<chip>[^-]+)-(?P<os>[a-z]+[0-9.]+)"
+                             r"-py(?P<py>3\.[0-9]+)", name)
+        assert parts, tag
+        building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
+        plan = capsys.readouterr()
+        plan_text = plan.out + plan.err
+        stack = MATRIX.stacks[_label(plan_text, "stack")]
+        assert _label(plan_text, "chip") == spelling(parts["chip"]), tag
+        assert _label(plan_text, "os") == parts["os"] and _label(plan_text, "python") == parts["py"], tag
+        assert stack.cann == parts["cann"] and f"toolkit_{parts['cann']}_linux-aarch64" in plan_text, tag
+        if parts["npu"]:
+            assert stack.package == parts["npu"], tag
+        else:
+            assert stack.framework.name == "cann", tag

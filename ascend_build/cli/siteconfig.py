@@ -58,6 +58,15 @@ def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
     return any(word == flag or word.startswith(flag + "=") for word in argv)
 
 
+def _key(raw: Any) -> str:
+    """A setting's name as its option's (proxy-url -> proxy_url), or a UserError: a typo would
+    otherwise be a silent no-op."""
+    key = str(raw).replace("-", "_")
+    if key not in KEYS:
+        raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are {', '.join(KEYS)}")
+    return key
+
+
 def _section(config: Any, level: str) -> Mapping[str, Any]:
     data = getattr(config, level, None) or {}
     section = data.get(SECTION) if isinstance(data, Mapping) else None
@@ -76,9 +85,7 @@ def sources(config: Any) -> dict[str, tuple[Any, str]]:
     found: dict[str, tuple[Any, str]] = {}
     for level, path in levels:
         for raw, value in _section(config, level).items():
-            key = str(raw).replace("-", "_")
-            if key not in KEYS:
-                raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are {', '.join(KEYS)}")
+            key = _key(raw)
             if value is not None:
                 where = getattr(config, path, None) if path else f"INVOKE_{SECTION.upper()}_{key.upper()}"
                 found[key] = (_value(key, value), str(where))
@@ -130,10 +137,7 @@ def apply(fn: Callable[..., Any], config: Any, kwargs: dict[str, Any], argv: Seq
     params = inspect.signature(fn).parameters
     taken = []
     for raw, value in section.items():
-        key = str(raw).replace("-", "_")
-        if key not in KEYS:
-            raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are "
-                            f"{', '.join(KEYS)}")
+        key = _key(raw)
         if value is None or key not in params or given_on_command_line(key, argv):
             continue
         kwargs[key] = _value(key, value)

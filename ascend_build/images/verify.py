@@ -54,16 +54,21 @@ def recorded(engine: eng.Engine, ref: str) -> Recorded:
                     labels.get("org.opencontainers.image.base.name"), labels.get(label("lock")) != "none")
 
 
+def _recorded_base(cell: Cell, base: str) -> tuple[str, bool]:
+    """(the base as a --base-image pattern: its arch as {arch} again, so that a cross build's
+    build-machine base is the same name for that machine's arch; made here by --debootstrap)."""
+    suffix = cell.target.suffix
+    pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
+    return pattern, cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite)
+
+
 def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
     """The base the image records, unless --base-image maps the OS's image: an image made on a
     debootstrap base (ascend-build/debian:bookworm-arm64) or a mirror's is rebuilt on that, not
-    on the matrix's name. The arch in its name becomes {arch} again, so that a cross build's
-    build-machine base is the same name for that machine's arch."""
+    on the matrix's name."""
     if not base or cell.os.image in site.base_images or base == site.base(cell.os.image, cell.target):
         return site
-    suffix = cell.target.suffix
-    pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
-    made_here = cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite)
+    pattern, made_here = _recorded_base(cell, base)
     console.say(f"base image: {base}, as the image's label records"
                 + (" (made by --debootstrap; made again here if it is gone)" if made_here else ""))
     return replace(site, base_images={**site.base_images, cell.os.image: pattern},
@@ -74,11 +79,8 @@ def _base_option(cell: Cell, base: str | None) -> str:
     """The option that builds on the base the image records (none: the matrix's own)."""
     if not base or base == cell.os.image:
         return ""
-    suffix = cell.target.suffix
-    pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
-    if cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite):
-        return " --debootstrap"
-    return f" --base-image {cell.os.image}={pattern}"
+    pattern, made_here = _recorded_base(cell, base)
+    return " --debootstrap" if made_here else f" --base-image {cell.os.image}={pattern}"
 
 
 def repository(engine: eng.Engine, ref: str, platform: str) -> str:

@@ -32,8 +32,7 @@ def shown(page: str) -> list[str]:
     pattern = PAGES[page]
     for line in (ROOT / page).read_text().splitlines():
         if re.search(pattern, line):
-            return shlex.split(line.split("#", 1)[0].split(" invoke ", 1)[1] if " invoke " in line
-                               else line.split("#", 1)[0].split("invoke ", 1)[1])
+            return shlex.split(re.search(r"(?:^|\s)invoke (.*)", line.split("#", 1)[0]).group(1))
     raise AssertionError(f"{page} shows no command matching {pattern}: the walk has nothing to follow")
 
 

@@ -9,7 +9,9 @@ the implementation-defined algorithm (`pauth-impdef=on`) the same binaries behav
 (the signatures are only ever checked by the same CPU) at about Debian 12's speed. qemu-user
 reads the CPU model from QEMU_CPU in each emulated process's environment, so the build
 passes it as a build argument that the Dockerfiles' target stages declare (ARG QEMU_CPU):
-it is not part of the image's config nor of its content tag.
+it is not part of the image's config nor of its content tag. The containers this project
+runs of a foreign arch (image suites, builder containers) get it as container env
+(Engine.run_argv); a line composed for a user's host does not.
 
 Only where this machine's qemu is known to have the property (qemu 6.0 and later); when
 the version cannot be read (qemu registered from a container, say) nothing is passed."""

@@ -362,7 +362,7 @@ class Engine:
         for name, limit in spec.ulimits:
             args += ["--ulimit", f"{name}={limit}"]
         args += [f"--cpuset-cpus={spec.cpuset}"] if spec.cpuset else []
-        for key, value in spec.env:
+        for key, value in spec.env + (() if composed else _emulated_env(spec)):
             args += ["-e", f"{key}={value}"]
         args += [f"--user={spec.user}"] if spec.user else []
         args += [f"--workdir={spec.workdir}"] if spec.workdir else []
@@ -454,6 +454,15 @@ class Engine:
 
 def _with_name(spec: RunSpec, name: str) -> RunSpec:
     return replace(spec, name=name)
+
+
+def _emulated_env(spec: RunSpec) -> tuple[tuple[str, str], ...]:
+    """A container of a foreign arch runs under qemu-user, which reads its CPU model from each
+    process's environment: the builds' faster one (emulation.py), as container env, not image
+    config. Debian 13's arm64 binaries ran 3x slower without it (`import torch`: 77 s, 26 s)."""
+    if not spec.platform or any(key == "QEMU_CPU" for key, _ in spec.env):
+        return ()
+    return tuple(emulation.build_args(platform_of(spec.platform)).items())
 
 
 def _build_platform() -> str:

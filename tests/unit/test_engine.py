@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.engine import BuildRequest, Engine, detect
+from ascend_build.engine import BuildRequest, Engine, RunSpec, detect
 from ascend_build.errors import EngineError
 
 
@@ -94,6 +94,27 @@ def test_emulated_builds_get_the_fast_pointer_auth_cpu(tmp_path, monkeypatch, ma
         cmd, _ = engine.build_command(req)
         args = [cmd[i + 1] for i, c in enumerate(cmd) if c == "--build-arg"]
         assert [a for a in args if a.startswith("QEMU_CPU=")] == ([f"QEMU_CPU={expected}"] if expected else [])
+
+
+@pytest.mark.parametrize("machine, platform, env, composed, expected", [
+    ("x86_64", "linux/arm64", (), False, ["QEMU_CPU=max,pauth-impdef=on"]),       # the project's own container
+    ("aarch64", "linux/arm64", (), False, []),                                     # native: no qemu
+    ("x86_64", "linux/amd64", (), False, []),
+    ("x86_64", "linux/arm64", (), True, []),                                       # a user's line: theirs to set
+    ("x86_64", "linux/arm64", (("QEMU_CPU", "cortex-a72"),), False, ["QEMU_CPU=cortex-a72"]),  # the spec's wins
+    ("x86_64", None, (), False, []),                                               # no platform: nothing known
+])
+def test_emulated_containers_get_the_fast_pointer_auth_cpu(monkeypatch, machine, platform, env, composed, expected):
+    """Image suites and builder containers run the image's binaries under qemu too: the
+    same CPU model as the builds, in the container's environment."""
+    from ascend_build.engine import emulation
+    monkeypatch.setattr(emulation.Platform, "emulated", lambda self, host_machine=None: machine != self.arch)
+    monkeypatch.setattr(emulation, "qemu_version", lambda arch: (7, 2))
+    spec = RunSpec("img:1", ("true",), platform=platform, env=env)
+    for engine in (Engine("docker", "docker", "buildx", "28"), Engine("podman", "podman", "podman", "4")):
+        argv = engine.run_argv(spec, composed=composed)
+        assert [argv[i + 1] for i, a in enumerate(argv) if a == "-e" and argv[i + 1].startswith("QEMU_CPU=")] \
+            == expected, argv
 
 
 def test_every_emulated_stage_declares_qemu_cpu():

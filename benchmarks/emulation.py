@@ -3,7 +3,11 @@ arm64 containers of Debian 12 (built without branch protection) and Debian 13 (b
 with it), with qemu's default CPU and with QEMU_CPU=max,pauth-impdef=on (what
 `ascend_build/engine/emulation.py` passes to emulated build steps). Figures, printed.
 
-    python benchmarks/emulation.py [--repeat 3]      # on an x86_64 machine, after scripts/bootstrap.sh
+    python benchmarks/emulation.py [--repeat 3] [--image IMAGE ...]   # x86_64, after scripts/bootstrap.sh
+
+--image adds `import torch` in each arm64 image given (a runtime image's /opt/venv, or a
+builder's first venv): what an image suite or a builder container spends most on. Since
+95b36fb the project's own emulated containers get the fast setting (Engine.run_argv).
 
 Base images: the debootstrap ones the tests make (ascend-build-test/debian:<suite>-arm64),
 made here when missing."""
@@ -28,6 +32,9 @@ BASES = {"Debian 12 (bookworm)": ("bookworm", "ascend-build-test/debian:bookworm
 WORK = {"shell loop (2000 iterations)": "for i in $(seq 1 2000); do :; done",
         "cat 200 MB": "head -c 200M /dev/zero | cat > /dev/null",
         "sha256sum 100 MB": "head -c 100M /dev/zero | sha256sum > /dev/null"}
+# torch >= 2.5 would load torch_npu on import (its backend autoload), which needs CANN's libraries
+IMPORT_TORCH = ("py=$(ls /opt/venv/bin/python /opt/venvs/py*/bin/python 2>/dev/null | head -1); "
+                "TORCH_DEVICE_BACKEND_AUTOLOAD=0 \"$py\" -c 'import torch'")
 
 
 def timed(engine: eng.Engine, image: str, command: str, cpu: str | None) -> float:
@@ -43,6 +50,7 @@ def timed(engine: eng.Engine, image: str, command: str, cpu: str | None) -> floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--image", action="append", default=[], help="an arm64 image with torch in it")
     args = parser.parse_args()
     engine = eng.detect("docker")
     for suite, ref in BASES.values():
@@ -58,6 +66,11 @@ def main() -> None:
             plain = statistics.median(timed(engine, ref, command, None) for _ in range(args.repeat)) - empty[name]
             fast = statistics.median(timed(engine, ref, command, QEMU_CPU) for _ in range(args.repeat)) - empty[name]
             print(f"{what:32} {name:22} {plain:12.2f} {fast:22.2f} {plain / max(fast, 0.01):7.1f}")
+    for image in args.image:
+        plain = statistics.median(timed(engine, image, IMPORT_TORCH, None) for _ in range(args.repeat))
+        fast = statistics.median(timed(engine, image, IMPORT_TORCH, QEMU_CPU) for _ in range(args.repeat))
+        print(f"{'import torch (with start)':32} {image.split('/')[-1][:60]}\n{'':55} {plain:12.2f} {fast:22.2f} "
+              f"{plain / max(fast, 0.01):7.1f}")
 
 
 if __name__ == "__main__":

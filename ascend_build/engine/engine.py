@@ -459,7 +459,7 @@ def _with_name(spec: RunSpec, name: str) -> RunSpec:
 def _emulated_env(spec: RunSpec) -> tuple[tuple[str, str], ...]:
     """A container of a foreign arch runs under qemu-user, which reads its CPU model from each
     process's environment: the builds' faster one (emulation.py), as container env, not image
-    config. Debian 13's arm64 binaries ran 3x slower without it (`import torch`: 77 s, 26 s)."""
+    config. Debian 13's arm64 binaries ran 3x slower without it (benchmarks/emulation.py)."""
     if not spec.platform or any(key == "QEMU_CPU" for key, _ in spec.env):
         return ()
     return tuple(emulation.build_args(platform_of(spec.platform)).items())

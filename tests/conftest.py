@@ -74,16 +74,16 @@ def link_locks(matrix_path: Path) -> Path:
 # session fixtures build; the unit tests are a third unit, so they never wait for the
 # lanes. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside it;
 # "other": the Debian 13 and 11 builders and images (a builder shares its OS's first layer
-# with the runtime images, so each OS installs its packages under qemu once in this lane)
-# and the CPython build, then the MindSpore image (Debian 12: by then the bookworm lane has
-# made that OS's first step, which it takes). Each lane runs its modules in the order
-# written here, the unlisted ones after (by name). Balanced by the module wall times
+# with the runtime images, so each OS installs its packages under qemu once in this lane),
+# then the MindSpore and 310B images (Debian 12: by then the bookworm
+# lane has made that OS's first step, which they take). Each lane runs its modules in the
+# order written here, the unlisted ones after (by name). Balanced by the module wall times
 # a cold run printed (`invoke test` prints them, and each lane's end).
 LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_act",
-                 "test_act_upstream", "test_fast_path", "test_podman", "test_cluster_run", "test_310b", "test_setup_distro_python",
+                 "test_act_upstream", "test_fast_path", "test_podman", "test_cluster_run", "test_setup_distro_python",
                  "test_python_source"),
-    "other": ("test_source_build_trixie", "test_build_train_26", "test_source_build", "test_mindspore",
+    "other": ("test_source_build_trixie", "test_build_train_26", "test_source_build", "test_mindspore", "test_310b",
               "test_newcomer_walk"),
     "unit": (),
 }
@@ -171,6 +171,21 @@ def once(tmp_path_factory, key: str, make):
 
 
 _STARTED: dict[str, float] = {}
+
+# In the whole suite (`invoke test`), the unit lane's worker runs at a lower CPU priority. On
+# 2 cores the build lanes are the run's critical path and the unit lane ends long before
+# them: it takes the CPU the builds leave (downloads, image exports, a lane's single-process
+# steps), not a third of it while every build waits for the cores. Its processes inherit it.
+UNIT_LANE_NICE = 5
+_niced = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if _niced or not (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("ASCEND_BUILD_TEST_TIMINGS")):
+        return
+    if lane_of(item.nodeid.split("::")[0]) == "unit":
+        _niced.append(os.nice(UNIT_LANE_NICE))
 
 
 def pytest_runtest_logstart(nodeid, location):

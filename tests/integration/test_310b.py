@@ -1,6 +1,6 @@
 """A 310B board's image, built for real: the 2.1.0 line's CANN 8.0.0 variant (real torch
 2.1.0 and torch_npu 2.1.0.post10 aarch64 wheels from PyPI) with the 310b kernels,
-linux/arm64, Debian 12 (the lane's base, so the OS and Python layers are the lane's own).
+linux/arm64, Debian 12 (the bookworm base, so the OS and Python layers are the 2.1.0 image's own).
 The CANN installers are the test doubles of 8.0.0's toolkit and 310b kernels; the 310b
 file is hand-recorded in matrix.yaml (cann_chips:) with no published sum, so it is pinned
 with `invoke pin` first, as on first use, and built with --require-pins. It runs as the

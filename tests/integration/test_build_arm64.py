@@ -51,15 +51,6 @@ def test_build_tests_then_tags(engine, built, pinned_matrix):
     assert arch == "arm64"
 
 
-def test_image_suite_on_the_tagged_image(engine, built, pinned_matrix):
-    """`invoke test --image REF`: the testinfra suite on its own."""
-    cell = load_matrix(pinned_matrix).cell(**STACK)
-    out = subprocess.run([sys.executable, "-m", "invoke", "test", "--image", f"{REPO}:{cell.name}-arm64",
-                          "--matrix", str(pinned_matrix)], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-4000:]
-    assert " passed" in out.stdout and " failed" not in out.stdout
-
-
 def test_the_sbom_beside_the_log_and_in_the_image_carries_the_verified_sums(engine, built, packages, pinned_matrix):
     """CycloneDX, schema-valid; the CANN entries carry the sums of the very files the build
     verified; torch's entry the sha256 of the locked wheel; `invoke sbom` gives it back."""

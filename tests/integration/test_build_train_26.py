@@ -26,6 +26,7 @@ import sys
 
 import pytest
 
+from ascend_build.engine import Mount, RunSpec
 from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
@@ -104,8 +105,7 @@ def test_the_atb_plugin_finds_libatb_from_the_image_env(engine, built_26, matrix
     tag = f"{REPO}:{cell.name}-arm64"
     script = ("p=$(python -c 'import importlib.util as u; print(u.find_spec(\"torch_npu\").submodule_search_locations[0])')"
               "; ldd \"$p/lib/libop_plugin_atb.so\" | grep libatb")
-    out = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", tag, "bash", "-c", script),
-                         capture_output=True, text=True)
+    out = engine.run_container(RunSpec(tag, ("bash", "-c", script), platform="linux/arm64"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "/usr/local/Ascend/nnal/atb/9.1.0/atb/cxx_abi_1/lib/libatb.so" in out.stdout or \
         "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libatb.so" in out.stdout, out.stdout
@@ -126,14 +126,12 @@ def test_the_source_built_extension_compiled_by_gcc_13_loads_in_the_image(engine
     and reports the builder's gcc 13 as its compiler."""
     wheel, _ = trixie_wheel
     tag = f"{REPO}:{load_matrix(matrix_26).cell(**STACK).name}-arm64"
-    gcc = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", TRIXIE_BUILDER, "bash", "-c",
-                                        "$CC -dumpfullversion"), capture_output=True, text=True)
+    gcc = engine.run_container(RunSpec(TRIXIE_BUILDER, ("bash", "-c", "$CC -dumpfullversion"), platform="linux/arm64"))
     assert gcc.returncode == 0, gcc.stderr
     script = (f"python -m zipfile -e /wheel/{wheel.name} /tmp/standin && cd /tmp && PYTHONPATH=/tmp/standin "
               "python -c 'import torch_npu._standin as t; print(t.__file__); print(t.compiler())'")
-    got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", "--user", "0",
-                                        "-v", f"{wheel.parent}:/wheel:ro", tag, "bash", "-c", script),
-                         capture_output=True, text=True)
+    got = engine.run_container(RunSpec(tag, ("bash", "-c", script), platform="linux/arm64", user="0",
+                                       mounts=(Mount(str(wheel.parent), "/wheel"),)))
     assert got.returncode == 0, got.stdout + got.stderr
     where, compiler = got.stdout.strip().splitlines()[-2:]
     assert where.startswith("/tmp/standin/torch_npu/"), where

@@ -172,21 +172,6 @@ def once(tmp_path_factory, key: str, make):
 
 _STARTED: dict[str, float] = {}
 
-# In the whole suite (`invoke test`), the unit lane's worker runs at a lower CPU priority. On
-# 2 cores the build lanes are the run's critical path and the unit lane ends long before
-# them: it takes the CPU the builds leave (downloads, image exports, a lane's single-process
-# steps), not a third of it while every build waits for the cores. Its processes inherit it.
-UNIT_LANE_NICE = 5
-_niced = []
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    if _niced or not (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("ASCEND_BUILD_TEST_TIMINGS")):
-        return
-    if lane_of(item.nodeid.split("::")[0]) == "unit":
-        _niced.append(os.nice(UNIT_LANE_NICE))
-
 
 def pytest_runtest_logstart(nodeid, location):
     _STARTED.setdefault(nodeid.split("::")[0], time.time())

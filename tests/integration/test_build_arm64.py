@@ -13,7 +13,7 @@ import pytest
 
 from ascend_build.engine.network import Network
 from ascend_build.errors import PackageError, UserError
-from ascend_build.images.build import build
+from ascend_build.images.build import build, work_dir
 from ascend_build.inputs.options import Inputs, Site
 from ascend_build.matrix import load_matrix
 from tests.conftest import copy_matrix
@@ -86,7 +86,7 @@ def test_failing_image_tests_tag_nothing_and_leave_nothing(engine, built, packag
     # Same inputs: the build is all cache hits; only the verdict differs.
     repo = "ascend-build-test/never-tagged"
     cell = load_matrix(pinned_matrix).cell(**STACK)
-    work = packages / "work" / f"{cell.name}-arm64"
+    work = work_dir(site(packages), cell)          # where the build keeps its image id and manifest
     with pytest.raises(UserError, match="image tests failed .* nothing was tagged and the image was removed") as failed:
         build_in(engine, pinned_matrix, packages, repo, run_tests=lambda *args: 1)
     listed = subprocess.run(engine.command("images", "-q", repo), capture_output=True, text=True).stdout

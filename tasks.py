@@ -8,14 +8,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from invoke import Collection
-
 from ascend_build.cli import building, data, images, siteconfig
 from ascend_build.cli import hosts as on_host
-from ascend_build.cli.wrap import command_line_ends, task
+from ascend_build.cli.wrap import pipe_ends_quietly, task
 
 ROOT = Path(__file__).resolve().parent
-command_line_ends()
+pipe_ends_quietly()
 THIS = sys.modules[__name__]
 
 
@@ -188,8 +186,3 @@ def site(c, o: siteconfig.SiteOptions):
     Passwords are shown as ***."""
     siteconfig.show(c.config, siteconfig.takers(THIS))
 
-
-# The namespace, so that invoke's config has the site settings' section (cli/siteconfig.py):
-# invoke maps INVOKE_ASCEND_BUILD_<KEY> only onto keys it already has.
-ns = Collection.from_module(THIS)
-ns.configure(siteconfig.defaults())

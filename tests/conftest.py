@@ -239,7 +239,9 @@ def in_ci() -> bool:
 # hardware this machine lacks explains it. Each allowed reason is the start of a skip's
 # message, with why it cannot run on a CI machine here. A check that does not apply to an
 # image (a torch check on a MindSpore image) is not skipped: the image suites leave it out
-# at collection (tests/image/conftest.py), and pytest says so ("deselected").
+# at collection (tests/image/conftest.py), and pytest says so ("deselected"). An xfail
+# fails under CI too, whether it failed as expected or passed: either way it checked
+# nothing, and no hardware explains it (a test that needs a card skips for it).
 ALLOWED_SKIPS = {
     "no /dev/davinciN on this host": "an Ascend NPU: the smoke tests put a tensor on a card, and no CI machine has one",
     "the fast path is for cross-arch builds": "a build machine of another arch than the image's (an x86_64 machine "
@@ -256,7 +258,18 @@ def allowed_skip(reason: str) -> bool:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if not (report.skipped and in_ci()) or hasattr(report, "wasxfail"):
+    if not in_ci():
+        return
+    if hasattr(report, "wasxfail"):
+        how = "passed" if report.passed else "failed as expected"
+        reason = report.wasxfail or "no reason given"
+        del report.wasxfail             # else pytest still counts it as xfailed or xpassed
+        report.outcome = "failed"
+        report.longrepr = (f"CI=true: this test is marked xfail ({reason}) and {how}. Under CI an xfail fails: "
+                           f"make the test pass, or, if only missing hardware stops it, skip it with a reason in "
+                           f"ALLOWED_SKIPS")
+        return
+    if not report.skipped:
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     if not allowed_skip(reason):

@@ -2,7 +2,7 @@
 its own: its own exit code, output, environment, working folder and signal handlers) but
 without an interpreter start and tasks.py's imports each time: one server process per test
 process imports them once and forks a child per call. The child runs invoke's own Program
-on the checkout's tasks.py, exactly as `python -m invoke` there would.
+on the checkout's tasks.py, exactly as `ascend-build` there would (cli/entry.py).
 
     out = invoke("build", "--dry", env={...}, cwd=ROOT)    # a subprocess.CompletedProcess
 
@@ -116,7 +116,7 @@ def _program():
     import importlib
     import pkgutil
 
-    from invoke import Collection, Program
+    from invoke import Collection
     sys.path.insert(0, str(ROOT))
     import ascend_build
     import tasks
@@ -125,7 +125,10 @@ def _program():
     for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
         importlib.import_module(module.name)        # a task imports some at first use
     render_all(load_matrix(ROOT / "matrix.yaml"))
-    program = Program(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
+    from ascend_build.cli.entry import AscendProgram
+    # The project's own Program (ascend-build's): its config class reads each run's files
+    # in the child, as a command line does; only tasks.py's import is shared.
+    program = AscendProgram(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
     gc.collect()
     gc.freeze()     # the collector leaves these objects alone: a child's collections write to none of
     # their pages, which its fork shares with this process until written

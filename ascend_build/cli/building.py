@@ -136,7 +136,7 @@ def build(o: BuildOptions) -> None:
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
     c = o.choice
     os_name, python = c.os, c.python
-    if o.like:
+    if o.like is not None:      # '' too: refused by resolve, never the default image (options.refuse_empty)
         if o.for_host or c.named() or any((c.os, c.python, c.chip)):
             raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --cann, "
                             "--os, --python, --chip and --for-host (--platform picks the arch)")
@@ -163,6 +163,13 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
+    if failed and o.dry:
+        # A dry run built nothing, so not 4 (a build failed): the refusals' own code, as a real
+        # run of each would end (a CI pre-flight tells a missing package, 3, from bad input, 2).
+        refused = UserError(f"{len(failed)} of {len(outcomes)} images would be refused (above): a real build of "
+                            f"each stops before it starts")
+        refused.exit_code = batch.worst(outcomes)
+        raise refused
     if failed:
         raise BuildFailed(f"{len(failed)} of {len(outcomes)} images failed (above)")
 
@@ -256,7 +263,8 @@ def builder(o: BuilderOptions) -> None:
 
 def wheel(kind: str, o: TorchNpuOptions | ApexOptions) -> None:
     """One wheel (torch_npu or apex) compiled in the stack's builder; its path is the result."""
-    from ..images.sources import WheelRequest, build_wheel
+    from ..images.sources import WheelRequest, build_wheel, check_source
+    check_source("--src", o.src, o.submodule_src or ())      # before the plan: --dry refuses it as the real run
     m = load_matrix(o.matrix)
     req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
                        tuple(o.submodule_src or ()))

@@ -2,6 +2,7 @@
 rendered files, the pins, the import of upstream facts, the locks."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .. import console
+from .. import atomic, console
 from ..engine.network import Network, ca_setting
 from ..errors import UserError
 from ..images import render as rnd
@@ -171,12 +172,27 @@ class UpdateOptions:
 
 
 def update(o: UpdateOptions) -> None:
-    """Huawei's release data into the imported facts' file; matrix.yaml is never written."""
+    """Huawei's release data into the imported facts' file; matrix.yaml is never written.
+    An update and a --pytorch-git at once each read that file, change it and write it
+    whole: they take turns (atomic.locked), so neither loses the other's part. --check and
+    --dry write nothing and take no turn (a read-only checkout is fine)."""
+    imported = load_matrix(o.matrix).files.imported       # a missing or broken matrix is refused first
+    with contextlib.nullcontext() if o.check or o.dry else atomic.locked(imported):
+        if o.pytorch_git:
+            return _update_tags(Path(o.matrix), o.pytorch_git, o.dry or o.check)
+        if not _update_facts(o):
+            return None
+    # New upstream facts can make committed locks stale (a torch_npu re-pairing, Huawei's
+    # wheel sums): remake those, and show what changed in them.
+    lock(LockOptions(o.matrix, platform=["linux/arm64", "linux/amd64"], pip_index_url=o.pip_index_url,
+                     ca_bundle=o.ca_bundle, proxy=o.proxy), existing_only=True)
+
+
+def _update_facts(o: UpdateOptions) -> bool:
+    """The import read, merged and (unless --check or --dry) written; whether it was written
+    or found current, so that the locks are to be looked at again."""
     from ..upstream import update as upd
-    load_matrix(o.matrix)                         # a missing or broken matrix is refused first
     path = Path(o.matrix)
-    if o.pytorch_git:
-        return _update_tags(path, o.pytorch_git, o.dry or o.check)
     pip_args = upd.pip_options(o.pip_index_url, o.ca_bundle, o.proxy)
     for option, folder in (("--from-docs", o.from_docs), ("--cann-images", o.cann_images)):
         if folder and not Path(folder).is_dir():
@@ -194,16 +210,14 @@ def update(o: UpdateOptions) -> None:
         stale, _ = locks.check_all(load_matrix(o.matrix), path.resolve().parent)
         for line in stale:
             console.show(f"lock: {line}")
-        return exit_with(1 if o.check and (result.changed or newer or stale) else 0)
+        exit_with(1 if o.check and (result.changed or newer or stale) else 0)
+        return False
     if result.changed:
         upd.write(result)
         console.show(f"wrote {result.path}; review with `git diff {result.path}`, then `invoke render`")
     else:
         console.show(f"{result.path}: already current")
-    # New upstream facts can make committed locks stale (a torch_npu re-pairing, Huawei's
-    # wheel sums): remake those, and show what changed in them.
-    lock(LockOptions(o.matrix, platform=["linux/arm64", "linux/amd64"], pip_index_url=o.pip_index_url,
-                     ca_bundle=o.ca_bundle, proxy=o.proxy), existing_only=True)
+    return True
 
 
 def _update_tags(path: Path, location: str, dry: bool) -> None:
@@ -215,9 +229,7 @@ def _update_tags(path: Path, location: str, dry: bool) -> None:
     if dry or not changed:
         console.show(f"{target}: torch_npu_tags " + ("would change" if changed else "is current"))
         return exit_with(1 if dry and changed else 0)
-    tmp = target.with_suffix(".yaml.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
+    atomic.write_text(target, text)           # under update's lock: read, changed and written in turn
     console.show(f"wrote {target}; review with `git diff {target}`")
 
 

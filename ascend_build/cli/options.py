@@ -33,15 +33,21 @@ class Flag:
     help: str
     iterable: bool = False
     path: tuple[str, ...] = ()
+    empty: bool = False             # an empty value means something of its own (not the default)
 
 
-def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None) -> Any:
+def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None, empty: bool = False) -> Any:
     """A record's field that is a task option: its default and help, once. `iterable`: given
     again and again (--packages A --packages B; the field holds a list, None when not given);
-    `name`: the option's name where the field's differs (a field `every` for `--all`)."""
+    `name`: the option's name where the field's differs (a field `every` for `--all`); `empty`:
+    an empty value is one of its own (--no-proxy '': no host), not refused as bad input."""
     if not help.strip():
         raise TypeError("an option's help says what it does: give opt() its text")
-    meta = Flag(name or "", default, help, iterable)
+    if isinstance(default, str) and not default.strip():
+        # invoke hands the default when an option is not given: an empty one would make `--x ''`
+        # and no --x the same, and record_of could no longer refuse the first
+        raise TypeError("an option's default is None or a value, never empty text")
+    meta = Flag(name or "", default, help, iterable, empty=empty)
     return dataclasses.field(default=default, metadata={_OPTION: meta})
 
 
@@ -95,8 +101,23 @@ def record_of(record: type[T], given: Mapping[str, Any], without: tuple[str, ...
         if name not in given:
             raise TypeError(f"{record.__name__}.{f.name}: the task has no option --{name.replace('_', '-')}; "
                             f"add it, or name it in without=")
+        if not f.metadata[_OPTION].empty:
+            refuse_empty(name, given[name])
         values[f.name] = given[name]
     return record(**values)
+
+
+def refuse_empty(name: str, value: Any) -> None:
+    """An option given with empty text (`--like ''`: a script's unset variable) is bad input.
+    Most options take an empty value as not given, so it would quietly build the default
+    image. Told apart by the value alone: invoke hands an option not given its default (None,
+    [] for a repeatable one, or text that opt() holds not empty), so empty text only comes
+    from the command line (or a site setting, which siteconfig refuses empty)."""
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str) and not item.strip():
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag} {item!r}: an empty value (an unset variable in a script?); give {flag} a "
+                            f"value, or leave it out for its default")
 
 
 def help_of(record: type, name: str) -> str:
@@ -196,7 +217,8 @@ class Network:
     proxy: str | None = opt(
         None, "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); default: "
               "http(s)_proxy of this shell; 'none' for none")
-    no_proxy: str | None = opt(None, "hosts the build reaches without the proxy (default: no_proxy of this shell)")
+    no_proxy: str | None = opt(None, "hosts the build reaches without the proxy (default: no_proxy of this shell)",
+                               empty=True)     # '': no host, not the shell's list (engine/network.py)
     network: str | None = opt(None, "'host': build steps use this machine's network (a proxy on 127.0.0.1)")
 
     def site(self, dry: bool = False, **more: Any) -> Site:

@@ -11,6 +11,7 @@ from types import ModuleType
 from invoke import Collection
 from invoke.parser import ParserContext
 
+from .. import atomic
 from ..errors import EXIT_CODES
 
 PAGE = Path("docs/tasks.md")
@@ -110,7 +111,5 @@ def render(module: ModuleType, root: Path, check: bool) -> list[Path]:
             continue
         stale.append(path)
         if not check:
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text(text)
-            tmp.replace(target)
+            atomic.write_text(target, text)
     return stale

@@ -7,13 +7,15 @@ on the command line wins over all of them. Each task takes the settings it has a
 for; a key no task takes is refused (a typo would otherwise be a silent no-op)."""
 from __future__ import annotations
 
+import difflib
 import inspect
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import console
-from ..engine.network import redact
+from ..engine.network import check_url, redact, refuse_control
 from ..errors import UserError
 
 SECTION = "ascend_build"
@@ -28,29 +30,51 @@ FLAGS = ("offline", "require_pins")      # a site's policy: never download, refu
 KEYS = TEXT + LISTS + FLAGS
 
 
-def defaults() -> dict[str, dict[str, None]]:
-    """The section with every key unset: invoke maps INVOKE_ASCEND_BUILD_<KEY> only onto keys
-    its config already has."""
-    return {SECTION: {key: None for key in KEYS}}
+ENV_PREFIX = f"INVOKE_{SECTION.upper()}_"
+# The settings whose value is a URL (a proxy, an index): checked for shape as their options are.
+URLS = ("pip_index_url", "torch_index_url", "proxy")
+
+
+def _where(key: str) -> str:
+    return f"{SECTION}.{key} in {WHERE}"
+
+
+def _text(key: str, value: Any) -> str:
+    """One text value as its option takes it: not empty, not an option (`-...`), one line of
+    printable text (a control character could write a line of its own into a config file)."""
+    if not isinstance(value, str):
+        raise UserError(f"{_where(key)}: expected a text value, got {_kind(value)}")
+    if not value.strip() or value.startswith("-"):
+        raise UserError(f"{_where(key)}: expected a text value (not empty, not one starting with '-'), "
+                        f"got {redact(value)!r}")
+    refuse_control(_where(key), value)
+    if key in URLS and value != "none":
+        check_url(_where(key), value)
+    return value
+
+
+def _kind(value: Any) -> str:
+    """What a value is, never what it holds (a mapping may hold a password)."""
+    return {dict: "a mapping", list: "a list", bool: "true/false", type(None): "nothing"}.get(
+        type(value), f"a {type(value).__name__}")
 
 
 def _value(key: str, value: Any) -> Any:
     """The setting as its option takes it, or a UserError naming the key."""
-    where = f"{SECTION}.{key} in {WHERE}"
     if key in FLAGS:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
-        raise UserError(f"{where}: {value!r} is not true or false")
+        shown = repr(redact(value)) if isinstance(value, str) else _kind(value)
+        raise UserError(f"{_where(key)}: {shown} is not true or false")
     if key in LISTS:
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(v, str) and v and not v.startswith("-") for v in items):
-            raise UserError(f"{where}: expected a list of text values (or one; none starting with '-'), got {value!r}")
-        return list(items)
-    if not isinstance(value, str) or not value or value.startswith("-"):
-        raise UserError(f"{where}: expected a text value (not one starting with '-'), got {value!r}")
-    return value
+        if not isinstance(items, list) or not items:
+            raise UserError(f"{_where(key)}: expected a list of text values (or one; none starting with '-'), "
+                            f"got {_kind(value)}")
+        return [_text(key, v) for v in items]
+    return _text(key, value)
 
 
 def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
@@ -58,12 +82,15 @@ def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
     return any(word == flag or word.startswith(flag + "=") for word in argv)
 
 
-def _key(raw: Any) -> str:
-    """A setting's name as its option's (proxy-url -> proxy_url), or a UserError: a typo would
-    otherwise be a silent no-op."""
-    key = str(raw).replace("-", "_")
+def _key(raw: Any, where: str = "") -> str:
+    """A setting's name as its option's (proxy-url -> proxy_url), or a UserError naming the
+    nearest one: a typo would otherwise be a silent no-op."""
+    key = str(raw).replace("-", "_").lower() if isinstance(raw, str) else ""
     if key not in KEYS:
-        raise UserError(f"{SECTION}.{raw} in {WHERE}: not a site setting; the settings are {', '.join(KEYS)}")
+        near = difflib.get_close_matches(key, KEYS, n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        shown = where or f"{SECTION}.{redact(str(raw))[:80]} in {WHERE}"
+        raise UserError(f"{shown}: not a site setting; {hint}the settings are {', '.join(KEYS)}")
     return key
 
 
@@ -73,22 +100,38 @@ def _section(config: Any, level: str) -> Mapping[str, Any]:
     if section is None:
         return {}
     if not isinstance(section, Mapping):
-        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {section!r}")
+        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {_kind(section)}")
     return section
 
 
-def sources(config: Any) -> dict[str, tuple[Any, str]]:
-    """Each setting set anywhere: (its value as its option takes it, where it came from), the
-    last of invoke's levels that sets it (system < user < project < environment < -f file)."""
+def environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The INVOKE_ASCEND_BUILD_<KEY> variables, each checked: one that names no setting is
+    refused (INVOKE_ASCEND_BUILD_PROXI would otherwise be ignored without a word)."""
+    found: dict[str, Any] = {}
+    for var, value in environ.items():
+        if var.upper().startswith(ENV_PREFIX):
+            key = _key(var[len(ENV_PREFIX):], where=f"the variable {var}")
+            found[key] = _value(key, value)
+    return found
+
+
+def sources(config: Any, environ: Mapping[str, str] | None = None) -> dict[str, tuple[Any, str]]:
+    """Each setting set anywhere, every one checked: (its value as its option takes it, where it
+    came from), the last of invoke's levels that sets it (system < user < project < environment
+    < -f file). The environment is read here, not through invoke's own mapping, which takes only
+    keys some file already has and says nothing of the others."""
     levels = (("_system", "_system_path"), ("_user", "_user_path"), ("_project", "_project_path"),
-              ("_env", ""), ("_runtime", "_runtime_path"))
+              ("", ""), ("_runtime", "_runtime_path"))
     found: dict[str, tuple[Any, str]] = {}
     for level, path in levels:
+        if not level:
+            env = os.environ if environ is None else environ
+            found.update({key: (value, f"{ENV_PREFIX}{key.upper()}") for key, value in environment(env).items()})
+            continue
         for raw, value in _section(config, level).items():
             key = _key(raw)
             if value is not None:
-                where = getattr(config, path, None) if path else f"INVOKE_{SECTION.upper()}_{key.upper()}"
-                found[key] = (_value(key, value), str(where))
+                found[key] = (_value(key, value), str(getattr(config, path, None)))
     return found
 
 
@@ -128,20 +171,15 @@ def show(config: Any, takers: Mapping[str, Sequence[str]]) -> None:
 
 def apply(fn: Callable[..., Any], config: Any, kwargs: dict[str, Any], argv: Sequence[str]) -> dict[str, Any]:
     """The task's arguments with the site's settings filled in where the command line gave
-    none: only the settings this task has an option for."""
-    section = config.get(SECTION) if hasattr(config, "get") else None
-    if not section:
-        return kwargs
-    if not isinstance(section, Mapping):
-        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {section!r}")
+    none: only the settings this task has an option for. Every setting is checked first, the
+    ones this task does not take too: a site's mistake shows at its first command."""
+    found = sources(config)
     params = inspect.signature(fn).parameters
     taken = []
-    for raw, value in section.items():
-        key = _key(raw)
-        if value is None or key not in params or given_on_command_line(key, argv):
-            continue
-        kwargs[key] = _value(key, value)
-        taken.append(key)
+    for key, (value, _) in found.items():
+        if key in params and not given_on_command_line(key, argv):
+            kwargs[key] = value
+            taken.append(key)
     if taken:       # names only: a proxy's value may carry its password
         console.note(f"site settings from invoke's config: {', '.join(taken)} (an option on the command line "
                      f"wins over its setting)")

@@ -85,39 +85,9 @@ def task(record: type, *, without: tuple[str, ...] = (), help: dict[str, str] | 
     return decorate
 
 
-def command_line_ends() -> None:
-    """How a task ends outside its own code, made to match the README's table: invoke ends
-    a command line it cannot parse (an unknown option, a flag without its value) with 1,
-    which the table keeps for news and blocking checks, so a parse error is bad input (2);
-    and a reader of its output that went away (`invoke matrix | head`) ends it quietly, as
-    it does any Unix tool (SIGPIPE: 141 in the shell), never with a traceback."""
+def pipe_ends_quietly() -> None:
+    """A reader of the output that went away (`invoke matrix | head`) ends the command quietly,
+    as it does any Unix tool (SIGPIPE: 141 in the shell), never with a traceback. (The rest of
+    how a command line ends before a task runs is ascend-build's: cli/entry.py.)"""
     import signal
-
-    from invoke.parser import ParseError
-    from invoke.program import Program
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    original = Program.parse_tasks
-    if getattr(original, "bad_input", False):
-        return
-
-    def parse_tasks(self: Program) -> None:
-        try:
-            original(self)
-        except ParseError as exc:
-            console.error(f"{exc} (`invoke --help TASK` lists the task's options)")
-            raise Exit(code=CODE[2].code) from None
-    parse_tasks.bad_input = True        # type: ignore[attr-defined]
-    Program.parse_tasks = parse_tasks   # type: ignore[method-assign]
-    # invoke merges its config files before any task runs; one whose shape clashes with the
-    # defaults (a list where a section is, a mapping where a value is) is bad input, not a traceback.
-    from invoke.config import AmbiguousMergeError
-    run = Program.run
-
-    def run_merged(self: Program, argv: Any = None, exit: bool = True) -> None:
-        try:
-            run(self, argv, exit)
-        except AmbiguousMergeError as exc:
-            console.error(f"invoke's config (a file or an INVOKE_ variable) does not fit: {exc}; the site settings "
-                          f"are a mapping under ascend_build: (docs/mirrors.md)")
-            raise SystemExit(CODE[2].code) from None
-    Program.run = run_merged            # type: ignore[method-assign]

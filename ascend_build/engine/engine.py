@@ -306,10 +306,30 @@ class Engine:
         return self.command("tag", image, check_ref(tag, "tag"))
 
     def remove(self, *refs: str, force: bool = False) -> bool:
+        """`rmi`: True when every ref went. False when the engine refused one, e.g. an image
+        a container uses, running or stopped ("conflict: unable to delete ..."): the
+        caller asks `containers_of` who uses it."""
         if not refs:
             return True
         args = ["rmi", *(["--force"] if force else []), *(check_ref(r) for r in refs)]
         return subprocess.run(self.command(*args), capture_output=True, start_new_session=True).returncode == 0
+
+    def containers_of(self, image: str) -> list[str]:
+        """The ids of the containers, running or stopped, made from this image (or one built
+        on it): what keeps `remove` from removing it."""
+        # An id bare: podman compares it with its own ids, which have no "sha256:"; docker takes either.
+        ref = image.removeprefix("sha256:") if _ID.match(check_ref(image)) else image
+        out = self._run("ps", "--all", "--no-trunc", "--quiet", "--filter", f"ancestor={ref}", timeout=60)
+        return [cid for cid in out.stdout.split() if _ID.match(cid)] if out.returncode == 0 else []
+
+    def remove_containers(self, *ids: str) -> bool:
+        """`rm --force` (a running one too): True when every one went."""
+        if not ids:
+            return True
+        bad = [cid for cid in ids if not _ID.match(cid)]
+        if bad:
+            raise UserError(f"{bad[0]!r} is not a container id")
+        return self._run("rm", "--force", *ids, timeout=120).returncode == 0
 
     def images(self, repository: str | None = None) -> list[str]:
         """repository:tag of every tagged image (of one repository)."""

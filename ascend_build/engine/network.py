@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shlex
 import ssl
 import urllib.parse
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import UserError
+from .credentials import redact_value as redact  # one value, any shape: secrets' one home
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
@@ -113,14 +115,37 @@ def tls_hint(log_tail: str) -> str:
     return ""
 
 
-def redact(url: str) -> str:
-    """A URL fit for a log line: the password replaced."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+# Control characters end a line of a config file or a header: a value holding one could write
+# a line of its own (an `extra-index-url` the site never chose) into what the build reads.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def refuse_control(what: str, value: str) -> None:
+    """A UserError when the value holds a control character (a newline, a tab, NUL...)."""
+    found = _CONTROL.search(value)
+    if found:
+        raise UserError(f"{what}: {redact(_CONTROL.sub('?', value))!r} holds a control character "
+                        f"({found.group()!r} at {found.start()}); a setting is one line of printable text")
+
+
+def check_url(what: str, url: str, schemes: tuple[str, ...] = ("http", "https", "socks5", "socks5h")) -> None:
+    """The shape of a proxy's or an index's URL, read as text: a scheme, a host, a port that is
+    a number from 1 to 65535 where one is given, no control character and no space. Messages
+    show it redacted."""
+    refuse_control(what, url)
+    like = "http://[user:password@]host:port" if "socks5" in schemes else "https://[user:password@]host[:port]/path"
+    if " " in url:
+        raise UserError(f"{what}: {redact(url)!r} holds a space; expected a URL like {like}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise UserError(f"{what}: {redact(url)!r}: the port is not a number from 1 to 65535; expected a URL "
+                        f"like {like}") from None
+    if parts.scheme not in schemes or not parts.hostname or "://" not in url:
+        raise UserError(f"{what}: {redact(url)!r} is not a URL like {like}")
+    if port == 0:
+        raise UserError(f"{what}: {redact(url)!r}: the port is not a number from 1 to 65535")
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -144,14 +169,14 @@ def check(net: Network) -> None:
     if net.pip_index_url:
         urls.append(("--pip-index-url", net.pip_index_url))
     for var, url in urls:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname:
-            raise UserError(f"{var}: {redact(url)!r} is not a URL like http://[user:password@]host:port")
+        check_url(var, url)
         # A proxy or mirror on the build machine's loopback (cntlm, px, a local devpi) is
         # not reachable from a RUN step in the engine's default network; the host network is.
-        if _is_loopback(parts.hostname) and net.mode != "host":
+        if _is_loopback(urllib.parse.urlsplit(url).hostname) and net.mode != "host":
             raise UserError(f"{var} {redact(url)} is on this machine's loopback, which build steps cannot reach "
                             f"on the engine's default network; add --network host")
+    if "no_proxy" in net.proxy:
+        refuse_control("no_proxy", net.proxy["no_proxy"])
 
 
 def secret_files(net: Network, folder: Path, fresh: bool = False) -> dict[str, Path]:
@@ -165,15 +190,42 @@ def secret_files(net: Network, folder: Path, fresh: bool = False) -> dict[str, P
     if net.ca_bundle:
         secrets["ca-bundle"] = Path(net.ca_bundle).resolve()
     if net.pip_index_url:
-        secrets["pip-conf"] = _private(folder / "pip.conf", f"[global]\nindex-url = {net.pip_index_url}\n")
+        secrets["pip-conf"] = _private(folder / "pip.conf", ini_file({"global": {"index-url": net.pip_index_url}}))
     # Both cases: curl reads only the lower-case http_proxy, pip and apt read either.
-    lines = [f"export {var}={shlex.quote(value)} {var.upper()}={shlex.quote(value)}"
-             for var, value in sorted(net.proxy.items())]
+    exports = {}
+    for var, value in sorted(net.proxy.items()):
+        exports[var] = exports[var.upper()] = value
     if fresh:
-        lines.append("export PIP_FRESH=1")
-    if lines:
-        secrets["proxy-env"] = _private(folder / "proxy.env", "\n".join(lines) + "\n")
+        exports["PIP_FRESH"] = "1"
+    if exports:
+        secrets["proxy-env"] = _private(folder / "proxy.env", shell_exports(exports))
     return secrets
+
+
+def ini_file(sections: Mapping[str, Mapping[str, str]]) -> str:
+    """An INI file (pip.conf) from values, one line each: a value that could end its line and
+    start another is refused, never joined in."""
+    lines = []
+    for name, values in sections.items():
+        refuse_control(f"[{name}]", name)
+        lines.append(f"[{name}]")
+        for key, value in values.items():
+            refuse_control(key, key)
+            refuse_control(key, value)
+            lines.append(f"{key} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+def shell_exports(values: Mapping[str, str]) -> str:
+    """A file a shell sources (proxy.env): one quoted `export NAME=value` per value; names are
+    shell names, values one line of text."""
+    lines = []
+    for name, value in values.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UserError(f"{name!r}: not a variable name a shell takes")
+        refuse_control(name, value)
+        lines.append(f"export {name}={shlex.quote(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def describe(net: Network) -> list[str]:

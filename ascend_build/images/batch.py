@@ -29,6 +29,7 @@ class Outcome:
     status: Status
     detail: str
     log: Path | None
+    code: int = 0           # its error's exit code (README's table): a dry --all ends with the worst
 
 
 Layer = tuple[userlayer.LayerRequest, LayerLock]     # the request and its lock
@@ -76,12 +77,21 @@ def _attempt(outcomes: list[Outcome], name: str, platform: str, log: Path | None
     try:
         built = run()
     except UserError as exc:
-        console.error(str(exc))
-        outcomes.append(Outcome(name, platform, "failed", str(exc).splitlines()[0][:160],
-                                log if log and log.exists() else None))
+        outcomes.append(_failed(name, platform, exc, log if log and log.exists() else None))
         return None
     outcomes.append(Outcome(name, platform, "tagged", built.tags.readable, built.log))
     return built
+
+
+def _failed(name: str, platform: str, exc: UserError, log: Path | None) -> Outcome:
+    console.error(str(exc))
+    return Outcome(name, platform, "failed", str(exc).splitlines()[0][:160], log, exc.exit_code)
+
+
+def worst(outcomes: list[Outcome]) -> int:
+    """The code a dry `--all`, which builds nothing, ends with: the highest of its failed rows'
+    codes (README's table: 2 bad input, 3 a CANN package, 6 the engine, ...); 0: none failed."""
+    return max((o.code for o in outcomes if o.status == "failed"), default=0)
 
 
 def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list[Layer]:
@@ -94,8 +104,7 @@ def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcom
             req = userlayer.LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
             ready += prepare(matrix, cell, site, inputs, [req])
         except UserError as exc:
-            console.error(str(exc))
-            outcomes.append(Outcome(name, cell.platform, "failed", str(exc).splitlines()[0][:160], None))
+            outcomes.append(_failed(name, cell.platform, exc, None))
     return ready
 
 

@@ -232,6 +232,9 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
         if given:
             raise UserError(f"{', '.join(given)}: stack {cell.stack.name} is {cell.stack.title}, which has no "
                             f"torch_npu or apex; these flags are for torch stacks (--torch)")
+    from .sources import check_source
+    check_source("--torch-npu-src", inputs.torch_npu_src)
+    check_source("--apex-src", inputs.apex_src)
     _check_torch_npu_source(cell, inputs)
     if site.require_pins and cell.python_source and not cell.python_source.sha256:
         raise PackageError(f"CPython {cell.python_source.version} tarball has no sha256 (pythons."

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jinja2
 
+from .. import atomic
 from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_kernels, expected_toolkit
 from ..matrix.eras import INSTALLER_LOGS
 from ..matrix.eras import NNAL as NNAL_FILE
@@ -222,21 +223,23 @@ def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderRepo
         stale.append(r.path)
         if not check:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text(r.text)
-            tmp.replace(target)
+            atomic.write_text(target, r.text)      # processes rendering at once each replace it whole
             written.append(r.path)
     images = root / "images"
     extra = sorted(p.relative_to(root) for p in images.rglob("Dockerfile") if p.relative_to(root) not in wanted) \
         if images.exists() else []
     if not check:
         for p in extra:
-            (root / p).unlink()
+            (root / p).unlink(missing_ok=True)     # another render at once may have removed it first
             _prune_empty((root / p).parent, images)
     return RenderReport(written, stale, extra)
 
 
 def _prune_empty(folder: Path, stop: Path) -> None:
-    while folder != stop and folder.exists() and not any(folder.iterdir()):
-        folder.rmdir()
+    """Empty folders removed, up to `stop`; the first not empty (or gone: another render at once) ends it."""
+    while folder != stop:
+        try:
+            folder.rmdir()
+        except OSError:         # not empty, or gone already
+            return
         folder = folder.parent

@@ -16,12 +16,12 @@ from typing import Literal
 
 from .. import console
 from .. import engine as eng
-from ..engine import interrupts
+from ..engine import credentials, interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
 from ..inputs.baseimage import advice, debian_base, local_pattern
 from ..inputs.options import Site
-from ..inputs.trees import Checkout, Expected, checkout, parse_source, repository_with
+from ..inputs.trees import ARCHIVES, Checkout, Expected, checkout, parse_source, repository_with
 from ..locking import torch_index
 from ..locking.torch_index import check_mirror
 from ..matrix import BuilderCell, Matrix
@@ -178,6 +178,34 @@ def default_source(matrix: Matrix, kind: str, stack_name: str) -> tuple[str, str
     return src.repo, src.ref
 
 
+def check_source(option: str, text: str | None, submodules: tuple[str, ...] | list[str] = ()) -> None:
+    """A wheel's source as given (--src, --torch-npu-src, --apex-src; None or `upstream`: the
+    matrix's) and its --submodule-src, refused as the real run would refuse them, but before
+    anything is planned: a dry run ends as the real one would. Only what the value itself
+    shows; the tree's commit and version, and a URL that does not answer, are the real run's."""
+    if text is not None and text != "upstream":
+        location, ref = parse_source(text)
+        path = Path(location)
+        shown = f"{option} {credentials.redact(text)!r}"      # a URL may carry a token
+        if path.is_file() and not path.name.endswith(ARCHIVES + (".bundle",)):
+            raise UserError(f"{shown}: a source is a folder (a checkout or a plain tree), a git bundle (.bundle) "
+                            f"or a tarball ({', '.join(ARCHIVES)})")
+        if not path.exists():
+            # What git would be asked to clone: it would read a value that begins with - as an
+            # option of its own (--upload-pack=... runs a command), and an empty ref as HEAD.
+            for value, what in ((location, "a source URL"), (ref, "a ref")):
+                if value is not None and value.startswith("-"):
+                    raise UserError(f"{shown}: {credentials.redact(value)!r} is not {what}: a value that begins "
+                                    f"with - would be read as an option of git")
+            if ref is not None and not ref.strip():
+                raise UserError(f"{shown}: no ref after the URL; give URL@REF (a tag or a commit), or the URL alone")
+            if not re.match(r"[^/]*:", location):     # no scheme (https://) nor scp's host: (git@host:path)
+                raise UserError(f"{shown}: no such file or folder, and not a URL (URL@REF)")
+    for given in submodules:
+        if not Path(given).exists():
+            raise UserError(f"--submodule-src {given!r}: no such file or folder")
+
+
 def _no_tag(matrix: Matrix, version: str) -> str:
     near = sorted(v for v in matrix.torch_npu_tags if v.split(".post")[0] == version.split(".post")[0])
     return (f"no release tag builds torch_npu {version} (imported.yaml torch_npu_tags, from `invoke update "
@@ -244,8 +272,8 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
                         f"{', '.join(apex.pythons)}, not {python}: choose one of them (--python), or give an apex tree "
                         f"whose scripts/build.sh takes {python} (--src; --apex-src to build)")
     if site.dry:
-        console.show(f"# {kind.name}: source {location}{'@' + ref if ref else ''}, builder {bcell.flavor.name}, "
-                     f"python {python}")
+        console.show(f"# {kind.name}: source {credentials.redact(location)}{'@' + ref if ref else ''}, "
+                     f"builder {bcell.flavor.name}, python {python}")
         build_builder(matrix, bcell, site, engine, builder_repository)
         console.show(f"# then: in a container of the builder, bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 from .. import console
 from .. import engine as eng
@@ -80,11 +81,12 @@ def check_base(engine: eng.Engine, base: str, platform: str, advice: str,
 def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: Tags, log: Path,
                    test: Callable[[str], int], finish: Callable[[str], str] | None = None,
                    keep_failed: bool = False) -> str:
-    """Build an untagged candidate, test it, and tag it only when the tests pass.
-    `finish` turns the candidate into the image that is tested and tagged (a runtime image
-    gets its manifest and SBOM there). What this leaves behind is only the tagged image:
-    a failed one is removed (`keep_failed` keeps it to debug), and an image the tags moved
-    away from is removed once nothing names it."""
+    """Build an untagged candidate, test it, and tag it only when the tests pass (exit 0;
+    any other end is a failure, and a Ctrl-C one an interrupt). `finish` turns the
+    candidate into the image that is tested and tagged (a runtime image gets its manifest
+    and SBOM there). What this leaves behind is only the tagged image: a failed one is
+    removed (`keep_failed` keeps it to debug), and an image the tags moved away from is
+    removed once nothing names it."""
     assert req.iidfile is not None
     req.iidfile.unlink(missing_ok=True)
     console.say(f"building {what}; log: {log}")
@@ -101,28 +103,60 @@ def build_test_tag(engine: eng.Engine, req: eng.BuildRequest, what: str, tags: T
         raise
     # The candidate before `finish` is nobody's: the finished image carries its layers.
     leftovers = [candidate] if image != candidate else []
+    before: set[str] | None = None      # the containers of the image before its suite: not the suite's
     try:
+        before = set(engine.containers_of(image))
         verdict = test(image)
     except BaseException:
         # Ctrl-C (or a crash) during the suite: what was built is nobody's; no tag was set.
         with interrupts.deferred():
-            remove_untagged(engine, [image] + leftovers)
+            remove_untagged(engine, [image] + leftovers, before)
         raise
     if verdict != 0:
-        if keep_failed:
-            raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged. It is kept (--keep-failed):"
-                              f" rerun them with `invoke test --image {image}`, remove it with "
-                              f"`{engine.client} rmi {image}`")
-        with interrupts.deferred():
-            remove_untagged(engine, [image] + leftovers)
-        raise TestsFailed(f"image tests failed for {image} ({what}); nothing was tagged and the image was removed "
-                          f"(build again with --keep-failed to keep it for debugging)")
+        _failed(engine, image, what, verdict, leftovers, before, keep_failed)
     interrupts.check()                  # one that came between the steps
     tag_all(engine, image, tags)
     with interrupts.deferred():
-        remove_untagged(engine, leftovers)
+        remove_untagged(engine, leftovers, before)
     console.say(f"tested and tagged {image}:\n  " + "\n  ".join(tags))
     return image
+
+
+def _failed(engine: eng.Engine, image: str, what: str, verdict: int, leftovers: list[str],
+            before: set[str] | None, keep_failed: bool) -> NoReturn:
+    """The suite did not pass: nothing is tagged, and what was built goes (unless kept)."""
+    failed = f"image tests failed for {image} ({what}; {suite_ended(verdict)}); nothing was tagged"
+    if keep_failed:
+        raise TestsFailed(f"{failed}. It is kept (--keep-failed): rerun them with `invoke test --image {image}`, "
+                          f"remove it with `{engine.client} rmi {image}`")
+    with interrupts.deferred():
+        left = remove_untagged(engine, [image] + leftovers, before)
+    if image in left:
+        raise TestsFailed(f"{failed}; the image is left untagged: a container uses it (the warning above names it)")
+    raise TestsFailed(f"{failed} and the image was removed (build again with --keep-failed to keep it for debugging)")
+
+
+# pytest's exit codes (pytest.ExitCode), said in the gate's message; only 0 passes. 2 is
+# a collection error as well as pytest's own Ctrl-C: a Ctrl-C this task saw too ends as
+# an interrupt in the runner (exit 130), not here.
+PYTEST_EXITS = {1: "tests failed", 2: "interrupted, or an error while collecting", 3: "pytest's internal error",
+                4: "pytest's usage error", 5: "no tests were collected"}
+
+
+def suite_ended(code: int) -> str:
+    """How a suite's run ended, in words: its exit code and what pytest means by it, or
+    the signal that killed it."""
+    if code < 0:
+        return f"the suite was killed by {_signal_name(-code)}"
+    meaning = PYTEST_EXITS.get(code) or (f"128 + {_signal_name(code - 128)}" if code > 128 else "")
+    return f"the suite ended with exit {code}" + (f": {meaning}" if meaning else "")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
@@ -135,10 +169,17 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
         return None
     if retest:
         console.say(f"{tags.content} is here; --retest: running its suite again")
-        if test(found) != 0:
+        verdict = test(found)
+        if verdict != 0:
             with interrupts.deferred():
-                engine.remove(*tags)
-            raise TestsFailed(f"{tags.content} ({what}) failed its suite again; its tags were removed")
+                # The engine keeps the last tag of an image a container uses (`rmi` without force).
+                kept = [] if engine.remove(*tags) else [t for t in tags if engine.exists(t)]
+            said = f"{tags.content} ({what}) failed its suite again ({suite_ended(verdict)})"
+            if kept:
+                users = ", ".join(engine.containers_of(found)) or "none listed"
+                raise TestsFailed(f"{said}; its tags were removed but {', '.join(kept)}, which the engine keeps while "
+                                  f"a container uses the image ({users})")
+            raise TestsFailed(f"{said}; its tags were removed")
     tag_all(engine, found, tags)
     console.say(f"{tags.content} is here, tested when it was tagged from these same inputs: reused ({found[:19]}; --retest "
                 f"runs its suite again, --no-cache builds it again):\n  " + "\n  ".join(tags))
@@ -166,11 +207,31 @@ def tag_all(engine: eng.Engine, image: str, tags: Tags) -> None:
         remove_untagged(engine, sorted(before - {new}))
 
 
-def remove_untagged(engine: eng.Engine, images: list[str]) -> None:
-    """Remove these images where no tag names them (an image something still uses stays)."""
+def remove_untagged(engine: eng.Engine, images: list[str], before_suite: set[str] | None = None) -> list[str]:
+    """Remove these images where no tag names them; returns those it could not. The engine
+    refuses to remove an image a container uses, running or stopped. A container that was
+    not there before the image's suite ran (`before_suite`) is the suite's own, left by a
+    suite killed before its teardown: it goes, then the image. Any other is someone's (a
+    job on an image the tags moved away from): the image stays, and a warning names both."""
+    left = []
     for image in images:
-        if engine.tag_count(image) == 0:
-            engine.remove(image)
+        if engine.tag_count(image) != 0:      # a tag names it, or it is gone
+            continue
+        if engine.remove(image):
+            continue
+        users = engine.containers_of(image)
+        suites = [c for c in users if before_suite is not None and c not in before_suite]
+        if suites and engine.remove_containers(*suites) and engine.remove(image):
+            console.say(f"removed {image} after the containers its suite left: {', '.join(c[:12] for c in suites)}")
+            continue
+        if engine.exists(image):
+            left.append(image)
+            still = engine.containers_of(image)
+            console.warn(f"left {image} untagged: containers use it ({', '.join(still)}); once they are gone, "
+                         f"`{engine.client} rmi {image}` removes it" if still else
+                         f"left {image} untagged: the engine refused to remove it (`{engine.client} rmi {image}` "
+                         f"says why)")
+    return left
 
 
 def kind_of(engine: eng.Engine, image: str) -> str:
@@ -194,6 +255,6 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
         console.say("$ " + eng.show(cmd))
         # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
         code = eng.run(cmd, cwd=ROOT, env=env, inherit=False)
-        if code != 0:
+        if code != 0:       # any code but 0 fails: 5 (nothing collected) proves nothing; a signal's is < 0
             return code
     return 0

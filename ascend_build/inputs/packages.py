@@ -11,12 +11,11 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
-from .. import console
+from .. import atomic, console
 from ..chips import known
 from ..errors import PackageError, PackageMissing, PackageUnreachable
 from ..hashing import CHUNK, sha256_of
@@ -370,19 +369,8 @@ def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
     a file the import names (imported.yaml is machine-written). Returns (file name, sha256).
     Two pins at once each keep theirs: the file is locked, read again under the lock, and
     replaced through a temporary file of this run's own."""
-    with _locked(matrix.path):
+    with atomic.locked(matrix.path):
         return _pin(load_matrix(matrix.path), files)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    import fcntl
-    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def python_tarballs(matrix: Matrix) -> dict[str, str]:
@@ -444,14 +432,7 @@ def _pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
         done.append((path.name, digest))
     if pins != dict(matrix.cann_pins):
         lines = _with_pins(matrix, lines, pins)
-    fd, tmp = tempfile.mkstemp(prefix=f".{matrix.path.name}.", suffix=".tmp", dir=matrix.path.parent)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write("".join(lines))
-        os.chmod(tmp, matrix.path.stat().st_mode & 0o777)
-        os.replace(tmp, matrix.path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    atomic.write_text(matrix.path, "".join(lines))       # pin() holds its lock
     return done
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import console
-from ..engine import interrupts
+from ..engine import credentials, interrupts
 from ..errors import UserError
 from ..upstream.pytorch_git import VERSION_LINE
 
@@ -40,8 +40,10 @@ class Checkout:
     origin: str
 
 
-def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd)
+def _git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`env`: added to this process's environment (credentials: never in `args`)."""
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **env} if env else None)
 
 
 def parse_source(text: str) -> tuple[str, str | None]:
@@ -150,16 +152,19 @@ def _clone(url: str, ref: str, dest: Path) -> None:
     for value, what in ((url, "a source URL"), (ref, "a ref")):
         if value.startswith("-"):
             raise UserError(f"{value!r} is not {what}: a value that begins with - would be read as an option of git")
-    out = _git("clone", "-q", "--depth", "1", "--branch", ref, "--", url, str(dest))
+    # A password in the URL goes to git by its environment: a command line is anyone's to read.
+    bare, env = credentials.git_url(url)
+    out = _git("clone", "-q", "--depth", "1", "--branch", ref, "--", bare, str(dest), env=env)
     if out.returncode != 0:                         # a commit, not a branch or tag: fetch it by id
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        for step in (["init", "-q"], ["fetch", "-q", "--depth", "1", "--", url, ref], ["checkout", "-q", "FETCH_HEAD"]):
-            out = _git(*step, cwd=dest)
+        for step in (["init", "-q"], ["fetch", "-q", "--depth", "1", "--", bare, ref], ["checkout", "-q", "FETCH_HEAD"]):
+            out = _git(*step, cwd=dest, env=env)
             if out.returncode != 0:
                 break
     if out.returncode != 0:
-        raise UserError(f"cannot fetch {url}@{ref}: {out.stderr.strip()[-300:]}\n"
+        raise UserError(f"cannot fetch {credentials.redact(url)}@{ref}: "
+                        f"{credentials.redact(out.stderr.strip()[-300:])}\n"
                         f"Pass the source instead: a checkout with its submodules, a git bundle or a tarball "
                         f"(--src PATH, --submodule-src PATH).")
 
@@ -197,7 +202,7 @@ def verify(root: Path, expect: Expected, plain: bool, known: dict[str, str] | No
     found: dict[str, str] = {}
     for sub, commit in sorted(expect.submodules.items()):
         where = root / sub
-        source = urls.get(sub, "its repository, as .gitmodules names it")
+        source = credentials.redact(urls.get(sub, "its repository, as .gitmodules names it"))
         if _subdir_empty(where):
             raise UserError(f"{sub} is missing or empty in {root}: {expect.what} needs it at commit {commit} "
                             f"({source}). In a checkout: git submodule update --init {sub}; offline: "
@@ -291,14 +296,16 @@ def checkout(location: str, ref: str | None, cache: Path, expect: Expected | Non
             subs = verify(tree, expect, plain, placed)
             got = head_commit(tree) or (tar_commit(path) if path.is_file() and path.name.endswith(ARCHIVES) else None)
             if commit and got and got != commit:
-                raise UserError(f"{location} is commit {got[:12]}, not {expect.what}, commit {commit[:12]}")
+                raise UserError(f"{credentials.redact(location)} is commit {got[:12]}, not {expect.what}, "
+                                f"commit {commit[:12]}")
             (tree / ".ascend-build-source").write_text(_revision(tree, plain and not got, subs, got) + "\n")
             _publish(tree, dest)
         finally:
             with interrupts.deferred():
                 shutil.rmtree(tmp, ignore_errors=True)
     revision = (dest / ".ascend-build-source").read_text().strip()
-    return Checkout(dest, revision, f"{location}@{ref}" if ref else location)
+    origin = credentials.redact(location)          # said in the log and kept beside the wheel
+    return Checkout(dest, revision, f"{origin}@{ref}" if ref else origin)
 
 
 def _revision(root: Path, plain: bool, subs: dict[str, str], commit: str | None = None) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from .. import atomic
 from ..errors import UserError
 from ..matrix.model import Cell
 from .layerlock import (
@@ -69,7 +70,7 @@ def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held,
     else:
         said.append(f"user layer {name!r}: {path} made ({len(new.packages)} packages)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    atomic.write_text(path, text)     # replaced whole: a build reading it at once sees the old or the new
     return new, said
 
 

@@ -11,6 +11,7 @@ Python (any glibc), so a lock names a handful of files per package, not every bu
 of it; torch and torch_npu's hashes must agree with Huawei's published sums."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -24,13 +25,16 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from ..engine.network import Network, redact
+from .. import atomic
+from ..engine import credentials
+from ..engine.network import Network
 from ..errors import UserError
 from ..matrix.model import Matrix, Stack
 from . import torch_index
 from .lock import (
     ALL_LAYERS,
     HEADER,
+    LOCKS,
     folder,
     huawei_arch_of,
     huawei_sums,
@@ -72,16 +76,12 @@ class Index:
             with self.net.opener().open(req, timeout=60) as resp:
                 body, kind = resp.read(), resp.headers.get("Content-Type", "")
         except OSError as exc:
-            raise UserError(f"{_redact(url)}: {exc}; check --pip-index-url, --ca-bundle and --proxy") from None
+            raise UserError(credentials.redact(f"{url}: {exc}; check --pip-index-url, --ca-bundle and --proxy")) from None
         if "json" in kind:
             doc = json.loads(body)
             return [(f["filename"], f["hashes"]["sha256"]) for f in doc.get("files", []) if "sha256" in f.get("hashes", {})]
         return [(urllib.parse.unquote(href.rsplit("/", 1)[-1]), sha) for href, sha in
                 re.findall(r'href="([^"#]+)#sha256=([0-9a-f]{64})"', body.decode(errors="replace"))]
-
-
-def _redact(url: str) -> str:
-    return re.sub(r"//[^/@]+@", "//***@", url)
 
 
 def target_tags(python: str, arch: str) -> set[Tag]:
@@ -191,17 +191,23 @@ def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, 
         cmd = [uv_binary(), "pip", "compile", *paths, "--python-version", python,
                "--python-platform", f"{arch}-manylinux_{RESOLVE_GLIBC}", "--only-binary", ":all:",
                "--annotation-style", "line", "--no-header", "--quiet", "--no-config",
-               "--index-url", net.index_url, "--output-file", str(output)]
+               "--output-file", str(output)]
+        # The indexes go to uv by its environment (as --index-url and --extra-index-url would):
+        # their URLs may carry a password, and a command line is anyone's to read (ps).
+        indexes = {"UV_INDEX_URL": net.index_url}
         if constraints:
             (Path(tmp) / "constraints.txt").write_text("\n".join(constraints) + "\n")
             cmd += ["--constraint", str(Path(tmp) / "constraints.txt")]
         if extra_index:
-            cmd += ["--extra-index-url", extra_index, "--index-strategy", "unsafe-best-match"]
+            indexes["UV_EXTRA_INDEX_URL"] = extra_index
+            cmd += ["--index-strategy", "unsafe-best-match"]
         if find_links:
             cmd += ["--find-links", str(find_links)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env=net.host_env())
+        env = {**net.host_env(), **indexes}
+        credentials.echo(cmd, {k: v for k, v in env.items() if k in (*indexes, "HTTPS_PROXY")})
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if done.returncode != 0:
-            return _redact(done.stderr.strip()[-3000:])
+            return credentials.redact(done.stderr.strip()[-3000:])
         return parse_compiled(output.read_text())
 
 
@@ -249,7 +255,7 @@ def make(matrix: Matrix, stack: Stack, python: str, arch: str, net: Network, ind
                          f"under a tag for any platform: left out of this {arch} lock")
         picked = [p for p in picked if p not in foreign]
         if not picked:
-            raise UserError(f"{name}=={version}: {'the torch index ' + redact(only) if only else 'the index'} "
+            raise UserError(f"{name}=={version}: {'the torch index ' + credentials.redact(only) if only else 'the index'} "
                             f"has no wheel for CPython {python} on {arch} (stack {stack.name}); the image would have "
                             f"to build it from source")
         project = next((p for p in sums if normalize(p) == normalize(name)), None)     # torch, torch_npu, mindspore
@@ -312,20 +318,32 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
         torch_index.reach(src, net)      # seconds, before uv would retry an index that does not answer
     index = Index(net, tuple(sorted({src.index for src in sources if src.index})))
     changes = []
-    for stack, python, arch in cells:
-        where = folder(root, stack, python, arch)
-        try:
-            old = read(root, matrix.stacks[stack], python, arch)
-        except UserError:
-            old = None
-        prefer = None if upgrade or old is None else pinned_versions(old.files)
-        files = make(matrix, matrix.stacks[stack], python, arch, net, index, prefer)
-        if old is not None and old.files == files:
-            continue
-        warnings = [line[2:] for text in files.values() for line in text.splitlines() if "mirror copy" in line]
-        changes.append(Change(where, diff_packages(old.files if old else None, files), old is None, warnings))
-        if write:
-            where.mkdir(parents=True, exist_ok=True)
-            for layer, text in files.items():
-                (where / f"{layer}.txt").write_text(text)
+    for cell in cells:      # two `invoke lock` at once take turns, cell by cell (.locks.lock beside locks/)
+        with atomic.locked(root / LOCKS) if write else contextlib.nullcontext():
+            change = _lock_cell(matrix, root, cell, net, index, write, upgrade)
+        if change is not None:
+            changes.append(change)
     return changes
+
+
+def _lock_cell(matrix: Matrix, root: Path, cell: tuple[str, str, str], net: Network, index: Index, write: bool,
+               upgrade: bool) -> Change | None:
+    """One cell's lock read, remade, and written if it changed (the caller holds locks/ from
+    the read to the last file, so the later of two writers reads what the earlier wrote and
+    a cell's files never mix two runs); each file replaced whole."""
+    stack, python, arch = cell
+    where = folder(root, stack, python, arch)
+    try:
+        old = read(root, matrix.stacks[stack], python, arch)
+    except UserError:
+        old = None
+    prefer = None if upgrade or old is None else pinned_versions(old.files)
+    files = make(matrix, matrix.stacks[stack], python, arch, net, index, prefer)
+    if old is not None and old.files == files:
+        return None
+    warnings = [line[2:] for text in files.values() for line in text.splitlines() if "mirror copy" in line]
+    if write:
+        where.mkdir(parents=True, exist_ok=True)
+        for layer, text in files.items():
+            atomic.write_text(where / f"{layer}.txt", text)
+    return Change(where, diff_packages(old.files if old else None, files), old is None, warnings)

@@ -8,6 +8,7 @@ with pip (so a site's PyPI mirror, proxy and CA work as they do for builds)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..chips import known
+from ..engine import credentials
 from ..errors import UserError
 from ..platforms import ARCHES
 
@@ -278,16 +280,40 @@ def _read_wheels(doc, src: Source, projects: tuple[str, ...] = ("torch", "torch_
     return dict(sorted(wheels.items(), key=lambda kv: (kv[0].split("-")[1], int(kv[0].split("-")[0][3:]))))
 
 
+# pip reads each of its options from PIP_<NAME> as well: the ones that are URLs go there, as
+# an index's and a proxy's carry passwords and a command line is anyone's to read (ps).
+PIP_ENV = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL", "--proxy": "PIP_PROXY"}
+
+
+def pip_env(pip_args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """pip's options (`--index-url URL`, `--proxy=URL`, ...) split into the ones that stay on
+    its command line and the environment that carries the URLs."""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    rest = iter(pip_args)
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        if name in PIP_ENV:
+            var, url = PIP_ENV[name], value if eq else next(rest, "")
+            # extra indexes add up (pip splits the variable at blanks); the others: the last one given
+            env[var] = f"{env[var]} {url}" if var == "PIP_EXTRA_INDEX_URL" and var in env else url
+        else:
+            args.append(arg)
+    return args, env
+
+
 def fetch(version: str, dest: Path, pip_args: list[str] | None = None) -> Path:
     """`pip download --no-deps ascend-deployer==VERSION` (or the newest with "latest")."""
     spec = PACKAGE if version == "latest" else f"{PACKAGE}=={version}"
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.glob("*.whl"))
+    args, env = pip_env(pip_args or [])
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
-           "-q", "-d", str(dest), spec, *(pip_args or [])]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+           "-q", "-d", str(dest), spec, *args]
+    credentials.echo(cmd, env)
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     if out.returncode != 0:
-        raise UserError(f"cannot fetch {spec} with pip: {(out.stderr or out.stdout).strip()[-400:]}\n"
+        raise UserError(f"cannot fetch {spec} with pip: {credentials.redact((out.stderr or out.stdout).strip()[-400:])}\n"
                         f"On a site without the index, pass a copy: invoke update --from DIR-OR-WHEEL")
     wheels = sorted(dest.glob("ascend_deployer-*.whl"))
     if version != "latest":

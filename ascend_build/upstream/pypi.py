@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from ..engine.credentials import redact
 from ..errors import UserError
 from ..platforms import ARCHES
 
@@ -80,7 +81,7 @@ def files(project: str, pip_args: list[str] | None = None) -> list[IndexFile]:
         with _opener(args).open(request, timeout=60) as r:
             return parse_page(r.read().decode(), r.headers.get("Content-Type", ""))
     except OSError as e:
-        raise UserError(f"cannot read {url} (the package index's page for {project}): {e}") from e
+        raise UserError(redact(f"cannot read {url} (the package index's page for {project}): {e}")) from e
 
 
 def releases(index_files: list[IndexFile], pre: bool = False) -> dict[str, Release]:

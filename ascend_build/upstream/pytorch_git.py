@@ -7,12 +7,14 @@ where 2.1.0.post8 is the tag v6.0.rc3-pytorch2.1.0), so a source build names a t
 checks its commit; the version comes from the tree itself, never from the tag's name."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine import credentials
 from ..errors import UserError
 
 # v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
@@ -45,16 +47,20 @@ def git_dir(location: str, work: Path) -> tuple[Path, str]:
             if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
                 return candidate, location
         raise UserError(f"--pytorch-git {location}: not a git checkout or a bare repository")
+    shown = credentials.redact(location)
     if location.startswith("-"):
-        raise UserError(f"--pytorch-git {location!r}: not a URL or a path (a value that begins with - would be "
+        raise UserError(f"--pytorch-git {shown!r}: not a URL or a path (a value that begins with - would be "
                         f"read as an option of git)")
     dest = work / "pytorch.git"
-    out = subprocess.run(["git", "clone", "--bare", "--quiet", "--", location, str(dest)], capture_output=True,
-                         text=True)
+    # A password in the URL goes to git by its environment (a command line is anyone's to
+    # read), and the matrix names the URL without it.
+    bare, env = credentials.git_url(location)
+    out = subprocess.run(["git", "clone", "--bare", "--quiet", "--", bare, str(dest)], capture_output=True,
+                         text=True, env={**os.environ, **env})
     if out.returncode != 0:
-        raise UserError(f"--pytorch-git {location}: cannot clone: {out.stderr.strip()[-300:]}\n"
+        raise UserError(f"--pytorch-git {shown}: cannot clone: {credentials.redact(out.stderr.strip()[-300:])}\n"
                         f"Pass a local copy of Ascend/pytorch (a clone or mirror with its tags) instead.")
-    return dest, location
+    return dest, bare
 
 
 def tree_version(gitdir: Path, commit: str) -> str | None:
@@ -111,7 +117,8 @@ def update(matrix_path: Path, location: str) -> tuple[Path, str, str, list[str]]
         gitdir, origin = git_dir(location, Path(tmp))
         records, notes = read_tags(gitdir, list(build.submodules) if build else [], list(build.flags) if build else [])
     if not records:
-        raise UserError(f"--pytorch-git {location}: no release tags (v<TorchNPU>-pytorch<torch>) found")
+        raise UserError(f"--pytorch-git {credentials.redact(location)}: no release tags "
+                        f"(v<TorchNPU>-pytorch<torch>) found")
     # a local copy is named by what it copies: no path of this machine goes into the file
     repo = m.sources["torch_npu"].repo if "torch_npu" in m.sources else "Ascend/pytorch"
     before = m.files.imported.read_text()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from .. import atomic
 from ..errors import UserError
 from ..platforms import ARCHES
 from . import cann_images, docs, pypi
@@ -652,10 +653,10 @@ def report(result: Result) -> list[str]:
 
 
 def write(result: Result) -> None:
-    """The imported facts' file, replaced whole (a reader never sees half of it)."""
-    tmp = result.path.with_suffix(".yaml.tmp")
-    tmp.write_text(result.text)
-    tmp.replace(result.path)
+    """The imported facts' file, replaced whole (a reader never sees half of it). The
+    caller holds atomic.locked(result.path) from before update() read it to after this
+    (cli/data.py), so that two writers at once take turns."""
+    atomic.write_text(result.path, result.text)
 
 
 def pip_options(index_url: str | None, ca_bundle: str | None, proxy: str | None) -> list[str]:

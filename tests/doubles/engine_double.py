@@ -18,6 +18,11 @@ Faults and interrupts on demand:
 - `interrupt_at`: the n-th recorded call (1-based) sends SIGINT to this process first,
   as a terminal's Ctrl-C would arrive during that step;
 - `probe`: what the image's own Python says is installed (images/probe.py).
+
+Containers: a detached `run_container` (or one without --rm) leaves a container, running
+or stopped, and `add_container` makes one. As docker's `rmi` without --force, `remove`
+refuses an image a container uses (and the last tag of one) and says so in docker's words
+(`refusals`); with --force a stopped container's image goes, a running one's never.
 """
 from __future__ import annotations
 
@@ -76,6 +81,12 @@ def _canonical(config: dict) -> bytes:
 
 
 @dataclass
+class Container:
+    image: str                   # the id of the image it was made from
+    running: bool
+
+
+@dataclass
 class Pushed:
     image: str                   # its id
     platform: str
@@ -99,6 +110,8 @@ class EngineDouble(Engine):
         self.interrupt_at = interrupt_at
         self.probe = dict(PROBE if probe is None else probe)
         self.clock = 0                           # what an engine writes when it is not told an epoch
+        self.containers: dict[str, Container] = {}
+        self.refusals: list[str] = []            # what `rmi` said each time it refused, as docker says it
 
     # -------------------------------------------------------------- bookkeeping
     def _call(self, name: str, arg: str = "") -> None:
@@ -117,6 +130,14 @@ class EngineDouble(Engine):
         self.images[image.id] = image
         self.tags[ref] = image.id
         return image.id
+
+    def add_container(self, ref: str, running: bool = True) -> str:
+        """A container made from the image `ref` names (running, or stopped); its id."""
+        found = self._resolve(ref)
+        assert found is not None, f"no image {ref} to make a container of"
+        cid = hashlib.sha256(f"container {len(self.containers)} {found.id}".encode()).hexdigest()
+        self.containers[cid] = Container(found.id, running)
+        return cid
 
     def relabel(self, image_id: str, labels: dict[str, str]) -> str:
         """The image with more labels, as a new image its tags move to; the new id."""
@@ -210,19 +231,44 @@ class EngineDouble(Engine):
         ok = True
         for ref in refs:
             self._call("remove", ref)
-            if ref in self.tags:
-                image_id = self.tags.pop(ref)
-                if image_id not in self.tags.values():
-                    self.images.pop(image_id, None)
-                continue
-            found = self._resolve(ref)
-            if found is None or (not force and found.id in self.tags.values()):
+            refused = self._remove_one(ref, force)
+            if refused:
+                self.refusals.append(f"Error response from daemon: {refused}")
                 ok = False
-                continue
-            for tag in [t for t, i in self.tags.items() if i == found.id]:
-                del self.tags[tag]
-            del self.images[found.id]
         return ok
+
+    def _remove_one(self, ref: str, force: bool) -> str | None:
+        """Remove one ref as docker's daemon does (daemon/images/image_delete.go): None, or
+        why it refused. A running container holds its image even against --force; a
+        stopped one holds it without."""
+        found = self._resolve(ref)
+        if found is None:
+            return f"No such image: {ref}"
+        users = {cid: c for cid, c in self.containers.items() if c.image == found.id}
+        running = next((cid for cid, c in users.items() if c.running), None)
+        held = running is not None or (bool(users) and not force)
+        short = found.id.removeprefix("sha256:")[:12]
+        if ref.removeprefix("localhost/") in self.tags:
+            ref = ref.removeprefix("localhost/")
+            last = [t for t, i in self.tags.items() if i == found.id] == [ref]
+            if last and users and not force:
+                return (f'conflict: unable to remove repository reference "{ref}" (must force) - container '
+                        f"{next(iter(users))[:12]} is using its referenced image {short}")
+            del self.tags[ref]
+            if last and not held:
+                del self.images[found.id]
+            return None
+        if not force and found.id in self.tags.values():
+            return (f"conflict: unable to delete {short} (must be forced) - image is referenced in one or more "
+                    f"repositories")
+        if held:
+            state, cid = ("running", running) if running else ("stopped", next(iter(users)))
+            return (f"conflict: unable to delete {short} ({'cannot' if running else 'must'} be forced) - image is "
+                    f"being used by {state} container {cid[:12]}")
+        for tag in [t for t, i in self.tags.items() if i == found.id]:
+            del self.tags[tag]
+        del self.images[found.id]
+        return None
 
     def images(self, repository: str | None = None) -> list[str]:
         self._call("images", repository or "")
@@ -281,6 +327,10 @@ class EngineDouble(Engine):
         found = self._resolve(spec.image)
         if found is None:
             return subprocess.CompletedProcess([], 125, "", f"Unable to find image '{spec.image}' locally")
+        if spec.detach or not spec.remove:      # what stays of it: running (-d), or stopped (no --rm)
+            cid = self.add_container(found.id, running=spec.detach)
+            if spec.detach:
+                return subprocess.CompletedProcess([], 0, cid + "\n", "")
         if spec.entrypoint == "python" and spec.command[:1] == ("-c",):
             globs = json.loads(spec.command[2]) if len(spec.command) > 2 else []
             home = self.probe["toolkit_home"]
@@ -291,6 +341,17 @@ class EngineDouble(Engine):
             text = _file_in(found, spec.command[0])
             return subprocess.CompletedProcess([], 0 if text is not None else 1, text or "", "")
         return subprocess.CompletedProcess([], 0, "", "")
+
+    def containers_of(self, image: str) -> list[str]:
+        self._call("containers", image)
+        found = self._resolve(image)
+        return sorted(cid for cid, c in self.containers.items() if found and c.image == found.id)
+
+    def remove_containers(self, *ids: str) -> bool:
+        for cid in ids:
+            self._call("rm", cid)
+        gone = [self.containers.pop(cid, None) for cid in ids]
+        return None not in gone
 
     def runtimes(self) -> frozenset[str]:
         return frozenset({"runc"})
@@ -341,4 +402,4 @@ def _file_in(image: Image, path: str) -> str | None:
     return None
 
 
-__all__ = ["EngineDouble", "Image", "PROBE", "layer_tar"]
+__all__ = ["Container", "EngineDouble", "Image", "PROBE", "layer_tar"]

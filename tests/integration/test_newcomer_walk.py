@@ -23,21 +23,23 @@ from pathlib import Path
 
 from tests.integration.conftest import BOOKWORM, REPO, ROOT
 
-PAGES = {"README.md": r"\binvoke build --torch 2\.1\.0\b", "docs/mindspore.md": r"\binvoke build --mindspore\b"}
+# the pages' commands: `invoke TASK` or the project's own `ascend-build TASK` (the README's first lines)
+COMMAND = r"(?:\binvoke|\bascend-build)"
+PAGES = {"README.md": COMMAND + r" build --torch 2\.1\.0\b", "docs/mindspore.md": COMMAND + r" build --mindspore\b"}
 
 
 def shown(page: str) -> list[str]:
     """The first command of `page` that matches its pattern, as the page shows it: the words
-    after `invoke` up to a comment."""
+    after `invoke` (or `ascend-build`) up to a comment."""
     pattern = PAGES[page]
     for line in (ROOT / page).read_text().splitlines():
         if re.search(pattern, line):
-            return shlex.split(re.search(r"(?:^|\s)invoke (.*)", line.split("#", 1)[0]).group(1))
+            return shlex.split(re.search(r"(?:^|\s|/)(?:invoke|ascend-build) (.*)", line.split("#", 1)[0]).group(1))
     raise AssertionError(f"{page} shows no command matching {pattern}: the walk has nothing to follow")
 
 
 def run(args: list[str], cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ascend_build", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=1800, env={**os.environ, "ASCEND_BUILD_CACHE": str(cache)})
 
 

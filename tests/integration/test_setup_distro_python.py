@@ -1,7 +1,7 @@
 """The README's set-up against a distribution's own Python: in a Debian 12 container
 (from the debootstrapped base) with Debian's python3, which refuses `pip install`
 outside a virtual environment (PEP 668), scripts/python-env.sh (the Python part of
-scripts/bootstrap.sh) installs the project and `invoke` runs from the venv."""
+scripts/bootstrap.sh) installs the project and its command, `ascend-build`, runs from the venv."""
 from __future__ import annotations
 
 import subprocess
@@ -23,7 +23,7 @@ def test_the_set_up_works_with_debians_own_python(engine, amd64_base):
         # Debian's python3 is externally managed: the old set-up line (pip outside a venv) fails here.
         "if python3 -m pip install -q invoke 2>/tmp/pep668; then echo 'not a PEP 668 Python'; exit 3; fi; "
         "grep -q externally-managed-environment /tmp/pep668; "
-        "scripts/python-env.sh; .venv/bin/python -m invoke matrix >/tmp/matrix.txt; "
+        "scripts/python-env.sh; .venv/bin/ascend-build matrix >/tmp/matrix.txt; "
         "grep -q 'cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0' /tmp/matrix.txt && echo SET-UP-OK")
     tar = subprocess.run(["tar", "-cf", "-", *files], cwd=ROOT, capture_output=True)
     assert tar.returncode == 0

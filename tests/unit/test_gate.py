@@ -11,15 +11,18 @@ batch.py, registry.py and verify.py, as the tasks call them."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 from pathlib import Path
 
 import pytest
+from invoke import Exit
 
-from ascend_build.engine import interrupts
+from ascend_build.cli.wrap import user_errors
+from ascend_build.engine import Engine, RunSpec, interrupts
 from ascend_build.errors import CODE, BuildFailed, Differs, UserError
 from ascend_build.errors import TestsFailed as SuiteFailed
-from ascend_build.images import batch, registry, verify
+from ascend_build.images import batch, registry, steps, verify
 from ascend_build.images import build as runtime_build
 from ascend_build.images.kinds import label
 from ascend_build.inputs.options import Inputs, Site
@@ -132,7 +135,8 @@ def test_a_tested_image_is_reused_without_a_build_and_retest_runs_its_suite(matr
     build(matrix, dataclasses.replace(site, retest=True), engine, suite)
     assert suite.ran == [first.image_id] and len(engine.called("build")) == builds
     # Failing again, its tags are taken away.
-    with pytest.raises(SuiteFailed, match="failed its suite again; its tags were removed"):
+    with pytest.raises(SuiteFailed, match=r"failed its suite again \(the suite ended with exit 1: tests failed\); "
+                                          r"its tags were removed$"):
         build(matrix, dataclasses.replace(site, retest=True), engine, Suite(1))
     assert not any(t in engine.tags for t in first.tags)
 
@@ -166,7 +170,11 @@ def test_build_all_goes_on_past_a_failed_cell_and_reports_it(matrix, site, engin
     assert [o.status for o in outcomes] == ["failed", "tagged"]
     assert "base image ubuntu:22.04 is not here and cannot be pulled" in outcomes[0].detail
     assert "ubuntu" not in " ".join(engine.called("build")), "the failed cell was refused before its build"
-    assert "1 of 2" not in batch.summary(outcomes) and "failed" in batch.summary(outcomes)
+    # The summary is a table, a row per cell in the order built: each row's image, platform and status.
+    head, rule, *rows = batch.summary(outcomes).splitlines()
+    assert head.split() == ["image", "platform", "status", "log", "detail"] and set(rule) <= {"-", " "}
+    assert [row.split()[:3] for row in rows] == [[o.image, "linux/arm64", o.status] for o in outcomes]
+    assert rows[0].split()[2] == "failed" and "base image ubuntu:22.04 is not here" in rows[0]
 
 
 @pytest.fixture(scope="module")
@@ -355,3 +363,206 @@ def test_verify_finds_the_packages_the_build_was_given_without_the_option(matrix
     plain = dataclasses.replace(site, packages=(), epoch=None)
     lines = verify.verify(matrix, built.tags.readable, plain, Inputs(), engine)
     assert any(line.startswith("image ID: the same") for line in lines), lines
+
+
+# ------------------------------------------------------------------ the suite's exit, through the real runner
+# The gate's own suite command (steps.run_image_tests: `python -m pytest tests/image ...`,
+# run by engine/runner.py) finds the suite double as its pytest, and ends as told. Only 0
+# tags; pytest's 1 to 5 and a death by a signal fail the build (exit 5, README's table),
+# an interrupt ends it as one (130); either way nothing is tagged and nothing is left.
+SUITE_DOUBLE = Path(__file__).resolve().parents[1] / "doubles" / "suite_double.py"
+
+
+@pytest.fixture
+def suite_ends(tmp_path, monkeypatch):
+    """`suite_ends(end)`: how the image suite the gate starts ends ("5", "signal:9")."""
+    folder = tmp_path / "suite-double"
+    folder.mkdir()
+    (folder / "pytest.py").symlink_to(SUITE_DOUBLE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    return lambda end: monkeypatch.setenv("SUITE_DOUBLE_END", end)
+
+
+def exit_code(action) -> int:
+    """The code a task whose action is `action` ends with (cli/wrap.py: its errors into codes)."""
+    try:
+        user_errors(action)()
+    except Exit as ended:
+        return ended.code
+    return 0
+
+
+def suite_ran_on(out: str) -> str:
+    """The image the suite double was run on (its --image), once, on the runtime suite."""
+    runs = [line for line in out.splitlines() if line.startswith("suite double: ")]
+    assert len(runs) == 1 and f"{os.sep}tests{os.sep}image " in runs[0], out[-2000:]
+    return runs[0].split(" --image ")[1].split()[0]
+
+
+def test_a_suite_that_exits_0_tags_the_image_it_ran_on(matrix, site, engine, suite_ends, capfd):
+    suite_ends("0")
+    built: list = []
+    assert exit_code(lambda: built.append(build(matrix, site, engine, None))) == 0
+    assert suite_ran_on(capfd.readouterr().out) == built[0].image_id
+    assert all(engine.tags.get(t) == built[0].image_id for t in built[0].tags) and engine.untagged() == set()
+
+
+@pytest.mark.parametrize("end, said", [
+    ("1", "the suite ended with exit 1: tests failed"),
+    ("2", "the suite ended with exit 2: interrupted, or an error while collecting"),
+    ("3", "the suite ended with exit 3: pytest's internal error"),
+    ("4", "the suite ended with exit 4: pytest's usage error"),
+    ("5", "the suite ended with exit 5: no tests were collected"),
+    ("signal:9", "the suite was killed by SIGKILL"),
+    ("137", "the suite ended with exit 137: 128 + SIGKILL"),
+    ("signal:15", "the suite was killed by SIGTERM"),
+])
+def test_any_other_end_of_the_suite_tags_nothing_removes_the_image_and_exits_5(matrix, site, engine, suite_ends,
+                                                                                 capfd, end, said):
+    suite_ends(end)
+    assert exit_code(lambda: build(matrix, site, engine, None)) == CODE[5].code == 5
+    out = capfd.readouterr()
+    image = suite_ran_on(out.out)
+    assert f"error: image tests failed for {image} (" in out.err and f"; {said}); nothing was tagged and the image " \
+                                                                 f"was removed" in out.err, out.err[-2000:]
+    assert image not in engine.images and engine.untagged() == set(), "the failed image and its candidate are gone"
+    assert not any(t in engine.tags for t in plan_tags(matrix, site, engine))
+
+
+@pytest.mark.parametrize("end", ["signal:2", "130"])
+def test_a_suite_ended_by_ctrl_c_ends_the_build_as_an_interrupt(matrix, site, engine, suite_ends, capfd, end):
+    """Killed by SIGINT, or 130 as a shell reports that: exit 130, nothing tagged, nothing left."""
+    suite_ends(end)
+    assert exit_code(lambda: build(matrix, site, engine, None)) == CODE[130].code == 130
+    out = capfd.readouterr()
+    assert suite_ran_on(out.out) not in engine.images and "interrupted: nothing was tagged" in out.err
+    assert engine.untagged() == set() and not any(t in engine.tags for t in plan_tags(matrix, site, engine))
+
+
+# ------------------------------------------------------------------ an image a container uses
+@pytest.mark.parametrize("running", [True, False])
+def test_the_engine_double_refuses_to_remove_an_image_a_container_uses_as_docker_does(running):
+    engine = EngineDouble()
+    image = engine.add("ascend-runtime:x")
+    short = image.removeprefix("sha256:")[:12]
+    job = engine.add_container("ascend-runtime:x", running=running)
+    assert engine.containers_of("ascend-runtime:x") == [job]
+    assert not engine.remove("ascend-runtime:x") and engine.tags["ascend-runtime:x"] == image
+    assert engine.refusals == [f'Error response from daemon: conflict: unable to remove repository reference '
+                               f'"ascend-runtime:x" (must force) - container {job[:12]} is using its referenced '
+                               f'image {short}']
+    engine.tag(image, "ascend-runtime:y")       # not its last tag: untagged, the image stays
+    assert engine.remove("ascend-runtime:x") and engine.tags["ascend-runtime:y"] == image
+    del engine.tags["ascend-runtime:y"]         # untagged, as a failed candidate is
+    state = "running" if running else "stopped"
+    must = "cannot be forced" if running else "must be forced"
+    assert not engine.remove(image) and image in engine.images
+    assert engine.refusals[-1] == (f"Error response from daemon: conflict: unable to delete {short} ({must}) - "
+                                   f"image is being used by {state} container {job[:12]}")
+    assert engine.remove(image, force=True) is not running and (image in engine.images) is running, \
+        "--force: a stopped container's image goes, a running one's stays"
+    if running:
+        assert engine.remove_containers(job) and engine.containers == {}
+        assert engine.remove(image) and image not in engine.images
+
+
+def test_a_suite_killed_before_its_teardown_leaves_a_container_the_gate_removes_first(matrix, site, engine,
+                                                                                     suite_ends, capfd):
+    """The image suite's containers go in its teardown (tests/conftest.py's `host`); one
+    killed (the OOM killer's SIGKILL) leaves them running, and `rmi` refuses an image a
+    container uses. The gate removes the containers that were not there before the suite
+    ran, then the image."""
+    suite_ends("signal:9")
+
+    def suite(image, matrix_path, engine):
+        engine.run_container(RunSpec(image, ("infinity",), entrypoint="sleep", detach=True))   # as `host` does
+        return steps.run_image_tests(image, matrix_path, engine)
+    assert exit_code(lambda: build(matrix, site, engine, suite)) == 5
+    out = capfd.readouterr()
+    image = suite_ran_on(out.out)
+    assert len(engine.refusals) == 1 and "image is being used by running container" in engine.refusals[0]
+    started = max(i for i, (op, _) in enumerate(engine.calls) if op == "run")      # the suite's container
+    after = [op for op, _ in engine.calls[started + 1:] if op != "inspect"]
+    assert after == ["remove", "containers", "rm", "remove"], "refused; who uses it; that container; again"
+    assert engine.containers == {} and image not in engine.images and engine.untagged() == set()
+    assert "nothing was tagged and the image was removed" in out.err and "WARNING: left" not in out.err
+    assert f"removed {image} after the containers its suite left: " in out.out
+
+
+def test_an_image_someones_container_uses_is_left_untagged_and_named(matrix, site, engine, capsys):
+    """--no-cache moves the tags to a new image; the one they moved from is removed, but not
+    while a container that was not the suite's uses it (a training job, stopped or not):
+    the engine refuses, the container stays, and a warning names the image left."""
+    first = build(matrix, site, engine, Suite(0))
+    job = engine.add_container(first.image_id, running=False)
+    capsys.readouterr()
+    again = build(matrix, dataclasses.replace(site, no_cache=True), engine, Suite(0))
+    assert again.image_id != first.image_id and all(engine.tags[t] == again.image_id for t in again.tags)
+    assert engine.untagged() == {first.image_id} and list(engine.containers) == [job]
+    assert engine.refusals == [f"Error response from daemon: conflict: unable to delete {first.image_id[7:19]} "
+                               f"(must be forced) - image is being used by stopped container {job[:12]}"]
+    assert (f"WARNING: left {first.image_id} untagged: containers use it ({job}); once they are gone, "
+            f"`{engine.client} rmi {first.image_id}` removes it") in capsys.readouterr().err
+    assert engine.called("rm") == [], "someone's container is not the gate's to remove"
+
+
+def test_retest_failing_says_which_tag_the_engine_keeps_for_a_container(matrix, site, engine):
+    """docker keeps the last tag of an image a container uses (`rmi` without force): the
+    message says which, rather than that every tag went."""
+    first = build(matrix, site, engine, Suite(0))
+    job = engine.add_container(first.image_id)
+    with pytest.raises(SuiteFailed) as failed:
+        build(matrix, dataclasses.replace(site, retest=True), engine, Suite(1))
+    kept = [t for t in first.tags if t in engine.tags]
+    assert len(kept) == 1 and str(failed.value).endswith(
+        f"(the suite ended with exit 1: tests failed); its tags were removed but {kept[0]}, which the engine keeps "
+        f"while a container uses the image ({job})")
+
+
+IMAGE = "sha256:" + "ab" * 32
+CONTAINER = "cd" * 32
+
+
+def refusing_client_double(folder: Path) -> Path:
+    """A docker client for one untagged image that one container uses: `image inspect`,
+    `rmi` (refused, in docker's words, while the container is there), `ps` and `rm`;
+    every call recorded in calls.log."""
+    (folder / "image").touch()
+    (folder / "containers").write_text(CONTAINER + "\n")
+    client = folder / "docker"
+    client.write_text(f"""#!/bin/sh
+echo "$@" >> {folder}/calls.log
+case "$1" in
+  image) [ -f {folder}/image ] || exit 1; echo '[{{"Id": "{IMAGE}", "RepoTags": []}}]' ;;
+  rmi) if [ -s {folder}/containers ]; then
+         echo "Error response from daemon: conflict: unable to delete {IMAGE[7:19]} (cannot be forced) - image is being used by running container {CONTAINER[:12]}" >&2
+         exit 1
+       fi
+       rm {folder}/image; echo "Deleted: {IMAGE}" ;;
+  ps) cat {folder}/containers ;;
+  rm) : > {folder}/containers ;;
+esac
+""")
+    client.chmod(0o755)
+    return client
+
+
+@pytest.mark.parametrize("suites", [True, False])
+def test_the_real_engine_reports_a_refused_rmi_and_the_gate_acts_on_it(tmp_path, capsys, suites):
+    """Engine.remove is False when `rmi` refuses; Engine.containers_of names who uses the
+    image. The suite's container (not there before it ran) is removed, then the image;
+    someone else's stays, and so does the image, named in a warning."""
+    client = refusing_client_double(tmp_path)
+    engine = Engine("docker", str(client), "classic-buildkit", "20.10")
+    left = steps.remove_untagged(engine, [IMAGE], set() if suites else {CONTAINER})
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    asked = [f"image inspect {IMAGE}", f"rmi {IMAGE}", f"ps --all --no-trunc --quiet --filter ancestor={IMAGE[7:]}"]
+    if suites:
+        assert left == [] and not (tmp_path / "image").exists()
+        assert calls == asked + [f"rm --force {CONTAINER}", f"rmi {IMAGE}"]
+        assert f"removed {IMAGE} after the containers its suite left: {CONTAINER[:12]}" in capsys.readouterr().out
+    else:
+        assert left == [IMAGE] and (tmp_path / "image").exists() and not any(c.startswith("rm ") for c in calls)
+        assert calls[:3] == asked
+        assert f"WARNING: left {IMAGE} untagged: containers use it ({CONTAINER}); once they are gone, `{client} " \
+               f"rmi {IMAGE}` removes it" in capsys.readouterr().err

@@ -137,28 +137,27 @@ BOMB = "".join([f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]\n" if i e
 
 def test_an_alias_bomb_is_refused_fast(tmp_path):
     """Finding: a 9-level billion-laughs in imported.yaml grew `invoke matrix` past 1.1 GB
-    until it was killed. Refused in under 2 s, using under 200 MB; and imported.yaml (written
-    by `invoke update`) holds no alias at all."""
-    import resource
-    import time
-
+    until it was killed. Refused using under 200 MB (39 MB here: a whole `invoke matrix`
+    with its interpreter's start); and imported.yaml (written by `invoke update`) holds no
+    alias at all. How fast: `python benchmarks/alias_bomb.py` prints it (a median of 2.4 s
+    on 2 cores: a figure, not an assert, for a loaded machine is slower)."""
     from tests.conftest import committed_imported_text
     imported = committed_imported_text() + BOMB
     matrix = copy_matrix(tmp_path / "imported-bomb", imported=imported)
-    started = time.monotonic()
+    # The child's own peak is VmHWM: its ru_maxrss carries this process's peak over the exec
+    # (Linux keeps the larger of the two), so a large pytest would seem to be the child. Its
+    # address space is capped, so a regression ends in a MemoryError, not by eating the machine.
     out = subprocess.run([sys.executable, "-c", "import resource, sys\n"
+                          "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
                           "sys.argv = ['invoke', 'matrix', '--matrix', sys.argv[1]]\n"
                           "from invoke import Collection, Program\nimport tasks\n"
                           "try:\n    Program(namespace=Collection.from_module(tasks)).run(sys.argv)\n"
-                          "finally:\n    print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-                          "file=sys.stderr)", str(matrix)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    took = time.monotonic() - started
+                          "finally:\n    print('peak', open('/proc/self/status').read().split('VmHWM:')[1].split()[0],"
+                          " file=sys.stderr)", str(matrix)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2 and "an alias (*name)" in out.stderr, out.stderr[-2000:]
-    rss_kb = int(out.stderr.split("maxrss ")[1].split()[0])
-    # The figures, printed (not asserted: a loaded machine is slower): 1.5 s and 38 MB here,
-    # a whole `invoke matrix` run with its interpreter's start.
-    print(f"alias bomb in imported.yaml refused in {took:.2f} s, {rss_kb // 1024} MB")
+    peak_kb = int(out.stderr.split("peak ")[1].split()[0])
+    assert 0 < peak_kb < 200 << 10, f"refusing the bomb took {peak_kb >> 10} MB"
     # In matrix.yaml (which may use anchors, as it does for the CPU index) it is bounded.
     text = (ROOT / "matrix.yaml").read_text() + "\nbomb:\n" + "".join("  " + line + "\n" for line in BOMB.splitlines())
     from ascend_build.errors import MatrixError
@@ -166,7 +165,6 @@ def test_an_alias_bomb_is_refused_fast(tmp_path):
     path = copy_matrix(tmp_path / "matrix-bomb", text=text)
     with pytest.raises(MatrixError, match="expands to more than 200000 nodes"):
         load_matrix(path)
-    del resource
 
 
 def test_a_matrix_that_is_not_utf8_is_refused_by_name_and_offset(tmp_path):

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Top first. tasks.py sits above them all.
 FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),      # `python -m ascend_build`: the command line's entry (cli/entry.py)
     ("cli",),
     ("cluster",),
     ("host",),
@@ -21,7 +22,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("matrix",),
     ("engine",),
     ("platforms", "chips"),
-    ("hashing", "errors", "console"),
+    ("hashing", "errors", "console", "atomic"),
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 

@@ -114,8 +114,17 @@ def _run(t, config: dict, argv: list[str], **given):
     kwargs.update(given)
     old = sys.argv
     sys.argv = ["invoke", *argv]
+    import tempfile
+
+    import yaml
+    # the site's settings as a file invoke reads (`-f FILE`), the level siteconfig takes them from
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as fh:
+        fh.write(yaml.safe_dump(config))
+        fh.flush()
+        cfg = Config(runtime_path=fh.name)
+        cfg.load_runtime()
     try:
-        return t(Context(Config(overrides=config)), **kwargs)
+        return t(Context(cfg), **kwargs)
     finally:
         sys.argv = old
 

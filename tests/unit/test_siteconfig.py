@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from invoke import Config
 
 from ascend_build.cli import siteconfig
 from ascend_build.errors import UserError
@@ -79,12 +80,13 @@ def test_a_task_takes_only_the_settings_it_has_an_option_for(tmp_path):
     # --unlocked is said per build, never a site's default: a copied matrix would build unlocked unseen again
     ("ascend_build:\n  unlocked: true\n", "ascend_build.unlocked in invoke's config"),
     ("ascend_build:\n  offline: maybe\n", "'maybe' is not true or false"),
-    ("ascend_build:\n  repository: --rm\n", "expected a text value (not one starting with '-')"),
+    ("ascend_build:\n  repository: --rm\n", "expected a text value (not empty, not one starting with '-')"),
     ("ascend_build:\n  packages: [[a]]\n", "ascend_build.packages in invoke's config"),
-    ("ascend_build:\n  base_image: [--privileged]\n", "none starting with '-'"),
-    # shapes invoke's own merge refuses, before any task
-    ("ascend_build:\n  packages: {a: b}\n", "invoke's config (a file or an INVOKE_ variable) does not fit"),
-    ("ascend_build: [proxy]\n", "invoke's config (a file or an INVOKE_ variable) does not fit"),
+    ("ascend_build:\n  base_image: [--privileged]\n", "not one starting with '-'"),
+    ("ascend_build:\n  packages: {a: b}\n", "expected a list of text values (or one; none starting with '-'), "
+                                               "got a mapping"),
+    ("ascend_build: [proxy]\n", "ascend_build in invoke's config"),
+    ("ascend_build:\n  repository: ''\n", "not empty"),
 ])
 def test_a_setting_that_is_not_one_or_of_the_wrong_kind_is_refused(tmp_path, text, message):
     site = tmp_path / "bad.yaml"
@@ -111,9 +113,9 @@ def test_every_setting_is_an_option_of_some_task_with_the_same_kind_of_value():
         assert key in params, key
         if key in siteconfig.FLAGS:
             assert all(d is False for d in params[key]), key
-    assert siteconfig.apply(lambda c, proxy=None: None, {"ascend_build": None}, {"proxy": None}, []) == {"proxy": None}
-    with pytest.raises(UserError, match="not a site setting"):
-        siteconfig.apply(lambda c: None, {"ascend_build": {"nope": 1}}, {}, [])
+    assert siteconfig.apply(lambda c, proxy=None: None, Config(), {"proxy": None}, [], ) == {"proxy": None}
+    with pytest.raises(UserError, match="not a site setting; did you mean proxy"):
+        siteconfig.sources(Config(), {"INVOKE_ASCEND_BUILD_PROXI": "http://p:1"})
 
 
 def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_path):

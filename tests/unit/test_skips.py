@@ -1,6 +1,6 @@
 """Under CI=true a skip fails the run (tests/conftest.py, one hook), except where only
-missing hardware explains it (ALLOWED_SKIPS, each with why). Planted tests, run by a pytest
-of their own with this suite's conftest as a plugin."""
+missing hardware explains it (ALLOWED_SKIPS, each with why), and so does an xfail. Planted
+tests, run by a pytest of their own with this suite's conftest as a plugin."""
 from __future__ import annotations
 
 import os
@@ -30,8 +30,27 @@ def test_passes():
 '''
 
 
-def run_planted(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
-    (tmp_path / "test_planted.py").write_text(PLANTED)
+PLANTED_XFAIL = '''
+import pytest
+
+@pytest.mark.xfail(reason="a bug nobody fixed")
+def test_fails_as_expected():
+    assert False
+
+@pytest.mark.xfail(reason="a bug that went away")
+def test_passes_though_marked_to_fail():
+    pass
+
+def test_xfails_on_its_own():
+    pytest.xfail("the card is busy")
+
+def test_passes():
+    assert True
+'''
+
+
+def run_planted(tmp_path: Path, ci: str | None, planted: str = PLANTED) -> subprocess.CompletedProcess:
+    (tmp_path / "test_planted.py").write_text(planted)
     # Not a module of the outer run: its timings stay out of that run's module table.
     env = {k: v for k, v in os.environ.items()
            if k not in ("CI", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS", "ASCEND_BUILD_TEST_TIMINGS")}
@@ -43,7 +62,8 @@ def run_planted(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
 
 
 def outcomes(out: subprocess.CompletedProcess) -> dict[str, str]:
-    """test name -> PASSED, FAILED, ERROR (a failure in setup, e.g. a skipif mark) or SKIPPED."""
+    """test name -> PASSED, FAILED, ERROR (a failure in setup, e.g. a skipif mark), SKIPPED,
+    XFAIL or XPASS."""
     found = {}
     for line in out.stdout.splitlines():
         if line.startswith("test_planted.py::"):
@@ -65,6 +85,23 @@ def test_outside_ci_a_skip_is_a_skip(tmp_path, ci):
     out = run_planted(tmp_path, ci)
     assert out.returncode == 0, out.stdout[-3000:]
     assert set(outcomes(out).values()) == {"SKIPPED", "PASSED"}
+
+
+def test_an_xfail_fails_under_ci_whether_it_failed_or_passed(tmp_path):
+    out = run_planted(tmp_path, "true", PLANTED_XFAIL)
+    assert outcomes(out) == {"test_fails_as_expected": "FAILED", "test_passes_though_marked_to_fail": "FAILED",
+                             "test_xfails_on_its_own": "FAILED", "test_passes": "PASSED"}, out.stdout[-3000:]
+    assert out.returncode == 1
+    assert "CI=true: this test is marked xfail (a bug nobody fixed) and failed as expected" in out.stdout
+    assert "CI=true: this test is marked xfail (a bug that went away) and passed" in out.stdout
+
+
+@pytest.mark.parametrize("ci", [None, "false"])
+def test_outside_ci_an_xfail_is_an_xfail(tmp_path, ci):
+    out = run_planted(tmp_path, ci, PLANTED_XFAIL)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert outcomes(out) == {"test_fails_as_expected": "XFAIL", "test_passes_though_marked_to_fail": "XPASS",
+                             "test_xfails_on_its_own": "XFAIL", "test_passes": "PASSED"}, out.stdout[-3000:]
 
 
 def test_every_allowed_skip_says_which_hardware_it_needs():

@@ -1,0 +1,191 @@
+"""`ascend-build`, the project's command: invoke's own Program on the checkout's tasks.py, made
+with invoke's public parts (a Program with a config class of its own), so that everything
+invoke does before a task runs ends as the README's table says. Plain `invoke` reads its
+config files before any code of this project is loaded: a malformed /etc/invoke.yaml there
+is invoke's traceback; here it is a message and exit 2.
+
+- The config files (/etc/invoke.yaml, ~/.invoke.yaml, invoke.yaml beside tasks.py, `-f FILE`)
+  are read strictly: UTF-8, at most 1 MiB, YAML's safe types, a mapping at the top, and
+  anchors that expand to at most a few thousand nodes (an alias bomb stops at once, before
+  invoke copies it).
+- A file or variable whose shape clashes with invoke's own config is bad input.
+- A command line invoke cannot parse (an unknown option or task, `--help TASK` of no task)
+  is bad input (2); invoke itself ends those with 1, which the table keeps for news."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any, NoReturn
+
+import yaml
+from invoke import Config, Exit, Program
+from invoke.config import AmbiguousMergeError
+from invoke.exceptions import AmbiguousEnvVar, UncastableEnvVar, UnknownFileType, UnpicklableConfigMember
+from invoke.parser import ParseError
+
+from ..errors import CODE
+from . import siteconfig
+from .program import localize
+
+NAME = "ascend-build"
+MAX_BYTES = 1 << 20        # a site's settings fit in far less
+MAX_NODES = 10_000          # what its anchors may expand to: a few hundred settings at most
+
+
+def _refuse(text: str) -> NoReturn:
+    """End the command as every bad input ends (Program.run prints an Exit's message)."""
+    raise Exit(f"error: {localize(text)}", code=CODE[2].code)
+
+
+def _expanded(node: yaml.Node, seen: dict[int, int], open_: set[int]) -> int:
+    """How many nodes a composed document stands for once its aliases are copied out (aliases
+    share a node; invoke's merge copies each): counted once per node, memoised."""
+    key = id(node)
+    if key in seen:
+        return seen[key]
+    if key in open_:
+        raise ValueError("an anchor that holds itself")
+    open_.add(key)
+    children: list[Any] = []
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    total = 1
+    for child in children:
+        total += _expanded(child, seen, open_)
+        if total > MAX_NODES:
+            break
+    open_.discard(key)
+    seen[key] = total
+    return total
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """A config file's data, or the command ends with a message naming the file and what is
+    wrong (never a traceback, never a value: a file may hold a password)."""
+    where = f"invoke's config file {path}"
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except IsADirectoryError:
+        _refuse(f"{where}: a folder, not a file")
+    except PermissionError:
+        _refuse(f"{where}: not readable by this user")
+    if len(raw) > MAX_BYTES:
+        _refuse(f"{where}: larger than {MAX_BYTES >> 20} MiB; a site's settings are a few lines")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _refuse(f"{where}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})")
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            if node is not None and _expanded(node, {}, set()) > MAX_NODES:
+                _refuse(f"{where}: its anchors and aliases expand to more than {MAX_NODES:,} values "
+                        f"(an alias bomb?); write the settings out")
+            data = yaml.load(text, Loader=yaml.SafeLoader)     # noqa: S506 - the safe loader: no Python tags
+    except (yaml.YAMLError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+        _refuse(f"{where}: not a YAML/JSON file invoke can read: {_first_line(exc)}")
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        _refuse(f"{where}: expected a mapping at the top (`{siteconfig.SECTION}:` and its settings), "
+                f"got {siteconfig._kind(data)}")
+    return data
+
+
+def _first_line(exc: BaseException) -> str:
+    """What the parser said, on one line (a YAML error spans several, with the line and column)."""
+    return " ".join(str(exc).split())[:300]
+
+
+class SiteConfig(Config):
+    """invoke's Config with its files read strictly (read_config) and its merges' clashes
+    made bad input. invoke picks a file's reader by its suffix (`_load_<suffix>`); these are
+    those readers."""
+
+    def _load_yaml(self, path: Any) -> Any:
+        return read_config(str(path))
+
+    _load_yml = _load_yaml
+    _load_json = _load_yaml
+
+    def merge(self) -> None:
+        try:
+            super().merge()
+        except AmbiguousMergeError as exc:
+            _refuse(f"invoke's config (a file or an INVOKE_ variable) does not fit: {_first_line(exc)}; the site "
+                    f"settings are a mapping under {siteconfig.SECTION}: (docs/mirrors.md)")
+
+    def load_shell_env(self) -> None:
+        # This project's INVOKE_ASCEND_BUILD_ variables are siteconfig's to read (each checked,
+        # a list setting taken as one value); invoke's own mapping would try to cast them onto
+        # a file's values and refuse a list.
+        mine = {var: os.environ.pop(var) for var in list(os.environ)
+                if var.upper().startswith(siteconfig.ENV_PREFIX)}
+        try:
+            super().load_shell_env()
+        except (UncastableEnvVar, AmbiguousEnvVar) as exc:
+            _refuse(f"an INVOKE_ variable does not fit invoke's config: {_first_line(exc)}")
+        finally:
+            os.environ.update(mine)
+
+    def load_base_conf_files(self) -> None:
+        self._loading(super().load_base_conf_files)
+
+    def load_project(self, merge: bool = True) -> None:
+        self._loading(lambda: super(SiteConfig, self).load_project(merge))
+
+    def load_runtime(self, merge: bool = True) -> None:
+        self._loading(lambda: super(SiteConfig, self).load_runtime(merge))
+
+    @staticmethod
+    def _loading(load: Any) -> None:
+        # What invoke's own loaders refuse: a suffix it has no reader for, a .py file that
+        # fails or holds a module.
+        try:
+            load()
+        except (UnknownFileType, UnpicklableConfigMember) as exc:
+            _refuse(f"invoke's config: {_first_line(exc)}")
+        except (OSError, SyntaxError) as exc:
+            _refuse(f"invoke's config file {getattr(exc, 'filename', '') or ''}: {_first_line(exc)}")
+
+
+class AscendProgram(Program):
+    """invoke's Program with the config class above, whose parse errors are bad input."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("config_class", SiteConfig)
+        kwargs.setdefault("name", NAME)
+        kwargs.setdefault("binary", NAME)
+        super().__init__(**kwargs)
+
+    def parse_core(self, argv: Any) -> None:
+        self._parsing(lambda: super(AscendProgram, self).parse_core(argv))
+
+    def parse_tasks(self) -> None:
+        self._parsing(super().parse_tasks)
+
+    def parse_cleanup(self) -> None:
+        self._parsing(super().parse_cleanup)
+
+    @staticmethod
+    def _parsing(step: Any) -> None:
+        try:
+            step()
+        except ParseError as exc:
+            _refuse(f"{exc} (`invoke --help TASK` lists the task's options)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script. A reader of its output that went away (`| head`) ends it quietly,
+    as it does any Unix tool (SIGPIPE: 141 in the shell)."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    AscendProgram().run(argv if argv is not None else [NAME, *sys.argv[1:]])
+
+

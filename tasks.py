@@ -39,10 +39,10 @@ def verify(c, o: building.VerifyOptions):
 @task(data.MatrixOptions)
 def matrix(c, o: data.MatrixOptions):
     """Validate the matrix and print the images it resolves to."""
-    data.matrix(o.matrix)
+    data.matrix(o.matrix, o.wide)
 
 
-@task(data.MatrixOptions)
+@task(data.MatrixOptions, without=("wide",))
 def ci_matrix(c, o: data.MatrixOptions):
     """Print the CI build matrix (JSON) from the matrix's `images:` list."""
     data.ci_matrix(o.matrix)
@@ -62,7 +62,12 @@ def lint(c, o: data.LintOptions):
 
 @task(data.PinOptions)
 def pin(c, o: data.PinOptions):
-    """Write the sha256 of CANN packages (local or downloaded) into matrix.yaml."""
+    """Write the sha256 of CANN packages (local or downloaded) into matrix.yaml.
+
+    Each installer's payload is checked against its own header first. One whose header
+    cannot be checked is pinned to the sum Huawei publishes for it: `--file F --sha256
+    SUM`, or `--packages DIR --sums FILE` (a sha256sum listing); the file must hash to it,
+    and the installer is neither run nor read."""
     data.pin(o)
 
 

@@ -125,10 +125,22 @@ def _program():
     for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
         importlib.import_module(module.name)        # a task imports some at first use
     render_all(load_matrix(ROOT / "matrix.yaml"))
-    from ascend_build.cli.entry import AscendProgram
+    from ascend_build.cli.entry import AscendProgram, SiteConfig
+
+    # The machine's own config file (/etc/invoke.yaml) is not a test's: tests/unit/conftest.py
+    # names a folder of the tests' own, fixed when this server starts (a request's env may
+    # leave the variable out). Without it, /etc/ as a command line reads it.
+    system_prefix = os.environ.get("ASCEND_BUILD_TEST_SYSTEM_PREFIX") or None
+
+    class TestsConfig(SiteConfig):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("system_prefix", system_prefix)
+            super().__init__(*args, **kwargs)
+
     # The project's own Program (ascend-build's): its config class reads each run's files
     # in the child, as a command line does; only tasks.py's import is shared.
-    program = AscendProgram(namespace=Collection.from_module(tasks), name="invoke", binary="invoke")
+    program = AscendProgram(namespace=Collection.from_module(tasks), name="invoke", binary="invoke",
+                            config_class=TestsConfig)
     gc.collect()
     gc.freeze()     # the collector leaves these objects alone: a child's collections write to none of
     # their pages, which its fork shares with this process until written

@@ -30,6 +30,8 @@ ROOT = rnd.ROOT
 @dataclass(frozen=True)
 class MatrixOptions:
     matrix: str = opt("matrix.yaml", MATRIX)
+    wide: bool = opt(False, "every table with every column, one line a row (what scripts read); without it the "
+                            "tables fit the terminal (100 columns where the output is not one)")
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,12 @@ class LintOptions:
                       name="all")
 
 
-def matrix(path: str) -> None:
+def matrix(path: str, wide: bool = False) -> None:
     m = load_matrix(path)
-    console.show(matrix_table(m, locks.pins_of(m)))
+    # A first look fits the terminal ($COLUMNS, else its width). Narrower than 60 columns the
+    # tables would be more folds than words: they are laid out for 60 and the terminal folds them.
+    width = None if wide else max(60, shutil.get_terminal_size((100, 24)).columns)
+    console.show(matrix_table(m, locks.pins_of(m), width))
 
 
 def ci_matrix(path: str) -> None:
@@ -127,24 +132,64 @@ class PinOptions:
     cann: str | None = opt(None, "pin every file of this CANN release, downloading what is not in --packages or "
                                  "the cache")
     offline: bool = opt(False, "with --cann: never download")
+    sha256: str | None = opt(None, "with one --file: the sha256 Huawei publishes for it, recorded once the file "
+                                   "hashes to it; its installer is neither run nor read (for one whose header "
+                                   "this project cannot check)")
+    sums: str | None = opt(None, "with --packages: a sums file as sha256sum writes it (`<sha256>  <name>` a line, "
+                                 "as Huawei's download pages give them); each file of the folders it names is "
+                                 "pinned to its sum the same way")
     matrix: str = opt("matrix.yaml", MATRIX)
 
 
 def pin(o: PinOptions) -> None:
+    published = _published(o)           # the options refused before the matrix is read
     m = load_matrix(o.matrix)
-    files = [Path(f) for f in o.file or []]
+    files = [Path(f) for f in o.file or [] if Path(f) not in published]
     known = pkgs.known_files(m)
-    for folder in o.packages or []:
-        if not Path(folder).is_dir():
+    folders = [Path(p) for p in o.packages or []]
+    for folder in folders:
+        if not folder.is_dir():
             raise UserError(f"--packages {folder}: " + ("a file, not a folder (--file takes one file)"
-                                                        if Path(folder).exists() else "no such folder"))
-        files += [p for p in sorted(Path(folder).glob("*.run")) if p.name in known]
+                                                        if folder.exists() else "no such folder"))
+    if o.sums:
+        published = _in_folders(published, Path(o.sums), folders, set(known))
+    summed = {path.resolve() for path in published}
+    for folder in folders:      # those with a published sum are held to it, not to their header
+        files += [p for p in sorted(folder.glob("*.run")) if p.name in known and p.resolve() not in summed]
     if o.cann:
-        files += pkgs.fetch_release(m, o.cann, [Path(p) for p in o.packages or []], download=not o.offline)
-    if not files:
+        files += pkgs.fetch_release(m, o.cann, folders, download=not o.offline)
+    if not files and not published:
         raise UserError("nothing to pin: pass --file PATH, --packages DIR or --cann VERSION")
-    for name, digest in pkgs.pin(m, files):
+    for name, digest in pkgs.pin(m, files, published):
         console.show(f"pinned {name} {digest}")
+
+
+def _published(o: PinOptions) -> dict[Path, str]:
+    """--file F --sha256 SUM as a pin of Huawei's sum; the options that need another refused."""
+    if o.sha256 is not None and len(o.file or []) != 1:
+        raise UserError("--sha256 is the sum of one file: give it with one --file PATH" if o.file else
+                        "--sha256 needs the file it is the sum of: --file PATH --sha256 SUM")
+    if o.sums is not None and not o.packages:
+        raise UserError("--sums needs the folder its files are in: --packages DIR --sums FILE")
+    if o.sha256 is None or not o.file:
+        return {}
+    return {Path(o.file[0]): pkgs.published_sum(o.sha256, "--sha256")}
+
+
+def _in_folders(published: dict[Path, str], sums: Path, folders: list[Path], known: set[str]) -> dict[Path, str]:
+    """The files of `folders` a sums file names, each with its sum. A sums file lists more
+    than one site has (every arch, the .zip files): a name in no folder, or none the matrix
+    pins (a .zip is checked against imported.yaml's sum as it is), is said and left alone."""
+    found = dict(published)
+    for name, digest in pkgs.read_sums(sums).items():
+        there = [folder / name for folder in folders if (folder / name).is_file()]
+        if not there:
+            console.show(f"{name}: in {sums}, not in {', '.join(map(str, folders))}; not pinned")
+        elif name not in known:
+            console.show(f"{name}: in {sums}, but not a CANN .run matrix.yaml knows; not pinned")
+        else:
+            found.update({path: digest for path in there})
+    return found
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import sys
 from typing import Any, NoReturn
 
@@ -68,6 +69,8 @@ def read_config(path: str) -> dict[str, Any]:
     wrong (never a traceback, never a value: a file may hold a password)."""
     where = f"invoke's config file {path}"
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):     # a FIFO would wait for a writer, a device never end
+            _refuse(f"{where}: not a regular file")
         with open(path, "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
     except IsADirectoryError:
@@ -96,7 +99,24 @@ def read_config(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         _refuse(f"{where}: expected a mapping at the top (`{siteconfig.SECTION}:` and its settings), "
                 f"got {siteconfig._kind(data)}")
+    bad = _non_text_key(data, ())
+    if bad is not None:
+        # invoke names config keys as INVOKE_ variables: a number or a list as a key has no name
+        _refuse(f"{where}: the key {'.'.join(bad[:-1] + (repr(bad[-1])[:40],))} is not text; every key of a "
+                f"config file is a name")
     return data
+
+
+def _non_text_key(data: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The path to the first key that is not text, or None."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                return (*path, key)
+            found = _non_text_key(value, (*path, key))
+            if found is not None:
+                return found
+    return None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -134,6 +154,13 @@ class SiteConfig(Config):
             _refuse(f"an INVOKE_ variable does not fit invoke's config: {_first_line(exc)}")
         finally:
             os.environ.update(mine)
+
+    def set_runtime_path(self, path: Any) -> None:
+        # invoke skips a `-f FILE` that is not there without a word: the run would go on
+        # without the settings it was told to take
+        if path is not None and not os.path.exists(os.path.expanduser(str(path))):
+            _refuse(f"-f {path}: no such file (INVOKE_RUNTIME_CONFIG or `-f` names invoke's config file for this run)")
+        super().set_runtime_path(path)
 
     def load_base_conf_files(self) -> None:
         self._loading(super().load_base_conf_files)

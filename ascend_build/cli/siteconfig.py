@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import console
-from ..engine.network import check_url, redact, refuse_control
+from ..engine.network import ca_setting, check_url, proxy_settings, redact, refuse_control
 from ..errors import UserError
 
 SECTION = "ascend_build"
@@ -152,10 +152,36 @@ def takers(tasks: ModuleType) -> dict[str, list[str]]:
     return {key: sorted(names) for key, names in found.items()}
 
 
+def from_shell(found: Mapping[str, tuple[Any, str]],
+               environ: Mapping[str, str] = os.environ) -> dict[str, tuple[Any, str]]:
+    """What a task takes from this shell where neither an option nor a setting gives it: the
+    CA bundle and the proxy with its exceptions, read by the very functions the tasks call
+    (engine/network.py), with where each came from."""
+    shell: dict[str, tuple[Any, str]] = {}
+    if "ca_bundle" not in found:
+        bundle, origin = ca_setting(None, environ)
+        if bundle is not None:
+            shell["ca_bundle"] = (str(bundle), origin)
+    proxy, no_proxy = (found.get(key, (None, ""))[0] for key in ("proxy", "no_proxy"))
+    taken = proxy_settings(proxy, no_proxy, environ)
+    # the variable each value was read from, as proxy_settings reads them (lower case first)
+    named = {var: var if environ.get(var) else var.upper() for var in taken}
+    schemes = {var: value for var, value in taken.items() if var != "no_proxy"}
+    if proxy is None and schemes:
+        values = sorted(set(schemes.values()))
+        shown: Any = values[0] if len(values) == 1 else [f"{var}={value}" for var, value in sorted(schemes.items())]
+        shell["proxy"] = (shown, ", ".join(f"${named[var]}" for var in sorted(schemes)) + " of this shell")
+    if no_proxy is None and "no_proxy" in taken:
+        shell["no_proxy"] = (taken["no_proxy"], f"${named['no_proxy']} of this shell")
+    return shell
+
+
 def show(config: Any, takers: Mapping[str, Sequence[str]]) -> None:
     """`invoke site`: every setting, its value (passwords hidden), where it came from and the
-    tasks that take it; those unset too, so a site sees what it could write once."""
+    tasks that take it; those unset too, so a site sees what it could write once. Where no
+    setting is written, the value a task takes from this shell instead (a CA bundle, a proxy)."""
     found = sources(config)
+    found = {**from_shell(found), **found}
     rows = [("setting", "value", "from", "taken by")]
     for key in KEYS:
         value, where = found.get(key, (None, "unset"))
@@ -164,7 +190,8 @@ def show(config: Any, takers: Mapping[str, Sequence[str]]) -> None:
         rows.append((key, shown, where, ", ".join(takers.get(key, ()))))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     console.show(f"site settings: the {SECTION}: section of {WHERE} (each later one wins; an option on the "
-                 "command line wins over all)")
+                 "command line wins over all; where none is set, a task takes the CA bundle and the proxy this "
+                 "shell gives it)")
     for row in rows:
         console.show("  ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip())
 

@@ -4,6 +4,7 @@ RUN), never as build args, ENV, labels or layers: proxy and index URLs often car
 password, and build args are written into the image history."""
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import re
@@ -17,6 +18,7 @@ from typing import Mapping
 
 from ..errors import UserError
 from .credentials import redact_value as redact  # one value, any shape: secrets' one home
+from .credentials import split as split_credentials
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
@@ -44,7 +46,7 @@ class Network:
     def opener(self) -> urllib.request.OpenerDirector:
         """urllib's opener for this host's own requests (index pages): the CA bundle and the proxy."""
         ctx = ssl.create_default_context(cafile=str(self.ca_bundle) if self.ca_bundle else None)
-        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
+        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx), _UserInfo()]
         if self.proxy_url:
             handlers.append(urllib.request.ProxyHandler({"https": self.proxy_url, "http": self.proxy_url}))
         return urllib.request.build_opener(*handlers)
@@ -58,6 +60,23 @@ class Network:
         if self.proxy_url:
             env["HTTPS_PROXY"] = env["HTTP_PROXY"] = self.proxy_url
         return env
+
+
+class _UserInfo(urllib.request.BaseHandler):
+    """urllib reads an index URL's `user:password@` as part of its host name (and fails to
+    resolve it): the credentials go into a Basic Authorization header instead, as pip and uv
+    send them. Not kept across a redirect to another host (an unredirected header)."""
+    handler_order = 100
+
+    def http_request(self, req: urllib.request.Request) -> urllib.request.Request:
+        bare, user, password = split_credentials(req.full_url)
+        if user is not None:
+            req.full_url = bare
+            token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+            req.add_unredirected_header("Authorization", f"Basic {token}")
+        return req
+
+    https_request = http_request
 
 
 def proxy_settings(proxy: str | None, no_proxy: str | None = None,

@@ -19,6 +19,7 @@ from ..engine.network import describe as describe_network
 from ..errors import BuildFailed, PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
 from ..inputs import baseimage
+from ..inputs.durations import takes_minutes
 from ..inputs.options import Inputs, Site
 from ..inputs.packages import Located, PackageStore, warn_unpinned
 from ..locking import lock as locks
@@ -144,6 +145,8 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             files = f"{{{layers}}}" if len(cell.stack.layers) > 1 else layers     # CANN only: cann.txt alone
             console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
                          + (str(p.lock.where) if p.lock else "the matrix's specifiers (unlocked: --unlocked)"))
+            for line in _long_steps(p):
+                console.show(line)
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             if p.stops:     # the dry run ends as the real one would: a CI pre-flight fails here too
                 raise PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
@@ -160,6 +163,29 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
     return Built(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def _long_steps(p: Prepared) -> list[str]:
+    """A dry plan's lines for its steps that take minutes, each with its time here: the
+    bases debootstrap would make (as _check_bases decides), CPython compiled, the image."""
+    plan, site, cell = p.plan, p.site, p.plan.cell
+    native = plan.host_args["PIP_ON"] == "native"
+    lines = []
+    if site.debootstrap and cell.os.suite:
+        bases = {plan.build_args["BASE_IMAGE"]: cell.platform}
+        if native:
+            bases.setdefault(plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()))
+        lines += [baseimage.plan_line(cell.os.image, platform, ref) for ref, platform in bases.items()]
+    emulated = cell.target.emulated()
+    if cell.python_source:
+        where = f", for {cell.target.suffix} under qemu" + (" and for the build machine" if native else "")
+        lines.append(takes_minutes(f"compiling CPython {cell.python_source.version}, which {cell.os.name} lacks"
+                                   + (where if emulated else ""),
+                                   "cpython under qemu" if emulated else "cpython",
+                                   "once per base: later builds take it from the cache"))
+    lines.append(takes_minutes(f"the image {cell.name}, cold", "image, pip under qemu" if emulated and not native
+                               else "image", "later builds take the unchanged steps from the cache"))
+    return lines
 
 
 def rebuild(matrix: Matrix, p: Prepared) -> str:

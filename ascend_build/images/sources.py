@@ -19,7 +19,8 @@ from .. import engine as eng
 from ..engine import credentials, interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
-from ..inputs.baseimage import advice, debian_base, local_pattern
+from ..inputs.baseimage import advice, debian_base, local_pattern, plan_line
+from ..inputs.durations import takes_minutes
 from ..inputs.options import Site
 from ..inputs.trees import ARCHIVES, Checkout, Expected, checkout, parse_source, repository_with
 from ..locking import torch_index
@@ -119,6 +120,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
                                iidfile=work / "image-id", network=site.net.mode, no_cache=site.no_cache)
         if site.dry:
             console.show(f"# builder {bcell.name}: build unless {tags.readable} exists")
+            console.show("\n".join(_long_steps(matrix, bcell, site, {**build_args, **host_args}, wanted, tags.readable)))
             steps.show_dry(engine, req, tags, BUILDER)
             return tags.readable
         what = f"builder {bcell.name} ({bcell.platform})"
@@ -128,6 +130,30 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
         _check_bases(matrix, bcell, site, engine, {**build_args, **host_args}, wanted)
         steps.build_test_tag(engine, req, what, tags, work / "build.log", test, keep_failed=site.keep_failed)
         return tags.readable
+
+
+def _long_steps(matrix: Matrix, bcell: BuilderCell, site: Site, args: dict[str, str], wanted: str,
+                tag: str) -> list[str]:
+    """A dry plan's lines for the builder's steps that take minutes, each with its time here:
+    the bases debootstrap would make (as _check_bases decides), then the builder itself."""
+    here = str(host_platform())
+    bases = [("BASE_IMAGE", bcell.platform, wanted)]
+    bases += [("BUILD_BASE_IMAGE", here, wanted)] if args["PIP_ON"] == "native" else []
+    bases += [("CROSS_BASE_IMAGE", here, bcell.flavor.cross or "")] if args.get("COMPILE_ON") == "cross" else []
+    made = {args[key]: (platform, image) for key, platform, image in bases
+            if site.debootstrap and matrix.debootstrap_suite(image)}
+    return ([plan_line(image, platform, ref) for ref, (platform, image) in made.items()]
+            + [takes_minutes(f"the builder image {bcell.name}, cold", "builder", f"once: later builds reuse {tag}")])
+
+
+def _compile_minutes(kind: SourceKind, bcell: BuilderCell, site: Site) -> str:
+    """A dry plan's line for a wheel's compile, with its time here (qemu's where it runs under qemu)."""
+    compiling = compile_on(bcell, site)
+    qemu = compiling == "native" and bcell.target.emulated()
+    how = "under qemu" if qemu else "with its cross compiler" if compiling == "cross" else "natively"
+    return takes_minutes(f"compiling {kind.name} in builder {bcell.flavor.name} {how}",
+                         kind.name + (" under qemu" if qemu else ""),
+                         "once: the wheel cache keeps it for this source, builder and Python")
 
 
 def _debootstrapped(matrix: Matrix, bcell: BuilderCell, site: Site, wanted: str) -> Site:
@@ -276,6 +302,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
                      f"builder {bcell.flavor.name}, python {python}")
         build_builder(matrix, bcell, site, engine, builder_repository)
         console.show(f"# then: in a container of the builder, bash {kind.entry} --python={python}; collect {kind.dist}/*.whl")
+        console.show(_compile_minutes(kind, bcell, site))
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
     want = expected(matrix, req.kind, bcell.stack.name)

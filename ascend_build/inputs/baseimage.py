@@ -25,6 +25,7 @@ from ..errors import UserError
 from ..matrix import Matrix, Stack
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
+from .durations import TIMES, takes_minutes
 
 # What debootstrap leaves that a base image should not carry (the official Debian images
 # ship without it): package lists and caches, which every image step would otherwise
@@ -95,7 +96,8 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
         console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
-                    + (" under qemu: 5-10 minutes on 2 cores" if target.emulated() else ": 2-3 minutes"))
+                    + (f" under qemu: {TIMES['debootstrap under qemu']} on 2 cores" if target.emulated()
+                       else f": {TIMES['debootstrap']}"))
         if dry:
             console.show(eng.show(boot))
             console.show(f"# remove from it: {', '.join(JUNK)}")
@@ -119,6 +121,15 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
             raise UserError(f"building the base image {tag} failed")
 
 
+def plan_line(image: str, platform: str, ref: str) -> str:
+    """A dry run's line for a base that debootstrap would make: the longest step of a first
+    build without a registry, and made once."""
+    target = get_platform(platform)
+    return takes_minutes(f"debootstrap of {image} {target.suffix}",
+                         "debootstrap under qemu" if target.emulated() else "debootstrap",
+                         f"once: later builds reuse {ref}")
+
+
 def _tidy(root: Path) -> None:
     # Files only: apt expects its folders (lists/partial) to be there.
     for pattern in JUNK:
@@ -137,7 +148,8 @@ def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str
     suite = matrix.debootstrap_suite(image)
     if suite:
         return (f"Make it here from the Debian mirror: add --debootstrap (it makes this arch's base and, for a cross "
-                f"build, the build machine's; 5-10 minutes under qemu on 2 cores, once: later builds reuse it). Or once, for every build: `invoke base-image "
+                f"build, the build machine's; {TIMES['debootstrap under qemu']} under qemu on 2 cores, once: later builds "
+                f"reuse it). Or once, for every build: `invoke base-image "
                 f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
                 f"{suite}-{{arch}}. Or {mirror}.")
     where = f" --platform {platform}" if platform and platform != matrix.defaults.platform else ""

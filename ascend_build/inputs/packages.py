@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -17,7 +18,7 @@ from typing import Callable, Iterable
 
 from .. import atomic, console
 from ..chips import known
-from ..errors import PackageError, PackageMissing, PackageUnreachable
+from ..errors import PackageError, PackageMissing, PackageUnreachable, UserError
 from ..hashing import CHUNK, sha256_of
 from ..matrix import CannFile, Matrix, load_matrix
 from ..platforms import of_arch
@@ -196,10 +197,7 @@ class PackageStore:
         build. The installer's own `--check` is never run: it is the package's script."""
         if path in self._checked:
             return
-        try:
-            makeself.verify(path)
-        except PackageError as exc:
-            raise PackageError(f"{exc}\nFetch it again from {f.url}.") from None
+        check_payload(f, path)
         self._checked.add(path)
 
     def _download(self, f: CannFile, zipped: bool = False):
@@ -257,6 +255,44 @@ class PackageStore:
         if f.kind == "nnal":
             get += " Or build the line without NNAL (ATB, SiP): --no-nnal."
         return kind(f"CANN {f.kind} package not found: {f.file}{hint}\n  looked in: {places}\n  {why}\n{get}")
+
+
+def check_payload(f: CannFile, path: Path) -> None:
+    """The payload checked against its header's sizes and sums (inputs/makeself.py), never
+    run. A refusal says what to do instead: where the header cannot be checked, fetching the
+    same .run again would not help, so it names the pin that takes Huawei's published sum
+    (`invoke pin --file ... --sha256 ...`); where imported.yaml holds the sum of Huawei's
+    .zip, that .zip and its URL."""
+    header = makeself.read_header(path)
+    if header is None or not (header.sha256 or header.md5):
+        why = ("not a makeself installer this project can check without running it (no `skip` and `filesizes` in "
+               "its header)" if header is None else "its header carries no SHA or MD5 of its payload")
+        raise PackageError(f"{path}: {why}, so its bytes cannot be checked here.\n{_published_instead(f, path)}")
+    try:
+        makeself.verify(path)
+    except PackageError as exc:
+        again = (f"Use Huawei's {f.zip} in its place: get it from {f.zip_url} (imported.yaml holds its sha256, so "
+                 f"it is checked as it is)." if f.zip_sha256 else f"Fetch it again from {f.url}.")
+        raise PackageError(f"{exc}\n{again}") from None
+
+
+def _published_instead(f: CannFile, path: Path) -> str:
+    """What to do with an installer whose header cannot be checked: the pin command to paste,
+    with this file's own path, and Huawei's .zip where the matrix holds its sum."""
+    command = f"`invoke pin --file {shlex.quote(_shown(path))} --sha256 <the sum Huawei publishes>`"
+    said = f"Pin the sha256 Huawei publishes for {f.file} (its download page lists it): {command}"
+    if f.zip_sha256:
+        said += (f".\nOr use Huawei's {f.zip} in its place, from {f.zip_url}: imported.yaml holds its sha256, so "
+                 f"it is checked as it is")
+    return said + "."
+
+
+def _shown(path: Path) -> str:
+    """A path as the user can paste it here: relative where it is below the current folder."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 # ELF e_machine values of the two arches CANN ships for.
@@ -363,14 +399,53 @@ def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool
     return [store.locate(f).path for f in wanted.values()]
 
 
-def pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
+def pin(matrix: Matrix, files: list[Path], published: dict[Path, str] | None = None) -> list[tuple[str, str]]:
     """Hash local files and write their sha256 into matrix.yaml, keeping the rest of the
     file (comments, order) byte for byte: beside a hand-recorded entry, or in cann_pins for
     a file the import names (imported.yaml is machine-written). Returns (file name, sha256).
+    `published`: CANN files with the sum Huawei publishes for each, recorded once the file
+    hashes to it, the installer never read (for a header this project cannot check).
     Two pins at once each keep theirs: the file is locked, read again under the lock, and
     replaced through a temporary file of this run's own."""
     with atomic.locked(matrix.path):
-        return _pin(load_matrix(matrix.path), files)
+        return _pin(load_matrix(matrix.path), files, published or {})
+
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+_SUMS_LINE = re.compile(r"([0-9A-Fa-f]+)[ \t]+\*?(\S.*)")     # sha256sum's "  " (text mode) or " *" (binary)
+
+
+def published_sum(text: str, where: str) -> str:
+    """A sha256 as given by hand (`where`: the option or the line it came from), lower case."""
+    digest = text.strip().lower()
+    if not SHA256.fullmatch(digest):
+        size = f" (this is {len(digest)}: an MD5?)" if len(digest) == 32 else ""
+        raise UserError(f"{where}: {text.strip()!r} is not a sha256: that is 64 hex digits{size}")
+    return digest
+
+
+def read_sums(path: Path) -> dict[str, str]:
+    """A sums file as `sha256sum` writes it and Huawei's download pages give it: `<sha256>
+    <name>` or `<sha256> *<name>` a line, blank lines and `#` comments allowed. File name
+    (its last part: a listing made in another folder names the same files) -> its sum."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise UserError(f"--sums {path}: {exc.strerror or exc}") from None
+    sums: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        found = _SUMS_LINE.fullmatch(line)
+        if not found:
+            raise UserError(f"{path} line {number}: {line[:120]!r} is not `<sha256>  <file name>` (as sha256sum "
+                            f"writes it)")
+        name = Path(found.group(2).strip()).name
+        digest = published_sum(found.group(1), f"{path} line {number}")
+        if sums.setdefault(name, digest) != digest:
+            raise UserError(f"{path} line {number}: a second sum for {name} ({digest}; the first: {sums[name]})")
+    return sums
 
 
 def python_tarballs(matrix: Matrix) -> dict[str, str]:
@@ -400,7 +475,7 @@ def _pin_python(matrix: Matrix, lines: list[str], path: Path, minor: str) -> str
     return digest
 
 
-def _pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
+def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[tuple[str, str]]:
     by_name = known_files(matrix)
     tarballs = python_tarballs(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
@@ -412,28 +487,53 @@ def _pin(matrix: Matrix, files: list[Path]) -> list[tuple[str, str]]:
                 raise PackageError(f"{path}: empty or no such file; nothing was pinned")
             done.append((path.name, _pin_python(matrix, lines, path, tarballs[path.name])))
             continue
-        if path.name not in by_name:
-            raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
-                               f"{next(iter(by_name))}, its pythons: entries tarballs like {next(iter(tarballs), '-')}")
-        if not path.is_file() or path.stat().st_size == 0:
-            raise PackageError(f"{path}: " + ("empty: a download that never started? Nothing was pinned"
-                                              if path.is_file() else "no such file (a folder?)"))
-        makeself.verify(path)                           # pin only an installer whose payload is whole
-        check_contents(by_name[path.name][0], path)     # and what its name says it is
-        digest = sha256_of(path)
-        for f in by_name[path.name]:
-            if f.imported:
-                pins[f.file] = digest
-                continue
-            line_no = matrix.source.line(f.key + ("file",))
-            if line_no is None:
-                raise PackageError(f"cannot find {'.'.join(f.key)} in {matrix.path}")
-            lines[line_no - 1] = _set_sha(lines[line_no - 1], f.file, digest)
-        done.append((path.name, digest))
+        _pinnable(path, by_name, tarballs)
+        fs, digest = by_name[path.name], sha256_of(path)
+        if any(f.sha256 != digest for f in fs):     # bytes already pinned (to a published sum, say): no new check
+            check_payload(next((f for f in fs if f.zip_sha256), fs[0]), path)   # pin only a payload that is whole
+            check_contents(fs[0], path)                                         # and what its name says it is
+        done.append((path.name, _record(matrix, lines, pins, fs, digest)))
+    for path, digest in published.items():
+        # Huawei's sum stands for the header this project could not check: the file's bytes
+        # are held to it, and the installer is neither run nor read.
+        if path.name in tarballs and path.name not in by_name:
+            raise UserError(f"{path.name}: a published sum is taken for a CANN .run; pin a CPython tarball "
+                            f"with `invoke pin --file {shlex.quote(str(path))}` (its release is checked inside)")
+        _pinnable(path, by_name, tarballs)
+        actual = sha256_of(path)
+        if actual != digest:
+            raise PackageError(f"{path}: sha256 mismatch for {path.name}\n  published {digest} (the sum given)\n"
+                               f"  actual    {actual}\nThe file is not the one Huawei published (a corrupt or cut-"
+                               f"short download, or another release's); nothing was pinned.")
+        done.append((path.name, _record(matrix, lines, pins, by_name[path.name], digest)))
     if pins != dict(matrix.cann_pins):
         lines = _with_pins(matrix, lines, pins)
     atomic.write_text(matrix.path, "".join(lines))       # pin() holds its lock
     return done
+
+
+def _pinnable(path: Path, by_name: dict[str, list[CannFile]], tarballs: dict[str, str]) -> None:
+    """A CANN file the matrix knows by its name, there and not empty; else nothing is pinned."""
+    if path.name not in by_name:
+        raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
+                           f"{next(iter(by_name))}, its pythons: entries tarballs like {next(iter(tarballs), '-')}")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PackageError(f"{path}: " + ("empty: a download that never started? Nothing was pinned"
+                                          if path.is_file() else "no such file (a folder?)"))
+
+
+def _record(matrix: Matrix, lines: list[str], pins: dict[str, str], fs: list[CannFile], digest: str) -> str:
+    """`digest` for every entry naming one file: in cann_pins for an imported one, on its
+    own line of matrix.yaml for one recorded by hand."""
+    for f in fs:
+        if f.imported:
+            pins[f.file] = digest
+            continue
+        line_no = matrix.source.line(f.key + ("file",))
+        if line_no is None:
+            raise PackageError(f"cannot find {'.'.join(f.key)} in {matrix.path}")
+        lines[line_no - 1] = _set_sha(lines[line_no - 1], f.file, digest)
+    return digest
 
 
 def _with_pins(matrix: Matrix, lines: list[str], pins: dict[str, str]) -> list[str]:

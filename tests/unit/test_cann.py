@@ -176,7 +176,7 @@ def test_render_writes_a_dockerfile_per_os_of_each_cann_stack():
 
 # ---------------------------------------------------------------- build: the plan and refusals
 
-def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_engine_command(tmp_path):
+def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_engine_command(tmp_path, checkout):
     """--dry shows the commands; the client double records what was run: only the probe of
     its version, never a build, a run, a pull or a tag."""
     log = tmp_path / "client.log"
@@ -186,7 +186,7 @@ def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_
     client.chmod(0o755)
     cell = ("--os", "debian12", "--python", "3.11", "--chip", "910b", "--platform", "linux/arm64", "--dry",
             "--docker", str(client))
-    out = invoke("build", "--cann", "8.0.RC3", *cell)
+    out = invoke("build", "--cann", "8.0.RC3", *cell, cwd=checkout)      # no ./packages a build left
     assert out.returncode == 0, out.stdout + out.stderr
     assert "# stage requirements/cann.txt (the lock without comments) from " in out.stdout
     assert "python packages: locked by locks/cann8.0.RC3/py3.11-aarch64" in out.stdout + out.stderr
@@ -196,7 +196,7 @@ def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_
     assert "apex" not in out.stdout.replace("io.ascend-build.apex=absent", "")
     ran = {line.split()[0] for line in log.read_text().splitlines()}
     assert "version" in ran and ran <= {"version", "buildx", "--version", "image"}, ran
-    torch = invoke("build", "--torch", "2.1.0", *cell)
+    torch = invoke("build", "--torch", "2.1.0", *cell, cwd=checkout)
     assert torch.returncode == 0, torch.stderr
 
     def files(text: str) -> list[str]:
@@ -207,7 +207,7 @@ def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_
     # `invoke ci-matrix` names a stack by its name for --torch: the same image
     row = ci_matrix(MATRIX, [MATRIX.cell("cann8.0.RC3", "debian12", "3.11", "910b", "linux/arm64")])[0]
     assert (row["torch"], row["name"]) == ("cann8.0.RC3", "cann8.0.rc3-910b-debian12-py3.11-arm64")
-    by_name = invoke("build", "--torch", row["torch"], *cell)
+    by_name = invoke("build", "--torch", row["torch"], *cell, cwd=checkout)
     assert by_name.returncode == 0 and "ascend-runtime:cann8.0.rc3-910b-debian12-py3.11-arm64" in by_name.stdout
 
 

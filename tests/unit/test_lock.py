@@ -221,7 +221,7 @@ def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_
     assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr
 
 
-def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path):
+def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path, checkout):
     """A copy of matrix.yaml with no locks/ beside it (`--matrix` elsewhere) built unlocked:
     pip resolved at build time, and an unlocked MindSpore build made an image with two numpys.
     Now it takes the checkout's lock where that lock was made from what the copy asks (the
@@ -229,21 +229,21 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
     refused unless the build is told --unlocked."""
     same = copy_matrix(tmp_path / "same")
     cmd = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix"]
-    out = forked.invoke(*cmd, str(same))
+    out = forked.invoke(*cmd, str(same), cwd=checkout)     # run where no build left ./packages
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"python packages: locked by the project's locks/2.1.0/py3.11-aarch64 (no lock beside {same}" in out.stdout
     assert "has no lock" not in out.stdout + out.stderr
     assert "# NOT LOCKED" not in out.stdout
     other = copy_matrix(tmp_path / "other", committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
                                                                            'numpy: "<1.26"}  #', 1))
-    out = forked.invoke(*cmd, str(other))
+    out = forked.invoke(*cmd, str(other), cwd=checkout)
     assert out.returncode == 2, out.stdout + out.stderr
     assert (f"stack 2.1.0 / Python 3.11 / aarch64 has no lock (none in {other.parent}/locks/2.1.0/py3.11-aarch64; the "
             "project's locks/2.1.0/py3.11-aarch64 was made from other inputs than this matrix asks)") in out.stderr
     assert (f"invoke lock --torch 2.1.0 --python 3.11 --platform linux/arm64 --matrix {other}` makes one, or "
             "--unlocked builds it without one") in out.stderr
     assert "locked by the project's" not in out.stdout and "docker" not in out.stdout
-    out = forked.invoke(*cmd, str(other), "--unlocked")
+    out = forked.invoke(*cmd, str(other), "--unlocked", cwd=checkout)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "has no lock: pip resolves its Python packages at build time" in out.stderr
     assert "python packages: unlocked (--unlocked)" in out.stdout and "locked by the project's" not in out.stdout
@@ -306,7 +306,7 @@ def test_require_pins_and_unlocked_together_are_refused_as_contradictory(tmp_pat
     assert "ascend_build.require_pins in invoke's config" in out.stderr and "docker" not in out.stdout
 
 
-def test_the_plan_says_which_lock_with_its_package_count_also_when_quiet(tmp_path):
+def test_the_plan_says_which_lock_with_its_package_count_also_when_quiet(tmp_path, checkout):
     """The dry run's plan (stdout, also under --quiet, as its commands are) names the lock
     folder, relative to the matrix, and how many packages it pins; a copy of the matrix
     elsewhere names the project's."""
@@ -314,15 +314,15 @@ def test_the_plan_says_which_lock_with_its_package_count_also_when_quiet(tmp_pat
     lock = locks.read(ROOT, load_text(committed_matrix_text(), ROOT / "matrix.yaml").stacks["2.1.0"], "3.11", "aarch64")
     assert lock is not None and len(lock.packages) > 10
     select = ["build", "--torch", "2.1.0", "--os", "debian12", "--python", "3.11", "--dry", "--quiet"]
-    out = invoke(*select)
+    out = invoke(*select, cwd=checkout)     # the checkout's matrix.yaml, with no ./packages a build left
     assert out.returncode == 0, out.stdout + out.stderr
     said = f"python packages: locked by locks/2.1.0/py3.11-aarch64 ({len(lock.packages)} packages, sha256-checked)"
     assert said in out.stdout.splitlines(), out.stdout
     beside = link_locks(copy_matrix(tmp_path / "beside"))
-    out = invoke(*select, "--matrix", str(beside))
+    out = invoke(*select, "--matrix", str(beside), cwd=checkout)
     assert said in out.stdout.splitlines(), out.stdout
     elsewhere = copy_matrix(tmp_path / "elsewhere")
-    out = invoke(*select, "--matrix", str(elsewhere))
+    out = invoke(*select, "--matrix", str(elsewhere), cwd=checkout)
     assert (f"python packages: locked by the project's locks/2.1.0/py3.11-aarch64 (no lock beside {elsewhere}; that "
             f"one was made from what this matrix asks) ({len(lock.packages)} packages, sha256-checked)") in out.stdout
 

@@ -219,17 +219,20 @@ def test_invalid_specifiers_are_named_not_raised(tmp_path):
 def test_site_pins_in_the_checkout_do_not_change_what_the_unit_tests_start_from(tmp_path, monkeypatch):
     """After `invoke pin` in a checkout, the unit tests still see the committed text."""
     import tests.conftest as conf
-    committed = (ROOT / "matrix.yaml").read_text()
+    # From the text the tests start from: this checkout may hold pins of its own already.
+    committed = conf.committed_matrix_text()
     pinned = committed.replace(
         "{file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: null",
         "{file: Ascend-cann-kernels-310b_8.0.0_linux-aarch64.run, sha256: " + "ab" * 32, 1)
-    pinned = re.sub(r"^cann_pins: .*$", "cann_pins:\n  Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run: " + "cd" * 32,
-                    pinned, count=1, flags=re.M)
-    assert pinned.count("ab" * 32) == 1 and pinned.count("cd" * 32) == 1
+    # the block `invoke pin` writes (inputs/packages.py: one line a file)
+    pinned = pinned.replace("cann_pins: {}\n", "cann_pins:\n  Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run: " + "cd" * 32
+                            + "\n  Ascend-cann-toolkit_8.0.0_linux-aarch64.run: " + "ef" * 32 + "\n", 1)
+    assert pinned.count("ab" * 32) == 1 and pinned.count("cd" * 32) == 1 and pinned.count("ef" * 32) == 1
     (tmp_path / "matrix.yaml").write_text(pinned)
     monkeypatch.setattr(conf, "ROOT", tmp_path)
     started = conf.committed_matrix_text()
-    assert "ab" * 32 not in started and "cd" * 32 not in started and "cann_pins: {}" in started
+    assert "ab" * 32 not in started and "cd" * 32 not in started and "ef" * 32 not in started
+    assert started == committed and "cann_pins: {}" in started
 
 
 def test_hand_recorded_310b_kernels_join_their_cann_release_for_their_arch_only(tmp_path):

@@ -99,3 +99,33 @@ def test_a_tls_failure_names_its_cause_and_the_option():
            "certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1006)'))")
     assert "--ca-bundle FILE" in tls_hint(log) and "CERTIFICATE_VERIFY_FAILED" in tls_hint(log)
     assert tls_hint("#9 ERROR: No matching distribution found for torch==9.9") == ""
+
+
+def test_the_hosts_own_index_reads_send_a_urls_credentials_as_pip_does():
+    """An index URL with `user:password@` (a site's private index): urllib alone would take them
+    as part of the host name; the opener sends them as a Basic header, to the index only."""
+    import base64
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200 if seen[-1] else 401)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    url = f"http://reader:pa%40ss@127.0.0.1:{server.server_address[1]}/simple/torch/"
+    try:
+        with Network(pip_index_url=url, mode="host").opener().open(url, timeout=30) as r:
+            assert r.status == 200 and r.read() == b"ok"
+    finally:
+        server.server_close()
+    assert seen == ["Basic " + base64.b64encode(b"reader:pa@ss").decode()]

@@ -54,6 +54,8 @@ MALFORMED = {
     "an alias bomb": _bomb().encode(),
     "an unknown key": b"ascend_build:\n  prxy: http://p:3128\n",
     "a key no task takes": b"ascend_build:\n  unlocked: true\n",
+    "a number as a key": b"ascend_build:\n  1: http://p:3128\n",
+    "deep nesting": b"ascend_build: " + b"[" * 5000 + b"]" * 5000 + b"\n",
 }
 SAID = {
     "a tab": "not a YAML/JSON file invoke can read", "not UTF-8": "not UTF-8 text (byte 31",
@@ -61,6 +63,7 @@ SAID = {
     "a list for the section": "expected a mapping of settings, got a list",
     "a mapping for a text": "ascend_build.proxy in invoke's config", "an alias bomb": "an alias bomb",
     "an unknown key": "not a site setting; did you mean proxy?", "a key no task takes": "not a site setting",
+    "a number as a key": "the key ascend_build.1 is not text", "deep nesting": "not a YAML/JSON file invoke can read",
 }
 
 
@@ -85,6 +88,17 @@ def test_on_the_real_command_line_too(case, tmp_path):
     bad = tmp_path / "site.yaml"
     bad.write_bytes(MALFORMED[case])
     _refused(_console("-f", str(bad), *DRY, env=_env(tmp_path)), SAID[case])
+
+
+def test_a_file_that_is_not_there_or_not_a_file_is_bad_input(tmp_path):
+    """invoke itself skips a missing `-f FILE` without a word; a FIFO would wait for a writer."""
+    _refused(invoke("-f", str(tmp_path / "missing.yaml"), *DRY, env=_env(tmp_path)), "missing.yaml: no such file")
+    _refused(invoke("site", env=_env(tmp_path, INVOKE_RUNTIME_CONFIG=str(tmp_path / "gone.yaml"))),
+             "gone.yaml: no such file")
+    os.mkfifo(tmp_path / "fifo.yaml")
+    _refused(invoke("-f", str(tmp_path / "fifo.yaml"), "site", env=_env(tmp_path), timeout=60), "not a regular file")
+    (tmp_path / "dir.yaml").mkdir()
+    _refused(invoke("-f", str(tmp_path / "dir.yaml"), "site", env=_env(tmp_path)), "not a regular file")
 
 
 def test_the_users_own_file_is_read_as_strictly(tmp_path):
@@ -138,13 +152,13 @@ def test_a_variable_is_checked_as_its_option_before_any_task_runs(var, value, sa
     assert "evil.example" not in out.stdout
 
 
-def test_a_secret_in_any_shape_is_hidden_wherever_it_is_shown(tmp_path):
+def test_a_secret_in_any_shape_is_hidden_wherever_it_is_shown(tmp_path, checkout):
     """A token as a URL's user name, a password with or without a scheme: hidden in `site`, in
     the dry plan and in the refusals alike."""
     env = _env(tmp_path, INVOKE_ASCEND_BUILD_PIP_INDEX_URL="https://TOKEN-abc123@pypi.site/simple",
                INVOKE_ASCEND_BUILD_PROXY="http://user:pw-xyz@proxy.site:3128")
     site = invoke("site", env=env)
-    plan = invoke(*DRY, env=env)
+    plan = invoke(*DRY, env=env, cwd=checkout)      # no ./packages a build left
     assert site.returncode == 0 and plan.returncode == 0, site.stderr + plan.stderr
     for out in (site, plan):
         shown = out.stdout + out.stderr

@@ -41,10 +41,10 @@ def _taken(stderr: str) -> set[str]:
     return set(line.split(": ", 1)[1].split(" (")[0].split(", "))
 
 
-def test_a_site_file_fills_every_option_the_command_line_leaves_out(tmp_path):
+def test_a_site_file_fills_every_option_the_command_line_leaves_out(tmp_path, checkout):
     site = tmp_path / "site.yaml"
     site.write_text(SITE)
-    out = invoke("-f", str(site), *DRY, env=_env(tmp_path))
+    out = invoke("-f", str(site), *DRY, env=_env(tmp_path), cwd=checkout)     # no ./packages a build left
     assert out.returncode == 0, out.stdout + out.stderr
     assert "BASE_IMAGE=mirror.site/debian:bookworm-arm64" in out.stdout
     assert "site.example/ascend-runtime:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-arm64" in out.stdout
@@ -52,18 +52,18 @@ def test_a_site_file_fills_every_option_the_command_line_leaves_out(tmp_path):
     assert _taken(out.stderr) == {"repository", "base_image", "proxy", "require_pins"}
     assert "site-secret-pw" not in out.stdout + out.stderr
     # The command line wins over the setting; the others still apply.
-    mine = invoke("-f", str(site), *DRY, "--repository", "mine/runtime", env=_env(tmp_path))
+    mine = invoke("-f", str(site), *DRY, "--repository", "mine/runtime", env=_env(tmp_path), cwd=checkout)
     assert mine.returncode == 0, mine.stdout + mine.stderr
     assert "mine/runtime:cann8.0.rc3" in mine.stdout and "site.example/" not in mine.stdout
     assert _taken(mine.stderr) == {"base_image", "proxy", "require_pins"}
 
 
-def test_the_users_file_and_the_environment_take_part_in_invokes_cascade(tmp_path):
+def test_the_users_file_and_the_environment_take_part_in_invokes_cascade(tmp_path, checkout):
     (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  repository: user.example/runtime\n")
-    out = invoke(*DRY, env=_env(tmp_path))
+    out = invoke(*DRY, env=_env(tmp_path), cwd=checkout)
     assert out.returncode == 0 and "user.example/runtime:cann8.0.rc3" in out.stdout, out.stdout + out.stderr
     # invoke's order: an INVOKE_ variable wins over the user's file.
-    env = invoke(*DRY, env=_env(tmp_path, INVOKE_ASCEND_BUILD_REPOSITORY="env.example/runtime"))
+    env = invoke(*DRY, env=_env(tmp_path, INVOKE_ASCEND_BUILD_REPOSITORY="env.example/runtime"), cwd=checkout)
     assert env.returncode == 0 and "env.example/runtime:cann8.0.rc3" in env.stdout, env.stdout + env.stderr
 
 
@@ -141,6 +141,73 @@ def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_pa
     bad.write_text("ascend_build:\n  prxy: http://proxy:3128\n")
     refused = invoke("-f", str(bad), "site", env=_env(tmp_path))
     assert refused.returncode == 2 and "ascend_build.prxy in invoke's config" in refused.stderr, refused.stderr
+
+
+def _table(out: subprocess.CompletedProcess) -> dict[str, tuple[str, str, str]]:
+    """`invoke site`'s rows by setting: (value, from, taken by), cut at the header's columns
+    (a value or an origin may hold spaces)."""
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()[1:]
+    starts = [lines[0].index(word) for word in ("value", "from", "taken by")]
+    return {line.split()[0]: (line[starts[0]:starts[1]].strip(), line[starts[1]:starts[2]].strip(),
+                              line[starts[2]:].strip()) for line in lines[1:]}
+
+
+def _shell(tmp_path: Path, **more: str) -> dict[str, str]:
+    """The test's HOME and none of this shell's CA or proxy settings (pip's config file
+    neither), but `more`."""
+    from ascend_build.engine.network import CA_VARIABLES
+    ours = set(CA_VARIABLES) | {v for name in ("http_proxy", "https_proxy", "no_proxy") for v in (name, name.upper())}
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ours}
+    return {**env, "PIP_CONFIG_FILE": os.devnull, **more}
+
+
+def test_invoke_site_shows_what_a_task_takes_from_this_shell_where_no_setting_is_written(tmp_path, checkout):
+    """`invoke site` said ca_bundle was unset while `build` took $PIP_CERT from the shell, and
+    said nothing of the shell's proxy. Now each row is what the build takes, from where; a
+    setting still wins over the shell, as in the build."""
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    env = _shell(tmp_path, PIP_CERT=str(ca), https_proxy="http://me:shell-pw@proxy.shell:3128", NO_PROXY=".corp")
+    rows = _table(invoke("site", env=env))
+    assert rows["ca_bundle"][:2] == (str(ca), "$PIP_CERT of this shell")
+    assert rows["proxy"][:2] == ("http://me:***@proxy.shell:3128", "$https_proxy of this shell")
+    assert rows["no_proxy"][:2] == (".corp", "$NO_PROXY of this shell")
+    assert "build" in rows["ca_bundle"][2] and "build" in rows["proxy"][2]
+    plan = invoke(*DRY, env=env, cwd=checkout)
+    assert plan.returncode == 0, plan.stderr
+    assert f"CA bundle: {ca} (secret, from $PIP_CERT of this shell;" in plan.stdout
+    assert "https_proxy: http://me:***@proxy.shell:3128 (secret)" in plan.stdout and "no_proxy: .corp" in plan.stdout
+    assert "shell-pw" not in plan.stdout + plan.stderr
+    # a setting wins over the shell: in the build, and so in `invoke site`
+    (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  ca_bundle: none\n  proxy: http://proxy.site:3128\n")
+    rows = _table(invoke("site", env=env))
+    assert rows["ca_bundle"][:2] == ("none", str(tmp_path / ".invoke.yaml"))
+    assert rows["proxy"][:2] == ("http://proxy.site:3128", str(tmp_path / ".invoke.yaml"))
+    assert rows["no_proxy"][:2] == (".corp", "$NO_PROXY of this shell")     # the build takes it with the site's proxy
+    plan = invoke(*DRY, env=env, cwd=checkout)
+    assert plan.returncode == 0, plan.stderr
+    assert "CA bundle:" not in plan.stdout and "proxy.shell" not in plan.stdout
+    assert "https_proxy: http://proxy.site:3128 (secret)" in plan.stdout and "no_proxy: .corp" in plan.stdout
+
+
+def test_invoke_site_names_pips_cert_setting_and_unset_where_the_shell_gives_nothing(tmp_path):
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    # the user's pip.conf (`pip config get`, which ca_setting asks, does not read $PIP_CONFIG_FILE)
+    (tmp_path / "pip").mkdir()
+    (tmp_path / "pip" / "pip.conf").write_text(f"[global]\ncert = {ca}\n")
+    env = {k: v for k, v in _shell(tmp_path, XDG_CONFIG_HOME=str(tmp_path)).items() if k != "PIP_CONFIG_FILE"}
+    rows = _table(invoke("site", env=env))
+    assert rows["ca_bundle"][:2] == (str(ca), "pip's cert setting")
+    rows = _table(invoke("site", env=_shell(tmp_path, http_proxy="http://proxy.shell:3128")))
+    assert rows["ca_bundle"][:2] == ("", "unset")
+    assert rows["proxy"][:2] == ("http://proxy.shell:3128", "$http_proxy of this shell")
+    assert rows["no_proxy"][:2] == ("", "unset")
+    # `--proxy none` written as the site's: no proxy at all, the shell's exceptions neither
+    (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  proxy: none\n")
+    rows = _table(invoke("site", env=_shell(tmp_path, https_proxy="http://p:1", no_proxy=".corp")))
+    assert rows["proxy"][:2] == ("none", str(tmp_path / ".invoke.yaml")) and rows["no_proxy"][:2] == ("", "unset")
 
 
 def _air_gapped(tmp_path: Path) -> dict[str, object]:

@@ -21,9 +21,9 @@ def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def test_matrix_table():
-    out = invoke("matrix")
+    out = invoke("matrix", "--wide")       # the full table: one line a row, every column
     assert out.returncode == 0, out.stderr
-    assert "cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0 (alias torch2.1.0)" in out.stdout
+    assert "cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0 [alias torch2.1.0 (ubuntu22.04)]" in out.stdout
     assert "3.10 (distro)" in out.stdout
     # apex: where the pinned Ascend apex's script takes the Python (3.7-3.9), and why not elsewhere
     rows = [line for line in out.stdout.splitlines() if "-torch2.1.0" in line and "linux/arm64" in line]

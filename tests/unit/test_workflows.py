@@ -46,9 +46,10 @@ def test_build_matrix_comes_from_invoke_ci_matrix():
 
 
 @functools.cache
-def _plan() -> subprocess.CompletedProcess:
-    """`invoke ci-matrix` on the checkout, run once for the tests that read the plan."""
-    return forked.invoke("ci-matrix")
+def _plan(checkout: Path) -> subprocess.CompletedProcess:
+    """`invoke ci-matrix` on the checkout as a clone has it (pins a site wrote into its
+    matrix.yaml would plan other cells: tests/unit/conftest.py)."""
+    return forked.invoke("ci-matrix", cwd=checkout)
 
 
 def zizmor(*paths: Path) -> subprocess.CompletedProcess:
@@ -237,7 +238,7 @@ def test_the_workflow_linter_finds_what_it_checks(name, planted_findings):
         assert "job test, step 'Compare', script line 2" in found[0].message, found
 
 
-def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
+def test_the_image_pipeline_runs_whole_with_dry(tmp_path, checkout):
     """Every cell `invoke ci-matrix` plans gets the workflow's own build and push scripts,
     and the publish job its join, run by bash with the cell's values and every `invoke`
     made a dry run: each must succeed. A cell the pipeline cannot build (no lock for its
@@ -247,7 +248,7 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
 
     import yaml
     jobs = yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]
-    plan = _plan()
+    plan = _plan(checkout)
     assert plan.returncode == 0, plan.stderr
     cells = json.loads(plan.stdout)["include"]
     assert cells and all(c["platform"] == "linux/arm64" for c in cells)
@@ -269,12 +270,13 @@ def test_the_image_pipeline_runs_whole_with_dry(tmp_path):
            "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
     # `invoke` as the job runs it, each command a dry run, forked from one server (tests/forked.py).
     with forked.invoke_on_path(bin_dir, before='case " $* " in *" --dry "*) ;; *) set -- "$@" --dry;; esac\n'):
-        ran = _run_the_steps(jobs, cells, env)
+        ran = _run_the_steps(jobs, cells, env, checkout)
     assert ran == 2 * len(cells) + sum(c["apex"] == "true" for c in cells)
 
 
-def _run_the_steps(jobs: dict, cells: list[dict], env: dict[str, str]) -> int:
-    """Each cell's steps that call invoke, then the publish job's join: each must succeed."""
+def _run_the_steps(jobs: dict, cells: list[dict], env: dict[str, str], checkout: Path) -> int:
+    """Each cell's steps that call invoke, then the publish job's join: each must succeed, run
+    in `checkout` (no ./packages a build left there, no pins of the site's)."""
     from ascend_build.matrix import load_matrix
     steps = {s.get("name"): s for s in jobs["build"]["steps"] if "run" in s and "invoke" in s["run"]}
     assert set(steps) == {"Ascend apex", "Build, test, tag",
@@ -294,12 +296,13 @@ def _run_the_steps(jobs: dict, cells: list[dict], env: dict[str, str]) -> int:
             if name == "Ascend apex" and cell["apex"] != "true":
                 continue
             script = step["run"]
-            out = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=ROOT, capture_output=True, text=True,
+            out = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=checkout, capture_output=True, text=True,
                                  env={**env, **cell_env})
             assert out.returncode == 0, f"{cell['name']}: {name}:\n{out.stdout[-2000:]}{out.stderr[-2000:]}"
             ran += 1
     join = next(s["run"] for s in jobs["publish"]["steps"] if "run" in s and "invoke join" in s["run"])
-    out = subprocess.run(["bash", "-eo", "pipefail", "-c", join], cwd=ROOT, capture_output=True, text=True, env=env)
+    out = subprocess.run(["bash", "-eo", "pipefail", "-c", join], cwd=checkout, capture_output=True, text=True,
+                         env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     return ran
 
@@ -309,7 +312,7 @@ def _build_steps() -> list[dict]:
     return yaml.safe_load((ROOT / ".github/workflows/images.yml").read_text())["jobs"]["build"]["steps"]
 
 
-def test_the_build_job_fetches_exactly_the_plans_files_each_with_a_sum(tmp_path):
+def test_the_build_job_fetches_exactly_the_plans_files_each_with_a_sum(tmp_path, checkout):
     """Found by running the pipeline under act: the job grepped `.run` names out of a dry
     plan and fetched those, but for 8.0.RC3 only the `.zip` has Huawei's sum, so
     --require-pins refused every cell. The mirror step now fetches the plan's own list
@@ -319,9 +322,9 @@ def test_the_build_job_fetches_exactly_the_plans_files_each_with_a_sum(tmp_path)
 
     from ascend_build.matrix import load_matrix
     step = next(s for s in _build_steps() if s.get("name") == "CANN packages from the site's mirror")
-    plan = _plan()
+    plan = _plan(checkout)
     cells = json.loads(plan.stdout)["include"]
-    files = {f.checked_name: f for cell in load_matrix(ROOT / "matrix.yaml").image_cells() for f in cell.cann_files}
+    files = {f.checked_name: f for cell in load_matrix(checkout / "matrix.yaml").image_cells() for f in cell.cann_files}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     asked = tmp_path / "asked.txt"
@@ -376,17 +379,17 @@ def test_the_cache_keeps_folders_the_job_makes_and_the_log_upload_sees_hidden_fo
     assert log["with"].get("if-no-files-found") in ("warn", "error")
 
 
-def _plan_keys() -> set[str]:
+def _plan_keys(checkout: Path) -> set[str]:
     import json
-    plan = _plan()
+    plan = _plan(checkout)
     return {k for row in json.loads(plan.stdout)["include"] for k in row}
 
 
-def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes():
+def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes(checkout):
     """actionlint cannot know the keys of a matrix made from a job's output (fromJSON); the
     plan's rows (`invoke ci-matrix`) say them."""
     import re
-    keys = _plan_keys()
+    keys = _plan_keys(checkout)
     text = (ROOT / ".github/workflows/images.yml").read_text()
     expressions = [re.sub(r"'[^']*'", "''", e) for e in re.findall(r"\$\{\{(.*?)\}\}", text)]   # no literals
     used = {key for e in expressions for key in re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", e)}

@@ -72,7 +72,7 @@ def test_the_readme_build_then_again_then_verify_then_mindspore(built, packages,
     verify = run(["verify", "--image", tag, "--matrix", str(pinned_matrix)], tmp_path / "cache")
     assert verify.returncode == 2 and "was not built with --reproducible" in verify.stderr, verify.stderr[-3000:]
     # the build it names is on the base the image records (the suite's debootstrap base)
-    suggested = re.search(r"`(?:\S*/)?invoke (build [^`]*--reproducible[^`]*)`", verify.stderr)
+    suggested = re.search(r"`(?:\S*/)?(?:invoke|ascend-build) (build [^`]*--reproducible[^`]*)`", verify.stderr)
     assert suggested and f"--base-image debian:bookworm={BOOKWORM}" in suggested.group(1), verify.stderr
     plan = run(shlex.split(suggested.group(1)) + ["--dry", "--packages", str(packages), "--offline", "--matrix",
                                                   str(pinned_matrix), "--repository", REPO], tmp_path / "cache")

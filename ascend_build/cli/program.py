@@ -38,4 +38,4 @@ def program() -> str:
 def localize(text: str) -> str:
     """The message with each quoted `invoke TASK` written the way it runs here."""
     name = program()
-    return text if name == "invoke" else re.sub(r"`invoke (?=[a-z])", f"`{name} ", text)
+    return text if name == "invoke" else re.sub(r"`invoke (?=[a-z-])", f"`{name} ", text)

@@ -39,17 +39,17 @@ def _where(key: str) -> str:
     return f"{SECTION}.{key} in {WHERE}"
 
 
-def _text(key: str, value: Any) -> str:
+def _text(key: str, value: Any, where: str = "") -> str:
     """One text value as its option takes it: not empty, not an option (`-...`), one line of
     printable text (a control character could write a line of its own into a config file)."""
     if not isinstance(value, str):
-        raise UserError(f"{_where(key)}: expected a text value, got {_kind(value)}")
+        raise UserError(f"{(where or _where(key))}: expected a text value, got {_kind(value)}")
     if not value.strip() or value.startswith("-"):
-        raise UserError(f"{_where(key)}: expected a text value (not empty, not one starting with '-'), "
+        raise UserError(f"{(where or _where(key))}: expected a text value (not empty, not one starting with '-'), "
                         f"got {redact(value)!r}")
-    refuse_control(_where(key), value)
+    refuse_control((where or _where(key)), value)
     if key in URLS and value != "none":
-        check_url(_where(key), value)
+        check_url((where or _where(key)), value)
     return value
 
 
@@ -59,7 +59,7 @@ def _kind(value: Any) -> str:
         type(value), f"a {type(value).__name__}")
 
 
-def _value(key: str, value: Any) -> Any:
+def _value(key: str, value: Any, where: str = "") -> Any:
     """The setting as its option takes it, or a UserError naming the key."""
     if key in FLAGS:
         if isinstance(value, bool):
@@ -67,14 +67,14 @@ def _value(key: str, value: Any) -> Any:
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
         shown = repr(redact(value)) if isinstance(value, str) else _kind(value)
-        raise UserError(f"{_where(key)}: {shown} is not true or false")
+        raise UserError(f"{(where or _where(key))}: {shown} is not true or false")
     if key in LISTS:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not items:
-            raise UserError(f"{_where(key)}: expected a list of text values (or one; none starting with '-'), "
+            raise UserError(f"{(where or _where(key))}: expected a list of text values (or one; none starting with '-'), "
                             f"got {_kind(value)}")
-        return [_text(key, v) for v in items]
-    return _text(key, value)
+        return [_text(key, v, where) for v in items]
+    return _text(key, value, where)
 
 
 def given_on_command_line(key: str, argv: Sequence[str]) -> bool:
@@ -111,7 +111,7 @@ def environment(environ: Mapping[str, str]) -> dict[str, Any]:
     for var, value in environ.items():
         if var.upper().startswith(ENV_PREFIX):
             key = _key(var[len(ENV_PREFIX):], where=f"the variable {var}")
-            found[key] = _value(key, value)
+            found[key] = _value(key, value, where=f"the variable {var}")
     return found
 
 

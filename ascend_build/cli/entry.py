@@ -98,7 +98,7 @@ def read_config(path: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         _refuse(f"{where}: expected a mapping at the top (`{siteconfig.SECTION}:` and its settings), "
-                f"got {siteconfig._kind(data)}")
+                f"got {siteconfig.kind_of(data)}")
     bad = _non_text_key(data, ())
     if bad is not None:
         # invoke names config keys as INVOKE_ variables: a number or a list as a key has no name

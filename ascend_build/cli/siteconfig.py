@@ -43,7 +43,7 @@ def _text(key: str, value: Any, where: str = "") -> str:
     """One text value as its option takes it: not empty, not an option (`-...`), one line of
     printable text (a control character could write a line of its own into a config file)."""
     if not isinstance(value, str):
-        raise UserError(f"{(where or _where(key))}: expected a text value, got {_kind(value)}")
+        raise UserError(f"{(where or _where(key))}: expected a text value, got {kind_of(value)}")
     if not value.strip() or value.startswith("-"):
         raise UserError(f"{(where or _where(key))}: expected a text value (not empty, not one starting with '-'), "
                         f"got {redact(value)!r}")
@@ -53,7 +53,7 @@ def _text(key: str, value: Any, where: str = "") -> str:
     return value
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     """What a value is, never what it holds (a mapping may hold a password)."""
     return {dict: "a mapping", list: "a list", bool: "true/false", type(None): "nothing"}.get(
         type(value), f"a {type(value).__name__}")
@@ -66,13 +66,13 @@ def _value(key: str, value: Any, where: str = "") -> Any:
             return value
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
-        shown = repr(redact(value)) if isinstance(value, str) else _kind(value)
+        shown = repr(redact(value)) if isinstance(value, str) else kind_of(value)
         raise UserError(f"{(where or _where(key))}: {shown} is not true or false")
     if key in LISTS:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not items:
             raise UserError(f"{(where or _where(key))}: expected a list of text values (or one; none starting with '-'), "
-                            f"got {_kind(value)}")
+                            f"got {kind_of(value)}")
         return [_text(key, v, where) for v in items]
     return _text(key, value, where)
 
@@ -100,7 +100,7 @@ def _section(config: Any, level: str) -> Mapping[str, Any]:
     if section is None:
         return {}
     if not isinstance(section, Mapping):
-        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {_kind(section)}")
+        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {kind_of(section)}")
     return section
 
 

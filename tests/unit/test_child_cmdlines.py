@@ -52,13 +52,7 @@ def test_lock_gives_uv_the_index_and_proxy_passwords_by_its_environment(quiet_si
         with pytest.raises(UserError, match="does not resolve") as info:
             data.lock(data.LockOptions(str(quiet_site), torch=["2.1.0"], python=["3.11"], platform=["linux/arm64"],
                                        refresh=True, dry=True, pip_index_url=index, proxy=proxy))
-    assert any(" pip compile " in line for line in site.seen), "uv was running while the double looked"
-    assert site.leaks == []
-    assert f"user:{PASSWORD}" in site.authorization and f"puser:{PROXY_PASSWORD}" in site.proxy_authorization
-    said = capsys.readouterr()
-    echo = _echoed(said.out, " pip compile ")
-    assert f"UV_INDEX_URL=http://user:***@{site.host}/simple" in echo and f"HTTPS_PROXY=http://puser:***@{site.host}" in echo
-    assert not any(s in said.out + said.err + str(info.value) for s in (PASSWORD, PROXY_PASSWORD))
+    _delivered_by_environment(site, capsys, info, " pip compile ", "UV_INDEX_URL", "HTTPS_PROXY")
 
 
 def test_update_gives_pip_the_index_and_proxy_passwords_by_its_environment(quiet_site, capsys):
@@ -66,12 +60,18 @@ def test_update_gives_pip_the_index_and_proxy_passwords_by_its_environment(quiet
         index, proxy = f"http://user:{PASSWORD}@{site.host}/simple", f"http://puser:{PROXY_PASSWORD}@{site.host}"
         with pytest.raises(UserError, match="cannot fetch ascend-deployer") as info:
             data.update(data.UpdateOptions(str(quiet_site), pip_index_url=index, proxy=proxy))
-    assert any(" pip download " in line for line in site.seen), "pip was running while the double looked"
+    _delivered_by_environment(site, capsys, info, " pip download ", "PIP_INDEX_URL", "PIP_PROXY")
+
+
+def _delivered_by_environment(site, capsys, info, command: str, index_var: str, proxy_var: str) -> None:
+    """The tool ran while the double looked, no command line held a password, both passwords
+    reached the double in their headers, and the echoed command shows them redacted."""
+    assert any(command in line for line in site.seen), f"{command.strip()} was running while the double looked"
     assert site.leaks == []
     assert f"user:{PASSWORD}" in site.authorization and f"puser:{PROXY_PASSWORD}" in site.proxy_authorization
     said = capsys.readouterr()
-    echo = _echoed(said.out, " pip download ")
-    assert f"PIP_INDEX_URL=http://user:***@{site.host}/simple" in echo and f"PIP_PROXY=http://puser:***@{site.host}" in echo
+    echo = _echoed(said.out, command)
+    assert f"{index_var}=http://user:***@{site.host}/simple" in echo and f"{proxy_var}=http://puser:***@{site.host}" in echo
     assert not any(s in said.out + said.err + str(info.value) for s in (PASSWORD, PROXY_PASSWORD))
 
 

@@ -23,7 +23,7 @@ def pytest_addoption(parser):
     parser.addoption("--engine", default="docker", help="docker or podman: the engine the image is in")
 
 
-from ascend_build.images.kinds import KINDS  # noqa: E402
+from ascend_build.images.catalog import KINDS  # noqa: E402
 
 IMAGE_SUITES = tuple(kind.suite for kind in KINDS.values())     # one testinfra suite per image kind
 

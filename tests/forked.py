@@ -120,7 +120,7 @@ def _program():
     sys.path.insert(0, str(ROOT))
     import ascend_build
     import tasks
-    from ascend_build.images.render import render_all
+    from ascend_build.images.catalog import render_all
     from ascend_build.matrix import load_matrix
     for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):
         importlib.import_module(module.name)        # a task imports some at first use

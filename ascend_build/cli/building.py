@@ -10,6 +10,7 @@ from typing import Any
 from .. import console
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
+from ..images.serving import ServingRequest
 from ..images.userlayer import LayerRequest
 from ..inputs.options import Inputs, Site
 from ..matrix import load_matrix
@@ -101,6 +102,14 @@ class BuildOptions:
     layer_name: str | None = opt(None, "the user layer's name in its tag (default: the requirements file's name)")
     layer_wheelhouse: str | None = opt(None, "folder of the team's own wheels the requirements may name (for the "
                                              "user layer only)")
+    vllm: str | None = opt(None, "build a serving image: vLLM and vLLM-Ascend of this release (0.23.0) on the tested "
+                                 "runtime image of the stack the release pins (--torch may be left out), locked "
+                                 "with the runtime's packages held, tested, tagged <runtime name>-vllm<release>-<arch>")
+    no_kernels: bool = opt(False, "with --vllm, where vLLM-Ascend is built from its sdist: without its custom kernels "
+                                  "(labelled; `invoke run` warns)")
+    serving_wheelhouse: str | None = opt(None, "with --vllm: a folder of wheels the serving lock may take where the "
+                                               "index has none (triton-ascend from Huawei's index, arctic-inference "
+                                               "built by your team)")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (this arch's and, for a "
                                    "cross build, the build machine's): a Debian cell needs no registry")
     run_as: str | None = opt(None, "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. "
@@ -131,6 +140,11 @@ def build(o: BuildOptions) -> None:
     if o.all:
         return _build_all(m, o, site, inputs)
     stack, chip = o.choice.stack(m), o.choice.chip
+    if (o.no_kernels or o.serving_wheelhouse) and not o.vllm:
+        raise UserError(f"{'--no-kernels' if o.no_kernels else '--serving-wheelhouse'} is for a serving image: give "
+                        "--vllm RELEASE")
+    if o.vllm and not o.choice.named():
+        stack = m.serving(o.vllm).stack.name      # the stack the release pins
     if o.for_host:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
@@ -149,14 +163,16 @@ def build(o: BuildOptions) -> None:
     if o.reproducible and o.requirements:
         console.note("note: --reproducible makes the runtime image's bits identical; the user layer on it is built "
                      "as always (its times are its build's)")
-    layers = batch.prepare(m, cell, site, inputs, LayerRequest.from_options(o.requirements, o.layer_name,
-                                                                            o.layer_wheelhouse))
-    batch.build_cell(m, cell, site, inputs, layers, o.engine.for_task(o.dry))
+    requests: list[batch.Request] = [*LayerRequest.from_options(o.requirements, o.layer_name, o.layer_wheelhouse)]
+    if o.vllm:
+        requests.append(ServingRequest.of(m, cell, o.vllm, kernels=not o.no_kernels, wheelhouse=o.serving_wheelhouse))
+    ready = batch.prepare(m, cell, site, inputs, requests)
+    batch.build_cell(m, cell, site, inputs, ready, o.engine.for_task(o.dry))
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
-    if o.requirements:
-        raise UserError("--requirements builds one user layer on one runtime image: drop --all")
+    if o.requirements or o.vllm:
+        raise UserError(f"{'--requirements' if o.requirements else '--vllm'} builds on one runtime image: drop --all")
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
@@ -221,6 +237,14 @@ class BuilderOptions:
     repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)")
     emulated: bool = opt(False, "compile under qemu with the image's gcc, not with the flavor's cross compiler (an "
                                 "aarch64 builder on another machine cross-compiles by default: about 6 times faster)")
+    vllm: str | None = opt(None, "build a serving image: vLLM and vLLM-Ascend of this release (0.23.0) on the tested "
+                                 "runtime image of the stack the release pins (--torch may be left out), locked "
+                                 "with the runtime's packages held, tested, tagged <runtime name>-vllm<release>-<arch>")
+    no_kernels: bool = opt(False, "with --vllm, where vLLM-Ascend is built from its sdist: without its custom kernels "
+                                  "(labelled; `invoke run` warns)")
+    serving_wheelhouse: str | None = opt(None, "with --vllm: a folder of wheels the serving lock may take where the "
+                                               "index has none (triton-ascend from Huawei's index, arctic-inference "
+                                               "built by your team)")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (the offline flavors)")
 
     def site(self) -> Site:

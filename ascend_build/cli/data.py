@@ -14,7 +14,7 @@ from types import ModuleType
 from .. import atomic, console
 from ..engine.network import Network, ca_setting
 from ..errors import UserError
-from ..images import render as rnd
+from ..images import catalog as rnd  # render and check: every kind
 from ..inputs import packages as pkgs
 from ..locking import lock as locks
 from ..matrix import FRAMEWORKS, Matrix, load_matrix

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import console
 from .. import engine as eng
@@ -14,6 +15,10 @@ from ..errors import UserError
 from ..matrix import load_matrix
 from .options import MATRIX, Engine, choice, group, help_of, k8s_name, number, opt, required, size
 from .wrap import exit_with
+
+if TYPE_CHECKING:
+    from ..host.doctor import ImageFacts
+    from ..host.serving import Serve
 
 IMAGE_EXAMPLE = "ascend-runtime:torch2.1.0-arm64"
 
@@ -47,17 +52,29 @@ class RunOptions:
     bind: str = opt("numa", "with a launcher, each rank's cores: numa (default: its card's NUMA node, split between "
                             "the cards on it), even (equal slices), off, or ranges per card like 0:0-23,1:24-47")
     bind_min_cores: str = opt("5", "the fewest cores a rank may get (default 5: vllm-ascend's floor per NPU)")
+    # A serving image's server (`invoke run` only: LAUNCH_ONLY below).
+    serve: str | None = opt(None, "serve this model folder with vLLM (a serving image): `vllm serve` on the chosen "
+                                  "cards (--tensor-parallel-size: their number), the folder read-only at "
+                                  "/models/<its name>; options after -- go to vllm serve")
+    port: str | None = opt(None, "with --serve: the API's port, in the container and published on the host "
+                                 "(default 8000)")
+    publish_address: str | None = opt(None, "with --serve: the host address the port is published on (default "
+                                             "127.0.0.1, this host only: vLLM's API has no authentication by default; "
+                                             "0.0.0.0 for every interface)")
 
 
-# The options only `invoke run` has (a shell starts no ranks: they keep their defaults).
+# The options only `invoke run` has (a shell starts no ranks and serves nothing: they keep their defaults).
 LAUNCH_ONLY = ("hostfile", "torchrun", "msrun", "framework", "nproc_per_node", "master_port", "hccl_timeout",
-               "rank_table", "node_rank", "ssh", "bind", "bind_min_cores")
+               "rank_table", "node_rank", "ssh", "bind", "bind_min_cores", "serve", "port", "publish_address")
+# The launch options --serve cannot go with: each starts training ranks on the cards vLLM would use.
+_NOT_WITH_SERVE = ("hostfile", "torchrun", "msrun", "nproc_per_node", "rank_table", "node_rank", "ssh")
 
 
 def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = False) -> None:
     """The image on this host's NPUs; with a launcher (or a hostfile), its ranks on every card."""
     if o.msrun and o.framework not in ("auto", "mindspore"):
         raise UserError(f"--msrun is MindSpore's launcher; --framework {o.framework} says otherwise")
+    serve = _serve(o, command)
     if o.hostfile or o.torchrun or o.msrun:
         return _launch(o, command, matrix)
     from ..host import doctor as doc
@@ -70,7 +87,9 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     facts = doc.read_image(engine, image)
     if facts is None:
         console.warn(f"{image} is not here to read its labels: its driver and chip needs are not checked")
-    elif not o.force:
+    if serve and facts:
+        _check_serving_image(facts)
+    if facts is not None and not o.force:
         problems = [ch for ch in doc.examine(Path(o.host_root), "root", facts) if ch.blocking
                     and ch.name.startswith("image")]
         if problems:
@@ -78,7 +97,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
                             "run anyway):\n  " + "\n  ".join(f"{p.cause}: {p.fix}" for p in problems))
     runtimes = engine.runtimes() if not o.dry or o.runtime == "auto" else frozenset()
     opts = Compose(image=image, command=tuple(command), devices=o.devices, interactive=interactive,
-                   shm_size=o.shm_size, network_host=o.network_host, runtime=o.runtime)
+                   shm_size=o.shm_size, network_host=o.network_host, runtime=o.runtime, serve=serve)
     chip = facts.chip if facts else None
     cmd = compose(engine, opts, Path(o.host_root), runtimes, preview=o.dry, chip=chip)
     if o.dry:
@@ -90,6 +109,42 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
                          f"/usr/local/Ascend (on the host, `invoke run` reads what it has)")
         return console.show(eng.show(cmd))
     exit_with(subprocess.run(cmd).returncode)
+
+
+def _serve(o: RunOptions, command: list[str]) -> Serve | None:
+    """--serve and its options checked, before any engine command; None without --serve."""
+    from ..host.serving import DEFAULT_PORT, check_extra, serve_on_host
+    if not o.serve:
+        given = [f"--{name.replace('_', '-')}" for name in ("port", "publish_address") if getattr(o, name)]
+        if given:
+            raise UserError(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for a served model: give "
+                            f"--serve MODEL_DIR too")
+        return None
+    clash = [f"--{name.replace('_', '-')}" for name in _NOT_WITH_SERVE if getattr(o, name)]
+    if clash:
+        raise UserError(f"--serve runs vLLM, which starts its own workers on the cards; {', '.join(clash)} "
+                        f"start{'s' if len(clash) == 1 else ''} training ranks. Give one or the other (many "
+                        f"servers: `invoke job --kind serving`)")
+    check_extra(command, "--serve")
+    port = DEFAULT_PORT if o.port is None else number(o.port, "--port", 1, 65535)
+    found = serve_on_host(o.serve, port, o.publish_address or "127.0.0.1")
+    if not (found.model / "config.json").is_file():
+        console.warn(f"--serve {o.serve}: no config.json in it; vLLM reads a model folder's config.json (is the "
+                     f"model in a folder below it?)")
+    return found
+
+
+def _check_serving_image(facts: ImageFacts) -> None:
+    """An image whose labels say it has no vLLM is refused; one without the label (built
+    elsewhere, or before it) is taken at its word."""
+    from ..host.serving import KIND
+    if facts.kind is not None and facts.kind != KIND:
+        raise UserError(f"--serve: {facts.ref} is a {facts.kind} image (io.ascend-build.kind={facts.kind}), "
+                        f"without vLLM; serve with a serving image (io.ascend-build.kind={KIND}: `invoke build --vllm "
+                        f"RELEASE` builds one on this image's stack)")
+    if facts.kernels == "no":
+        console.warn(f"{facts.ref} was built without vLLM-Ascend's custom kernels (io.ascend-build.kernels=no): "
+                     f"its custom operators and sleep mode are off (`invoke build --vllm` without --no-kernels has them)")
 
 
 def _check_run(o: RunOptions) -> None:
@@ -228,11 +283,13 @@ def ranktable(o: RanktableOptions) -> None:
 
 @dataclass(frozen=True)
 class JobOptions:
-    name: str = opt("train", "the job's name (lowercase, digits, '-')")
+    name: str | None = opt(None, "the job's name (lowercase, digits, '-'; default train, serve for --kind serving)")
     image: str | None = opt(None, "the image by content tag (REPO:sha-...) or digest")
-    nodes: str = opt("2", "servers (pods), default 2")
-    devices: str = opt("8", "NPUs per server (default 8)")
-    kind: str = opt("ascendjob", "ascendjob (Ascend operator on Volcano, default) or indexed (a plain indexed Job)")
+    nodes: str | None = opt(None, "servers (pods) of a training job, default 2 (a serving Deployment's: --replicas)")
+    devices: str = opt("8", "NPUs per server (default 8); --kind serving: per server pod, its "
+                            "--tensor-parallel-size")
+    kind: str = opt("ascendjob", "ascendjob (Ascend operator on Volcano, default), indexed (a plain indexed Job), "
+                                 "or serving (a serving image's vLLM: a Deployment and its ClusterIP Service)")
     chip: str = opt(next(c.name for c in known() if c.job),       # the one its help calls the default
                     _either(_JOBS) + ": the operator's ring label and the device plugin's resource")
     queue: str = opt("default", "Volcano queue (default: default)")
@@ -246,19 +303,41 @@ class JobOptions:
     bind: str = opt("numa", "numa (default) or even: each rank bound to an equal slice of the pod's cores; off: "
                             "unbound")
     bind_min_cores: str = opt("5", help_of(RunOptions, "bind_min_cores"))
+    # --kind serving only (SERVING_ONLY below).
+    model: str | None = opt(None, "--kind serving: the model's folder inside --model-claim (served as "
+                                  "/models/<this>)")
+    model_claim: str | None = opt(None, "--kind serving: the PersistentVolumeClaim holding the models, mounted "
+                                        "read-only at /models")
+    replicas: str | None = opt(None, "--kind serving: servers (pods) behind the Service, each on --devices NPUs "
+                                     "(default 1)")
+    port: str | None = opt(None, "--kind serving: the API's port in the pod and on the Service (default 8000)")
+    shm_size: str | None = opt(None, "--kind serving: the pod's /dev/shm, a memory emptyDir (default 16Gi; it "
+                                     "counts against --memory)")
+
+
+SERVING_ONLY = ("model", "model_claim", "replicas", "port", "shm_size")
+# A training job's options and their defaults: a serving Deployment refuses any other value.
+_TRAINING_ONLY = {"nodes": None, "queue": "default", "hccl_timeout": "1800", "framework": "auto", "bind": "numa",
+                  "bind_min_cores": "5"}
 
 
 def job(o: JobOptions, command: list[str], matrix: Path) -> None:
-    """An AscendJob for the Ascend operator on Volcano, or an indexed Job."""
+    """An AscendJob for the Ascend operator on Volcano, an indexed Job, or a serving Deployment."""
     from ..cluster import binding, k8s
     from ..cluster.launch import framework_for, launcher_of
     image = required(o.image, "--image", "registry.example.com/ascend-runtime:sha-0123456789abcdef-arm64")
-    if o.kind not in ("ascendjob", "indexed"):
-        raise UserError(f"--kind {o.kind}: ascendjob or indexed")
+    choice(o.kind, "--kind", ("ascendjob", "indexed", "serving"))
     chip = k8s.job_chip(o.chip)
     d = number(o.devices, "--devices", 1, chip.npus)       # NPUs per server, the chip's record says
-    n, timeout = number(o.nodes, "--nodes", 1, 4096), number(o.hccl_timeout, "--hccl-timeout", 1, 86400)
-    k8s_name(o.name, "--name"), k8s_name(o.queue, "--queue")
+    if o.kind == "serving":
+        return _serving_job(o, image, d, command)
+    given = [f"--{name.replace('_', '-')}" for name in SERVING_ONLY if getattr(o, name) is not None]
+    if given:
+        raise UserError(f"{', '.join(given)}: for --kind serving (a vLLM Deployment); a training job "
+                        f"(--kind {o.kind}) takes none")
+    name = o.name or "train"
+    n, timeout = number(o.nodes or "2", "--nodes", 1, 4096), number(o.hccl_timeout, "--hccl-timeout", 1, 86400)
+    k8s_name(name, "--name"), k8s_name(o.queue, "--queue")
     client = eng.for_task("docker", None, True)
     chosen, why = framework_for(client, image, o.framework)
     console.note(f"# framework: {chosen.name} (by {why})")
@@ -267,12 +346,33 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "", o.bind,
                          number(o.bind_min_cores, "--bind-min-cores"), affinity.mode if affinity else 0)
-    made = (k8s.ascend_job(o.name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores)
-            if o.kind == "ascendjob" else k8s.indexed_job(o.name, image, n, d, command, timeout, framework=chosen,
+    made = (k8s.ascend_job(name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores)
+            if o.kind == "ascendjob" else k8s.indexed_job(name, image, n, d, command, timeout, framework=chosen,
                                                           cores=cores, chip=chip.name))
+    _write(made, o.output)
+
+
+def _serving_job(o: JobOptions, image: str, devices: int, command: list[str]) -> None:
+    """A Deployment of vLLM servers and its Service, from a serving image."""
+    from ..cluster import k8s
+    from ..host.serving import DEFAULT_PORT
+    given = [f"--{name.replace('_', '-')}" for name, default in _TRAINING_ONLY.items() if getattr(o, name) != default]
+    if given:
+        raise UserError(f"{', '.join(given)}: for a training job; a serving Deployment (--kind serving) takes none"
+                        + (" (its number of servers is --replicas)" if o.nodes is not None else ""))
+    model = required(o.model, "--model", "Qwen2.5-7B-Instruct")
+    claim = required(o.model_claim, "--model-claim", "models")
+    serve = k8s.Serving(model, claim, number(o.replicas or 1, "--replicas", 1, 1000),
+                        number(o.port or DEFAULT_PORT, "--port", 1, 65535), o.shm_size or "16Gi")
+    cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "")
+    _write(k8s.serving(o.name or "serve", image, devices, serve, command, o.chip, cores), o.output)
+
+
+def _write(made: dict, output: str | None) -> None:
+    from ..cluster import k8s
     text = k8s.dump(made)
-    if o.output:
-        Path(o.output).write_text(text)
-        console.show(f"wrote {o.output} ({', '.join(i['kind'] for i in made['items'])})")
+    if output:
+        Path(output).write_text(text)
+        console.show(f"wrote {output} ({', '.join(i['kind'] for i in made['items'])})")
     else:
         console.show(text.rstrip("\n"))

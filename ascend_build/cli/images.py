@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import console
 from ..errors import TestsFailed, UserError
-from ..images import steps
+from ..images import catalog, steps
 from ..images.render import ROOT
 from ..matrix import Cell, Matrix, load_matrix
 from .options import DRY, MATRIX, Choice, Engine, Output, group, opt, required
@@ -34,7 +34,7 @@ def test(o: SuiteOptions) -> None:
         found = o.engine.detect()
         if found.image_id(o.image) is None:
             raise UserError(f"no image {o.image} in {found.client}'s store: build it (`invoke build`) or pull it")
-        if steps.run_image_tests(o.image, Path(o.matrix), found) != 0:
+        if steps.run_image_tests(o.image, Path(o.matrix), found, kind=catalog.kind_of(found, o.image)) != 0:
             raise TestsFailed(f"the image suite failed on {o.image} (above)")
         return
     if o != SuiteOptions():

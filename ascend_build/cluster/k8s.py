@@ -9,9 +9,11 @@
   a Scheduler pod without NPUs and N Workers (minAvailable = N+1), the scheduler and msrun
   from MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, MS_LOCAL_WORKER, MS_NODE_RANK;
 - an indexed batch/v1 Job with a headless Service for sites without the operator: the node
-  rank is the completion index, the master the index-0 pod's DNS name.
+  rank is the completion index, the master the index-0 pod's DNS name;
+- for a serving image, an apps/v1 Deployment of vLLM servers (each on the NPUs of one node)
+  and a ClusterIP Service in front of them, the model read from a PersistentVolumeClaim.
 
-Both take the image by its content tag, so the cluster runs exactly what was tested.
+All take the image by its content tag, so the cluster runs exactly what was tested.
 
 Cores: each worker pod asks for whole CPUs and memory with requests equal to limits
 (Guaranteed QoS), so a kubelet with the static CPU manager gives it cores of its own, and
@@ -20,12 +22,14 @@ launch script then splits what the pod got, read at run time, into equal contigu
 per local rank, and starts each rank bound (the same per-rank wrapper as `invoke run`)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import Chip, find, known
 from ..errors import UserError
+from ..host.serving import DEFAULT_PORT, MODELS, check_extra, model_in_claim, vllm_argv
 from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
 from .launch import DEFAULT, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER, launcher_of
@@ -329,6 +333,97 @@ def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[s
                "spec": {"clusterIP": "None", "selector": {"job-name": name},
                         "ports": [{"name": "rendezvous", "port": port}]}}
     return {"items": [service, job]}
+
+
+# ---------------------------------------------------------------- serving: a Deployment and its Service
+
+_QUANTITY = r"(\d+(?:\.\d+)?)([KMGTPE]i|[kMGTPE])?"
+_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+          **{u + "i": 1024 ** (n + 1) for n, u in enumerate("KMGTPE")}}
+
+
+def _bytes(quantity: str) -> float:
+    m = re.fullmatch(_QUANTITY, quantity)
+    assert m, quantity
+    return float(m.group(1)) * _UNITS[m.group(2) or ""]
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a serving Deployment serves and how: the model's folder inside a claim (the
+    claim read-only at /models), its copies, the API's port and the pod's /dev/shm."""
+    model: str                  # a relative path inside the claim
+    claim: str                  # the PersistentVolumeClaim holding the models
+    replicas: int = 1
+    port: int = DEFAULT_PORT
+    shm: str = "16Gi"           # the /dev/shm emptyDir's sizeLimit (memory: counts against the pod's)
+
+
+def _claim(name: str) -> str:
+    # a PersistentVolumeClaim's name is a DNS subdomain: labels joined by dots
+    if len(name) > 253 or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name):
+        raise UserError(f"--model-claim {name[:80]!r}: a PersistentVolumeClaim's name (lowercase letters, digits, "
+                        f"'-' and '.'), e.g. --model-claim models")
+    return name
+
+
+def serving(name: str, image: str, devices: int, serve: Serving, extra: list[str] | tuple[str, ...] = (),
+            chip: str = DEFAULT_CHIP.name, cores: PodCores = PodCores()) -> dict:
+    """A Deployment of `replicas` vLLM servers, each on `devices` NPUs of one node (tensor
+    parallel), and the ClusterIP Service in front of them. Many-node serving (Ray) is not
+    written here."""
+    name = _name(name)
+    if not name[0].isalpha():
+        raise UserError(f"--name {name!r}: a Service's name starts with a letter")
+    if "@sha256:" not in image and ":sha-" not in image:
+        raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
+                        f"so the cluster serves exactly the image that was tested")
+    if devices < 1 or serve.replicas < 1:
+        raise UserError("--devices and --replicas are at least 1")
+    if not 1 <= serve.port <= 65535:
+        raise UserError(f"--port {serve.port}: expected a whole number from 1 to 65535")
+    model, claim = model_in_claim(serve.model), _claim(serve.claim)
+    extra = check_extra(extra, "--kind serving")
+    _check_cores(dataclasses.replace(cores, bind="off"), devices)     # vLLM binds its own workers
+    if not re.fullmatch(_QUANTITY, serve.shm):
+        raise UserError(f"--shm-size {serve.shm[:80]!r}: a Kubernetes quantity, e.g. 16Gi")
+    asked = {job_chip(chip).resource: devices, **cores.resources(devices)}
+    memory = asked.get("memory")
+    if isinstance(memory, str) and _bytes(serve.shm) >= _bytes(memory):
+        raise UserError(f"--shm-size {serve.shm}: a memory-backed /dev/shm counts against the pod's memory "
+                        f"({memory}); give less, or more --memory")
+    # fresh objects for each place (shared ones would be written as YAML anchors and aliases)
+    labels = lambda: {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "serving"}  # noqa: E731
+    # /health answers once the model is loaded: the startup probe allows loading a large model
+    # (up to 30 minutes) before liveness may restart the pod.
+    health = lambda **more: {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, **more}  # noqa: E731
+    container = {
+        "name": "vllm", "image": image, "imagePullPolicy": "IfNotPresent",
+        "command": list(vllm_argv(f"{MODELS}/{model}", "0.0.0.0", serve.port, devices, extra)),
+        "ports": [{"name": "http", "containerPort": serve.port, "protocol": "TCP"}],
+        "resources": {"limits": dict(asked), "requests": dict(asked)},
+        "startupProbe": health(failureThreshold=180),
+        "readinessProbe": health(failureThreshold=3),
+        "livenessProbe": health(failureThreshold=6, timeoutSeconds=5),
+        "volumeMounts": [{"name": "ascend-driver", "mountPath": "/usr/local/Ascend/driver", "readOnly": True},
+                         {"name": "dshm", "mountPath": "/dev/shm"},
+                         {"name": "models", "mountPath": MODELS, "readOnly": True}],
+    }
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels()},
+        "spec": {
+            "replicas": serve.replicas, "selector": {"matchLabels": labels()},
+            # NPUs are scarce: an update replaces a pod at a time instead of asking for more cards
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "template": {"metadata": {"labels": labels()}, "spec": {
+                "containers": [container],
+                "volumes": [{"name": "ascend-driver", "hostPath": {"path": "/usr/local/Ascend/driver"}},
+                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": serve.shm}},
+                            {"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}]}}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels()},
+               "spec": {"type": "ClusterIP", "selector": labels(),
+                        "ports": [{"name": "http", "port": serve.port, "targetPort": "http", "protocol": "TCP"}]}}
+    return {"items": [service, deployment]}
 
 
 def dump(manifests: dict) -> str:

@@ -51,6 +51,8 @@ class ImageFacts:
     framework: str | None = None      # torch, mindspore or cann, by which framework label it carries
     stack: str | None = None          # the matrix stack it was built from
     torch_npu: str | None = None      # its torch_npu release (a torch image)
+    kind: str | None = None           # its io.ascend-build.kind (runtime, serving, ...; None: older than the label)
+    kernels: str | None = None        # a serving image: "yes" or "no", vLLM-Ascend's custom kernels built
 
 
 def runs_on(driver: str, allowed: tuple[str, ...]) -> bool:
@@ -334,7 +336,8 @@ def read_image(engine, ref: str) -> ImageFacts | None:
                       labels.get(label("platform")), tuple((labels.get(label("runs-on")) or "").split()),
                       labels.get(label("user")),
                       next((f.name for f in FRAMEWORKS.values() if label(f.release_label) in labels), None),
-                      labels.get(label("stack")), labels.get(label("torch-npu")))
+                      labels.get(label("stack")), labels.get(label("torch-npu")), labels.get(label("kind")),
+                      labels.get(label("kernels")))
 
 
 class Line(NamedTuple):
@@ -413,14 +416,19 @@ class Known:
     pattern: str
     cause: str
     fix: str
+    # What many causes end in (torch_npu failing to load): said only when no entry that names
+    # its cause is in the same text, so a log with both gets the cause.
+    outcome: bool = False
 
 
 KNOWN = [
+    # vllm-ascend #1440: `vllm serve` in a container started without the driver mounted.
     Known("driver library missing", r"libascend_hal\.so: cannot open shared object file",
-          "the NPU driver's libraries are not in the container: no driver mount, or `import torch_npu` "
-          "during `docker build` (no driver there)",
-          "run with `invoke run` (it mounts /usr/local/Ascend/driver); in a build step set "
-          "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and do not import torch_npu"),
+          "the NPU driver's libraries are not in the container: no driver mount (a plain `docker run` of a "
+          "vllm-ascend image with the devices only), or `import torch_npu` during `docker build` (no driver there)",
+          "run with `invoke run` (it mounts /usr/local/Ascend/driver read-only; `invoke run --serve` for vLLM), or "
+          "mount that folder yourself; in a build step set TORCH_DEVICE_BACKEND_AUTOLOAD=0 and do not import "
+          "torch_npu"),
     Known("CANN libraries not on the path", r"lib(hccl|ascendcl|ge_runner|graph|acl_op_compiler)\.so: cannot open",
           "CANN's environment lives only in set_env.sh or .bashrc, so a plain `docker run` lacks it; or CANN "
           "is missing or a different release than torch_npu's",
@@ -478,8 +486,26 @@ KNOWN = [
     Known("driver too old for CANN", r"Driver Version: \S+ is invalid or not supported",
           "the host driver is older than (or unknown to) the CANN release in the image",
           "upgrade the driver to the one CANN needs (`invoke doctor --image IMAGE` names it)"),
+    # Serving images (vLLM + vLLM-Ascend). vllm-ascend #855: torch loads its NPU backend at
+    # `import torch`, so any torch_npu failure surfaces as this line; the cause is above it.
+    Known("torch_npu backend failed to load", r"Failed to load the backend extension: torch_npu",
+          "torch_npu could not be imported when torch started: usually CANN's environment is not set in the "
+          "container (set_env.sh not sourced), or torch and torch_npu are not a pair (vLLM or vLLM-Ascend "
+          "reinstalled torch); the lines above it name the library or symbol",
+          "use an image whose suite passed (every image built here sets CANN's environment as ENV and pins torch "
+          "to its torch_npu), check it against the host with `invoke doctor --image IMAGE`; do not pip install "
+          "vllm over it without its constraints", outcome=True),
+    # vllm-ascend #1114: vllm-ascend reinstalled from source, or built without its kernels.
+    Known("vLLM-Ascend custom kernels missing", r"libvllm_ascend_kernels\.so",
+          "vLLM-Ascend was installed or built without its custom kernels (an image built with --no-kernels, "
+          "whose io.ascend-build.kernels label says no, or vllm-ascend reinstalled from source without "
+          "compiling them): its custom operators and sleep mode are off",
+          "rebuild the serving image with its kernels (without --no-kernels; the build needs CANN's toolkit to "
+          "compile them), or use one whose io.ascend-build.kernels label is yes"),
 ]
 
 
 def explain(text: str) -> list[Known]:
-    return [k for k in KNOWN if re.search(k.pattern, text)]
+    found = [k for k in KNOWN if re.search(k.pattern, text)]
+    causes = [k for k in found if not k.outcome]
+    return causes or found

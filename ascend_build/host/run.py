@@ -1,16 +1,18 @@
 """`docker run` for an NPU host, composed from what the host has: its davinci cards, the
 devices and files of its kind (a 910B-class server or a 310B board: host/layout.py),
-npu-smi wherever it lives, or the Ascend Docker Runtime. Everything is read below `root`
+npu-smi wherever it lives, or the Ascend Docker Runtime; for a serving image, `vllm serve`
+of a host folder on a published port (host/serving.py). Everything is read below `root`
 so it can be checked against a stand-in host tree."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..engine import Engine, Mount, RunSpec
 from ..errors import UserError
 from .layout import DRIVER_DIR, DRIVER_LIB, for_chip, layout_of
+from .serving import Serve, vllm_argv
 
 # What every 910B-class server has (kept for the cluster code and doctor's messages).
 NPU_SMI = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")   # hosts differ
@@ -31,6 +33,7 @@ class RunOptions:
     env: tuple[tuple[str, str], ...] = ()
     mounts: tuple[tuple[str, str], ...] = ()      # (host path, container path), read-only
     cpuset: str = ""              # --cpuset-cpus: the cores of the container's ranks ("": every core)
+    serve: Serve | None = None    # `vllm serve` of a host folder; `command` then holds vllm serve's own options
 
 
 def host_cards(root: Path) -> list[int]:
@@ -111,10 +114,30 @@ def compose(engine: Engine, opts: RunOptions, root: Path = Path("/"), runtimes: 
         if smi:
             host_mounts.append(smi)
         mounts = [Mount(str(path if assumed else root / path.lstrip("/")), path) for path in host_mounts]
-    return engine.run_argv(RunSpec(
+    opts = _serving(opts, len(chosen)) if opts.serve else opts
+    argv = engine.run_argv(RunSpec(
         opts.image, tuple(opts.command), devices=tuple(devices), runtime=runtime, interactive=opts.interactive,
         # What every run takes besides the NPUs: memory, IPC, network, limits, cores, mounts, env.
         shm_size=opts.shm_size, ipc="host" if opts.ipc_host else None, network="host" if opts.network_host else None,
         ulimits=(("memlock", "-1:-1"), ("nofile", "65536:65536")) if opts.multi_card else (),
         cpuset=opts.cpuset or None, mounts=(*mounts, *(Mount(h, p) for h, p in opts.mounts)),
         env=(*env, *opts.env)), composed=True)
+    if opts.serve and not opts.network_host:
+        # RunSpec has no published ports: -p goes in just before the image
+        image_at = len(argv) - len(opts.command) - 1
+        argv[image_at:image_at] = ["-p", opts.serve.publish()]
+    return argv
+
+
+def _serving(opts: RunOptions, cards: int) -> RunOptions:
+    """The run of `vllm serve` on `cards` NPUs: the user's command is vllm serve's options."""
+    serve = opts.serve
+    assert serve is not None
+    # On the host network vLLM listens on the publish address itself (docker ignores -p there).
+    listen = serve.address if opts.network_host else "0.0.0.0"
+    return replace(opts, command=vllm_argv(serve.target, listen, serve.port, cards, tuple(opts.command)),
+                   mounts=(*opts.mounts, (str(serve.model), serve.target)),
+                   # A server others reach keeps its own IPC namespace: its workers share tensors
+                   # through the /dev/shm of --shm-size (which --ipc=host would replace with the host's).
+                   ipc_host=False,
+                   multi_card=opts.multi_card or cards > 1)     # HCCL across the cards, as a launch

@@ -1,23 +1,24 @@
-"""Images built together: one cell's runtime image and then the user layers on it, and
-every cell of the matrix's `images:` list (`invoke build --all`), where one failing
-does not stop the others. The runtime build (build.py) knows nothing of layers; a layer
-(userlayer.py) stands on a runtime that was built and tested."""
+"""Images built together: one cell's runtime image and then the images of the kinds that
+extend it (user layers, a serving image), and every cell of the matrix's `images:` list
+(`invoke build --all`), where one failing does not stop the others. The runtime build
+(build.py) knows nothing of what extends it; each extension (userlayer.py, serving.py)
+is prepared (locked, or refused) before anything is built and stands on a runtime that
+was built and tested."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, Sequence
 
 from .. import console
 from ..engine import Engine, interrupts
 from ..errors import UserError
 from ..inputs.options import Inputs, Site
-from ..locking.layerlock import LayerLock
 from ..matrix import Cell, Matrix
 from . import build as runtime_build
 from . import userlayer
-from .steps import Built
+from .steps import Built, Extension
 
 Status = Literal["tagged", "failed"]
 
@@ -32,21 +33,26 @@ class Outcome:
     code: int = 0           # its error's exit code (README's table): a dry --all ends with the worst
 
 
-Layer = tuple[userlayer.LayerRequest, LayerLock]     # the request and its lock
+class Request(Protocol):
+    """What asks for an image FROM the cell's runtime: userlayer.LayerRequest, serving.ServingRequest."""
+    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension: ...
 
 
-def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs,
-            requests: list[userlayer.LayerRequest]) -> list[Layer]:
-    """Each layer locked, or refused, before anything is built."""
-    return [(req, userlayer.prepare(matrix, cell, site, inputs, req)[0]) for req in requests]
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, requests: Sequence[Request]) -> list[Extension]:
+    """Each extension locked, or refused, before anything is built."""
+    return [req.prepare(matrix, cell, site, inputs) for req in requests]
 
 
-def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, layers: list[Layer], engine: Engine,
+def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, extensions: list[Extension], engine: Engine,
                run_tests=None) -> list[Built]:
-    """The runtime image, then each layer on it; the first failure stops (and says why)."""
+    """The runtime image, then each extension on it; the first failure stops (and says why).
+    A dry run plans them all, then ends where the real run would stop first."""
     runtime = runtime_build.build(matrix, cell, site, inputs, engine, run_tests)
-    return [runtime] + [userlayer.build(matrix, cell, site, inputs, runtime, req, lock, engine, run_tests)
-                        for req, lock in layers]
+    built = [runtime] + [ext.build(runtime, engine, run_tests) for ext in extensions]
+    stop = next((b.stop for b in built if b.stop is not None), None)
+    if stop is not None:
+        raise stop
+    return built
 
 
 def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs, engine: Engine,
@@ -61,10 +67,8 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs, en
             ready = _prepare_each(matrix, cell, site, inputs, outcomes)
             runtime = _attempt(outcomes, cell.name, cell.platform, log,
                                partial(runtime_build.build, matrix, cell, site, inputs, engine, run_tests))
-            for req, lock in ready if runtime is not None else []:
-                _attempt(outcomes, f"{cell.name}-{req.name}", cell.platform, None,
-                         partial(userlayer.build, matrix, cell, site, inputs, runtime, req, lock,  # type: ignore[arg-type]
-                                 engine, run_tests))
+            for ext in ready if runtime is not None else []:
+                _attempt(outcomes, ext.name, cell.platform, None, partial(ext.build, runtime, engine, run_tests))
         except KeyboardInterrupt:
             if outcomes:
                 console.note("\n" + summary(outcomes))
@@ -74,12 +78,17 @@ def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs, en
 
 
 def _attempt(outcomes: list[Outcome], name: str, platform: str, log: Path | None, run) -> Built | None:
+    """One image's row; a dry run's plan that a real run would stop is a failed row, and what
+    stands on it is planned all the same."""
     try:
         built = run()
     except UserError as exc:
         outcomes.append(_failed(name, platform, exc, log if log and log.exists() else None))
         return None
-    outcomes.append(Outcome(name, platform, "tagged", built.tags.readable, built.log))
+    if built.stop is not None:
+        outcomes.append(_failed(name, platform, built.stop, None))
+    else:
+        outcomes.append(Outcome(name, platform, "tagged", built.tags.readable, built.log))
     return built
 
 
@@ -94,7 +103,7 @@ def worst(outcomes: list[Outcome]) -> int:
     return max((o.code for o in outcomes if o.status == "failed"), default=0)
 
 
-def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list[Layer]:
+def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcomes: list[Outcome]) -> list[Extension]:
     """The cell's layers, each locked or refused; a refused one is a failed row, and the
     runtime image is built all the same."""
     ready = []
@@ -102,7 +111,7 @@ def _prepare_each(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, outcom
         name = f"{cell.name}-{layer.name or Path(layer.requirements).stem}"
         try:
             req = userlayer.LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
-            ready += prepare(matrix, cell, site, inputs, [req])
+            ready.append(req.prepare(matrix, cell, site, inputs))
         except UserError as exc:
             outcomes.append(_failed(name, cell.platform, exc, None))
     return ready

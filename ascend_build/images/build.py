@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from .. import console
@@ -30,6 +31,14 @@ from . import finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag
 from .render import ROOT, Rendered, runtime_dockerfile
 from .steps import Built
+
+KIND = RUNTIME      # this module is the runtime kind (catalog.py)
+
+
+def render(matrix: Matrix) -> list[Rendered]:
+    """Every runtime Dockerfile: each stack on each OS the matrix allows it."""
+    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
+            if matrix.allows(stack, os)]
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class Prepared:
     dockerfile: Path
     lock: locks.Lock | None
     stops: tuple[str, ...] = ()      # a dry run: where the real one would stop (it then exits as that would)
+    refusal: UserError | None = None  # a dry run: the input a real run refuses first (no lock), planned past
 
 
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine) -> Prepared:
@@ -76,7 +86,14 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
-    lock, said = _lock(matrix, cell, site)
+    refusal = None
+    try:
+        lock, said = _lock(matrix, cell, site)
+    except UserError as exc:
+        if not site.dry or isinstance(exc, PackageError):
+            raise
+        # A dry run shows the plan a newcomer asked for, then ends as the real run would.
+        refusal, lock, said = exc, None, "python packages: no lock (a real run stops here: see the end)"
     (console.show if site.dry else console.say)(said)      # the plan says which lock: a dry run's too (--quiet)
     torch_src = torch_index.source(cell.stack, cell.arch, site.net.torch_index_url)
     if torch_src.named:
@@ -95,7 +112,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     plan = _plan(rendered, cell, site, inputs, (toolkit, kernels, nnal),
                  locks.with_torch_index(_requirements(matrix, cell, lock, inputs), torch_src), lock, engine.kind,
                  torch_src)
-    return Prepared(plan, site, engine, dockerfile, lock, tuple(stops))
+    return Prepared(plan, site, engine, dockerfile, lock, tuple(stops), refusal)
 
 
 def _request(p: Prepared, secrets: dict[str, Path], ctx: Path) -> eng.BuildRequest:
@@ -121,7 +138,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
     p = prepare(matrix, cell, site, inputs, engine)
     plan, site, engine, cell = p.plan, p.site, p.engine, p.plan.cell
     ctx = plan.work / "context"
-    test = run_tests or steps.run_image_tests
+    test = run_tests or partial(steps.run_image_tests, kind=KIND)
     if not site.dry and not site.no_cache:
         reused = steps.reuse(engine, plan.tags, plan.content, plan.what, site.retest,
                              lambda image: test(image, matrix.path, engine))
@@ -144,13 +161,12 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             layers = ",".join(cell.stack.layers)
             files = f"{{{layers}}}" if len(cell.stack.layers) > 1 else layers     # CANN only: cann.txt alone
             console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
-                         + (str(p.lock.where) if p.lock else "the matrix's specifiers (unlocked: --unlocked)"))
+                         + (str(p.lock.where) if p.lock else "nothing: there is no lock (a real run stops here)"
+                            if p.refusal else "the matrix's specifiers (unlocked: --unlocked)"))
             for line in _long_steps(p):
                 console.show(line)
             steps.show_dry(engine, req, plan.tags, RUNTIME)
-            if p.stops:     # the dry run ends as the real one would: a CI pre-flight fails here too
-                raise PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
-            return Built(cell, None, plan.tags, None, plan.content)
+            return Built(cell, None, plan.tags, None, plan.content, stop=_stop(p))
         try:
             _stage(plan, ctx)
             image_id = steps.build_test_tag(
@@ -163,6 +179,16 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             with interrupts.deferred():     # a second Ctrl-C does not leave the context behind
                 shutil.rmtree(ctx, ignore_errors=True)
     return Built(cell, image_id, plan.tags, plan.work / "build.log", plan.content)
+
+
+def _stop(p: Prepared) -> UserError | None:
+    """Where a real build of a dry run's plan stops, as it would end (a CI pre-flight fails
+    here too): the first refusal (no lock: 2), else the missing packages (3)."""
+    if p.refusal is not None:
+        return p.refusal
+    if p.stops:
+        return PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
+    return None
 
 
 def _long_steps(p: Prepared) -> list[str]:

@@ -154,10 +154,11 @@ def runtime(engine: eng.Engine, candidate: str, cell: Cell, requirements: dict[s
 
 
 def layer(engine: eng.Engine, candidate: str, cell: Cell, name: str, lock_text: str, ref: str,
-          work: Path) -> Written:
-    """The user layer's lock, its part of the manifest and the SBOM made again with its packages."""
+          work: Path, own: str | None = None) -> Written:
+    """The user layer's lock (a serving image's: `own` names it), its part of the manifest and
+    the SBOM made again with its packages."""
     found = probes.probe(engine, candidate, cell.platform)
-    own = f"layer-{name}"
+    own = own or f"layer-{name}"
     found["requirements"] = {**found["requirements"], own: lock_text}
     labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
     manifest = (found.get("manifest") or "").rstrip() + f"\n# user layer {name}: pip freeze\n" + found["freeze"]

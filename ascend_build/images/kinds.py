@@ -1,7 +1,8 @@
-"""The image graph as data: each kind of image this project builds, with its template,
-its cell type, the kind it takes input from, its labels, its test suite and its tags.
-Rendering, building, testing, tagging and pushing look a kind up here instead of
-knowing it; a new kind is a new row."""
+"""What every kind of image has (cibuildwheel's platform data): its template, the kind it
+takes input from and the one it is built FROM, its labels, its test suite and its tags.
+The kinds themselves are modules (build.py: runtime, sources.py: builder, userlayer.py:
+layer, serving.py: serving), each holding its ImageKind; catalog.py lists them, and
+rendering, building, testing and tagging loop over that list."""
 from __future__ import annotations
 
 import hashlib
@@ -75,7 +76,7 @@ class ImageKind(Generic[F]):
     suite: str                   # tests/<suite>: run on every candidate before its tag
     repository: str              # the default local repository
     labels: Callable[[F], dict[str, str]]   # the labels set at build time, from the kind's facts
-    extends: str | None = None   # the kind it is built FROM: its tests are inherited, run first
+    extends: ImageKind[Any] | None = None   # the kind it is built FROM: its tests are inherited, run after its own
 
     def tags(self, repository: str, name: str, content: str, target: Platform, alias: str | None = None) -> Tags:
         """readable (what is inside), content (what went in), and the alias where one is set."""
@@ -135,11 +136,10 @@ RUNTIME: ImageKind[RuntimeFacts] = ImageKind("runtime", "runtime.Dockerfile.j2",
                                              "ascend-runtime", _runtime_labels)
 # A team's requirements on a tested runtime image: the runtime suite runs again on it.
 LAYER: ImageKind[LayerFacts] = ImageKind("layer", "layer.Dockerfile.j2", "runtime", "layer_image",
-                                         "ascend-runtime", _layer_labels, extends="runtime")
-KINDS: dict[str, ImageKind[Any]] = {k.name: k for k in (BUILDER, RUNTIME, LAYER)}
+                                         "ascend-runtime", _layer_labels, extends=RUNTIME)
 
 
 def suites(kind: ImageKind[Any]) -> list[str]:
     """The test suites an image of this kind passes: its own first (what the image adds, the
     likelier to fail and the quicker to say so), then those of the kinds it extends."""
-    return [kind.suite] + (suites(KINDS[kind.extends]) if kind.extends else [])
+    return [kind.suite] + (suites(kind.extends) if kind.extends else [])

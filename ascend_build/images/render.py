@@ -8,7 +8,6 @@ from pathlib import Path
 
 import jinja2
 
-from .. import atomic
 from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_kernels, expected_toolkit
 from ..matrix.eras import INSTALLER_LOGS
 from ..matrix.eras import NNAL as NNAL_FILE
@@ -170,6 +169,11 @@ def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     return Rendered(Path("images/layer/Dockerfile"), text)
 
 
+def plain_dockerfile(template: str, path: str) -> Rendered:
+    """A kind's one Dockerfile with nothing of the matrix in it (what differs is build args)."""
+    return Rendered(Path(path), _env().get_template(template).render())
+
+
 FINISH_TAR = "ascend-build-files.tar"
 
 
@@ -181,65 +185,3 @@ def finish_dockerfile() -> Rendered:
 
 def _quoted(requirements) -> list[str]:
     return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
-
-
-def _all_runtime(matrix: Matrix) -> list[Rendered]:
-    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
-            if matrix.allows(stack, os)]
-
-
-def _all_builders(matrix: Matrix) -> list[Rendered]:
-    return [builder_dockerfile(matrix, stack, stack.torch, b) for stack in matrix.stacks.values() if stack.torch
-            for b in matrix.builders.values() if b.serves(stack)]
-
-
-# Every Dockerfile of a kind (kinds.py), for `invoke render`.
-_EVERY = {RUNTIME.name: _all_runtime, BUILDER.name: _all_builders, LAYER.name: lambda m: [layer_dockerfile(m)]}
-
-
-def render_all(matrix: Matrix) -> list[Rendered]:
-    return [r for kind in (RUNTIME, BUILDER, LAYER) for r in _EVERY[kind.name](matrix)] + [finish_dockerfile()]
-
-
-@dataclass(frozen=True)
-class RenderReport:
-    written: list[Path]
-    stale: list[Path]       # differ from what rendering gives
-    extra: list[Path]       # in images/ but rendered from nothing
-
-
-def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
-    """Write (or with `check`, compare) every generated file: the Dockerfiles and the
-    support page."""
-    from .support import PAGE, support_page
-    outputs = render_all(matrix) + [Rendered(PAGE, support_page(matrix))]
-    wanted = {r.path for r in outputs}
-    stale, written = [], []
-    for r in outputs:
-        target = root / r.path
-        current = target.read_text() if target.exists() else None
-        if current == r.text:
-            continue
-        stale.append(r.path)
-        if not check:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write_text(target, r.text)      # processes rendering at once each replace it whole
-            written.append(r.path)
-    images = root / "images"
-    extra = sorted(p.relative_to(root) for p in images.rglob("Dockerfile") if p.relative_to(root) not in wanted) \
-        if images.exists() else []
-    if not check:
-        for p in extra:
-            (root / p).unlink(missing_ok=True)     # another render at once may have removed it first
-            _prune_empty((root / p).parent, images)
-    return RenderReport(written, stale, extra)
-
-
-def _prune_empty(folder: Path, stop: Path) -> None:
-    """Empty folders removed, up to `stop`; the first not empty (or gone: another render at once) ends it."""
-    while folder != stop:
-        try:
-            folder.rmdir()
-        except OSError:         # not empty, or gone already
-            return
-        folder = folder.parent

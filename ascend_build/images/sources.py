@@ -30,7 +30,15 @@ from ..platforms import host as host_platform
 from . import steps
 from .kinds import BUILDER, BuilderFacts, content_tag, readable_tag
 from .progress import Progress
-from .render import builder_dockerfile, net_setup
+from .render import Rendered, builder_dockerfile, net_setup
+
+KIND = BUILDER      # this module is the builder kind (catalog.py)
+
+
+def render(matrix: Matrix) -> list[Rendered]:
+    """Every builder Dockerfile: each torch stack on each builder flavor that serves it."""
+    return [builder_dockerfile(matrix, stack, stack.torch, b) for stack in matrix.stacks.values() if stack.torch
+            for b in matrix.builders.values() if b.serves(stack)]
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,7 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
             steps.show_dry(engine, req, tags, BUILDER)
             return tags.readable
         what = f"builder {bcell.name} ({bcell.platform})"
-        test = lambda image: steps.run_image_tests(image, matrix.path, engine, suite=BUILDER.suite)  # noqa: E731
+        test = lambda image: steps.run_image_tests(image, matrix.path, engine, kind=KIND)  # noqa: E731
         if not site.no_cache and steps.reuse(engine, tags, content, what, site.retest, test):
             return tags.readable
         _check_bases(matrix, bcell, site, engine, {**build_args, **host_args}, wanted)

@@ -19,7 +19,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
-from .kinds import KINDS, RUNTIME, Tags, label, suites
+from .kinds import ImageKind, Tags, label, suites
 from .render import ROOT, Rendered
 
 
@@ -32,6 +32,17 @@ class Built:
     tags: Tags
     log: Path | None
     content_tag: str
+    stop: UserError | None = None     # a dry run: where the real one would stop (the plan is shown all the same)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """An image of a kind built FROM a cell's tested runtime image (a user layer, a serving
+    image), prepared (locked, or refused) before anything is built: what is left is its build
+    on that runtime. Each such kind's request makes one (`request.prepare(...)`); batch.py
+    builds them without knowing their kinds."""
+    name: str                                 # its row: <runtime name>-<its suffix>
+    build: Callable[..., Built]               # (runtime: Built, engine, run_tests) -> Built
 
 
 def current_dockerfile(rendered: Rendered) -> Path:
@@ -234,17 +245,14 @@ def remove_untagged(engine: eng.Engine, images: list[str], before_suite: set[str
     return left
 
 
-def kind_of(engine: eng.Engine, image: str) -> str:
-    """An image's kind, from its label (images built before the label: runtime)."""
-    kind = label_of(engine, image, "kind")
-    return kind if kind in KINDS else RUNTIME.name
-
-
 def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: list[str] | None = None,
-                    suite: str | None = None) -> int:
-    """The test suites of the image's kind, its own first; one that fails ends the run (the
-    inherited suites would only confirm a verdict already given)."""
-    chosen = [suite] if suite else suites(KINDS[kind_of(engine, image)])
+                    suite: str | None = None, kind: ImageKind[Any] | None = None) -> int:
+    """The test suites of the image's kind (its module passes it; `invoke test --image` reads
+    the label: catalog.kind_of), its own first; one that fails ends the run (the inherited
+    suites would only confirm a verdict already given)."""
+    if not suite and kind is None:
+        raise ValueError("run_image_tests: a suite or the image's kind")
+    chosen = [suite] if suite else suites(kind) if kind else []
     # A suite of its own, even when a test suite's worker asks for it (xdist's and the
     # suite's own variables would make it think it is one of that run's workers).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .. import console
@@ -21,8 +22,16 @@ from ..locking import lock as locks
 from ..matrix import Cell, Matrix
 from . import finish, steps
 from .kinds import LAYER, LayerFacts, content_tag, readable_tag
-from .render import ROOT, layer_dockerfile
-from .steps import Built
+from .render import ROOT, Rendered, layer_dockerfile
+from .steps import Built, Extension
+
+KIND = LAYER        # this module is the user layer kind (catalog.py)
+
+
+def render(matrix: Matrix) -> list[Rendered]:
+    """One Dockerfile for every user layer (the runtime and the lock are a build arg and a file)."""
+    return [layer_dockerfile(matrix)]
+
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
 
@@ -56,6 +65,11 @@ class LayerRequest:
                                 "FILE")
             return []
         return [cls.of(requirements, name, wheelhouse)]
+
+    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
+        """Locked (or refused) now; built on the runtime later (batch.py)."""
+        lock = prepare(matrix, cell, site, inputs, self)[0]
+        return Extension(f"{cell.name}-{self.name}", partial(_build_on, matrix, cell, site, inputs, self, lock))
 
 
 def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRequest
@@ -99,7 +113,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine.kind)
     ctx = work / "context"
     what = f"user layer {req.name} on {cell.name} ({cell.platform})"
-    test = run_tests or steps.run_image_tests
+    test = run_tests or partial(steps.run_image_tests, kind=KIND)
     if not site.dry and not site.no_cache:
         reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
         if reused:
@@ -125,6 +139,10 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     return Built(cell, image_id, tags, work / "build.log", content)
 
 
+def _build_on(matrix, cell, site, inputs, req, lock, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
+    return build(matrix, cell, site, inputs, runtime, req, lock, engine, run_tests)
+
+
 def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> None:
     """lock/layer.txt, and the layer wheelhouse's wheels the lock names (a team's own)."""
     if ctx.exists():
@@ -133,7 +151,6 @@ def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> Non
     (ctx / "lock" / "layer.txt").write_text(lock.text)
     shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
     (ctx / "wheels").mkdir()
-    named = set(re.findall(r"# [0-9a-f]{16} (\S+\.whl)", lock.text))
-    for wheel in sorted(wheelhouse.glob("*.whl")) if wheelhouse else []:
-        if wheel.name in named:
-            shutil.copy2(wheel, ctx / "wheels" / wheel.name)
+    for wheel in layerlock.named_wheels(lock.text, wheelhouse):
+        shutil.copy2(wheel, ctx / "wheels" / wheel.name)
+

@@ -167,6 +167,12 @@ def render(name: str, cell: Cell, hold: Held, lines: list[Line], entries: list[s
         *entries]) + "\n"
 
 
+def named_wheels(lock_text: str, wheelhouse: Path | None) -> list[Path]:
+    """The wheelhouse's wheels a layer lock names (a team's own, or what the index lacks)."""
+    named = set(re.findall(r"# [0-9a-f]{16} (\S+\.whl)", lock_text))
+    return [w for w in sorted(wheelhouse.glob("*.whl")) if w.name in named] if wheelhouse else []
+
+
 def mentioned(text: str, names) -> list[str]:
     """The held names a resolver's complaint mentions, in the order it mentions them."""
     words = [normalize(w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", text)]

@@ -16,10 +16,13 @@ from .records import (
     OSBase,
     PackageRelease,
     PythonSource,
+    ServingRelease,
     Stack,
     TorchParts,
+    VllmAscendRelease,
+    VllmRelease,
 )
 
 __all__ = ["FRAMEWORKS", "Builder", "BuilderCell", "CannFile", "CannRelease", "Cell", "Framework", "ImageSpec",
-           "Matrix", "OSBase", "PackageRelease", "PythonSource", "Stack", "TorchParts", "expected_kernels",
-           "expected_toolkit", "load_matrix", "load_text"]
+           "Matrix", "OSBase", "PackageRelease", "PythonSource", "ServingRelease", "Stack", "TorchParts",
+           "VllmAscendRelease", "VllmRelease", "expected_kernels", "expected_toolkit", "load_matrix", "load_text"]

@@ -146,7 +146,8 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
                       for k, v in (d.get("chip_support") or {}).items()},
         torch_npu_build=_torch_npu_build(d.get("torch_npu_build")),
         cann_pins={str(k): str(v) for k, v in (d.get("cann_pins") or {}).items()},
-        releases=releases, compatible=imported.compatible(facts), torch_npu_tags=imported.tags(facts))
+        releases=releases, compatible=imported.compatible(facts), torch_npu_tags=imported.tags(facts),
+        vllm_ascend=imported.serving(facts))
 
 
 def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelease]:
@@ -229,6 +230,8 @@ class Upstream:
     deployer: tuple[str, ...]              # the ascend-deployer releases to read
     choices: Mapping[str, Mapping[str, str]]   # key path -> {take, why}: a decided disagreement
     docs: Mapping[str, Any]                # Ascend's documents (upstream/docs.py reads the entries)
+    serving_from: str | None = None        # vLLM-Ascend releases imported from this one on (None: none)
+    serving_pre: bool = False              # its pre-releases too
 
 
 def upstream_of(path: Path) -> Upstream:
@@ -243,5 +246,7 @@ def upstream_of(path: Path) -> Upstream:
     if c.problems:
         raise MatrixError(c.problems)
     up = hand.data["upstream"]
+    serving = up.get("serving") or {}
     return Upstream(imported.path_for(path, up["imported"]), tuple(str(v) for v in up["deployer"]),
-                    {str(k): dict(v) for k, v in (up.get("choices") or {}).items()}, dict(up))
+                    {str(k): dict(v) for k, v in (up.get("choices") or {}).items()}, dict(up),
+                    str(serving["from"]) if serving else None, bool(serving.get("pre")))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..chips import spelling
+from ..chips import soc_version, spelling
 from ..errors import UserError
 from ..platforms import PLATFORMS, Platform
 from ..platforms import get as get_platform
@@ -29,10 +29,12 @@ from .records import (
     PackageRelease,
     PythonSource,
     Repo,
+    ServingRelease,
     Stack,
     TorchAtb,
     TorchNpuBuild,
     TorchNpuTag,
+    VllmAscendRelease,
 )
 from .yamlsource import Located
 
@@ -81,6 +83,25 @@ class Matrix:
     releases: dict[str, dict[str, PackageRelease]] = field(default_factory=dict)
     compatible: dict[str, tuple[str, ...]] = field(default_factory=dict)
     torch_npu_tags: dict[str, TorchNpuTag] = field(default_factory=dict)
+    vllm_ascend: dict[str, VllmAscendRelease] = field(default_factory=dict)   # vLLM-Ascend's, by release
+
+    # ------------------------------------------------------------ serving (vLLM + vLLM-Ascend)
+    def serving(self, version: str) -> ServingRelease:
+        """The vLLM-Ascend release of this number paired with its stack, or why it cannot
+        be served here (unknown, pins that disagree, no stack with its torch and torch_npu,
+        no vLLM release of its number, no Python both take in the stack's range)."""
+        from .serving import resolve
+        return resolve(self, version)
+
+    def serving_releases(self) -> list[ServingRelease]:
+        """The releases a serving image can take (those serving() pairs), newest first."""
+        from .serving import pairable
+        return pairable(self)
+
+    def soc_version(self, chip: str | None = None) -> str:
+        """The SOC_VERSION vLLM-Ascend's kernels are compiled for on `chip` (default: the
+        matrix's defaults.chip), or a refusal naming the chips that have one."""
+        return soc_version(chip or self.defaults.chip)
 
     @property
     def path(self) -> Path:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from packaging.specifiers import SpecifierSet
+
 from ..platforms import ARCHES, Platform
 from .eras import Era, cann_key, cann_series, era_of
 from .frameworks import Framework
@@ -450,3 +452,63 @@ class Files:
     """The matrix's two files: matrix.yaml (hand-written) and the imported facts beside it."""
     matrix: Path
     imported: Path
+
+
+@dataclass(frozen=True)
+class VllmRelease:
+    """vLLM's release of a vLLM-Ascend release's number: its sdist (built with
+    VLLM_TARGET_DEVICE=empty, so that it brings no torch of its own)."""
+    version: str
+    sdist: str
+    sdist_sha256: str
+    requires_python: str          # as its index page says it: ">=3.10,<3.15"
+    source: str
+
+
+@dataclass(frozen=True)
+class VllmAscendRelease:
+    """A vLLM-Ascend release as imported.yaml holds it (vllm_ascend_releases): the pins its
+    sdist's PKG-INFO gives, its wheels and sdist, and vLLM's release of its number."""
+    version: str
+    pins: Mapping[str, str]                   # torch, torch_npu, torchvision, torchaudio, triton_ascend, transformers
+    requires_python: str                      # "": any
+    wheels: frozenset[tuple[str, str]]        # (python "3.11", arch "aarch64")
+    sdist: str
+    sdist_sha256: str
+    source: str
+    vllm: VllmRelease | None                  # None: vLLM has no release of this number
+    vllm_note: str = ""                       # why there is none (the import's words)
+
+
+@dataclass(frozen=True)
+class ServingRelease:
+    """A vLLM-Ascend release paired with the stack it is built on (Matrix.serving): its
+    torch and torch_npu pins are that stack's, and vLLM has a release of its number."""
+    version: str                              # vllm-ascend's: "0.23.0"
+    vllm: str                                 # vllm's, the same number
+    stack: Stack
+    pins: Mapping[str, str]                   # torch, torch_npu, torchvision, torchaudio, triton_ascend, transformers
+    requires_python: str                      # vllm-ascend's ("": any)
+    wheels: frozenset[tuple[str, str]]        # (python, arch) vllm-ascend has wheels for; elsewhere its sdist
+    sdist: str
+    sdist_sha256: str
+    vllm_sdist: str
+    vllm_sdist_sha256: str
+    vllm_requires_python: str
+    source: str
+
+    def fits(self, python: str, stack: Stack | None = None) -> bool:
+        """A Python both packages' Requires-Python take, in the stack's range."""
+        st = stack or self.stack
+        return (python in st.pythons() and SpecifierSet(self.requires_python).contains(python + ".0")
+                and SpecifierSet(self.vllm_requires_python).contains(python + ".0"))
+
+    def pythons(self, stack: Stack | None = None) -> list[str]:
+        """The Pythons a serving image of it can have: the stack's (default: its own) that
+        vllm-ascend's and vllm's Requires-Python take."""
+        st = stack or self.stack
+        return [p for p in st.pythons() if self.fits(p, st)]
+
+    def has_wheel(self, python: str, arch: str) -> bool:
+        """vllm-ascend has a wheel for it; elsewhere it is built from its sdist."""
+        return (python, arch) in self.wheels

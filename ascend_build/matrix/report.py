@@ -160,6 +160,7 @@ def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None, width: int | Non
     text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(matrix, c) for c in cells])
     text += _unpaired(matrix)
     text += mindspore_table(matrix)
+    text += serving_table(matrix)
     text += cann_table(matrix)
     text += f"\n\n{len(cells)} images from {matrix.path}. CANN packages they need ({len(files)}):\n"
     text += "\n".join(f"  {name}  <- {url}" for name, url in sorted(files.items()))
@@ -263,6 +264,50 @@ def mindspore_table(matrix: Matrix, width: int | None = None) -> str:
     return text
 
 
+def _span(pythons: list[str]) -> str:
+    from packaging.version import Version
+    ordered = sorted(set(pythons), key=Version)
+    return ordered[0] if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
+
+
+def serving_rows(matrix: Matrix) -> list[dict[str, str]]:
+    """The serving lines: each vLLM-Ascend release a serving image can take, on its stack,
+    with the Pythons it fits and where its wheels stop (the rest: built from its sdist)."""
+    from ..platforms import ARCHES
+    rows = []
+    for rel in matrix.serving_releases():
+        fits = rel.pythons()
+        per_arch = {arch: [p for p in fits if rel.has_wheel(p, arch)] for arch in ARCHES}
+        spans: dict[str, list[str]] = {}
+        for arch, wheels in per_arch.items():
+            if wheels:
+                spans.setdefault(_span(wheels), []).append(arch)
+        sdist = [p for p in fits if not all(rel.has_wheel(p, arch) for arch in ARCHES)]
+        install = "; ".join([f"wheels {span} ({', '.join(arches)})" for span, arches in spans.items()]
+                            + ([f"sdist {_span(sdist)}"] if sdist else []))
+        rows.append({"vllm-ascend": rel.version, "vllm": rel.vllm, "stack": rel.stack.name, "Python": _span(fits),
+                     "install": install})
+    return rows
+
+
+def serving_table(matrix: Matrix, width: int | None = None) -> str:
+    """The serving lines, and the imported releases that cannot be served here, with why."""
+    from .serving import refused
+    if not matrix.vllm_ascend:
+        return ""
+    rows = serving_rows(matrix)
+    title = ("Serving lines (vLLM-Ascend on the stack its pins name, with vLLM of its number; where a wheel is "
+             "missing, its sdist is built):")
+    text = "\n\n" + (_fill(title, width) if width else title) + "\n" + (
+        table(rows, width, keep=("vllm-ascend",)) if rows else "(none)")
+    left = refused(matrix)
+    if left:          # in a few words; --wide: in full, with what would fix it
+        why = "; ".join(f"{v} ({r.short if width else r.text})" for v, r in left.items())
+        line = f"\n\nvllm-ascend releases imported that no serving image takes here: {why}"
+        text += _fill(line, width) if width else line
+    return text
+
+
 def ci_matrix(matrix: Matrix, cells: list[Cell] | None = None) -> list[dict[str, str]]:
     """The CI build matrix, derived from `images:` so no image list is written twice
     (`cells`: those of them CI builds, by default all)."""
@@ -293,7 +338,9 @@ def narrow_view(matrix: Matrix, width: int) -> str:
     text = table(lines, width, keep=("stack",)) + "\n" + _fill(
         f"Python: each line's range, and in brackets the one an image on {matrix.defaults.os} gets: its distro's "
         f"python3, or compiled from source.", width) + "\n\n" + _images(matrix, cells, width)
-    text += _fill(_unpaired(matrix) + mindspore_table(matrix, width) + cann_table(matrix, width), width)
+    text += _fill(_unpaired(matrix) + mindspore_table(matrix, width), width)
+    text += serving_table(matrix, width)
+    text += _fill(cann_table(matrix, width), width)
     files = _packages(cells)
     folders: dict[str, list[str]] = {}
     for name, (url, unpinned) in files.items():

@@ -15,13 +15,14 @@ RUNS_ON = r"[0-9]{2}\.[0-9]+(\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)?)?"
 SHA256 = r"[0-9a-f]{64}"
 RUN_AS = r"root|[0-9]{1,9}:[0-9]{1,9}"
 MINDSPORE_RELEASE = r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*"
+PEP440 = r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?"     # a release as PyPI normalizes it
 # Companions a stack may carry: PyTorch's own domain libraries, whose wheels pin the torch
 # release they were built for. DeepSpeed is not one: PyPI has only its source, which
 # compiles against torch at install time (a user layer can carry it).
 COMPANIONS = ("torchvision", "torchaudio")
 # The sections imported.yaml holds; every other one is matrix.yaml's.
 IMPORTED_KEYS = frozenset({"read", "cann", "torchnpu_compatible", "torch_npu_releases", "mindspore_releases",
-                           "torch_npu_tags"})
+                           "torch_npu_tags", "vllm_ascend_releases"})
 
 
 def _sha(hint: str = "64 lowercase hex digits") -> s.Check:
@@ -128,7 +129,10 @@ _UPSTREAM = s.record({
     "docs": s.record({}, {
         "compatibility": _doc(), "tags": _doc(),
         "torch_npu_notes": s.map_of(s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release"), _doc()),
-        "cann_notes": s.map_of(s.string(VERSION, "a CANN release"), _doc())})})
+        "cann_notes": s.map_of(s.string(VERSION, "a CANN release"), _doc())}),
+    # vLLM-Ascend's releases to import (for the serving images): from this release on, final
+    # and post releases, and with `pre: true` its release candidates too.
+    "serving": s.record({"from": s.string(PEP440, "a vllm-ascend release like \"0.21.0\"")}, {"pre": s.boolean})})
 
 MATRIX = s.record({
     "schema": s.integer(1, 1),
@@ -210,6 +214,19 @@ IMPORTED = s.record({
         s.list_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\"")))}),
     "mindspore_releases": _releases(s.string(MINDSPORE_RELEASE, "a MindSpore release like 2.9.0"),
                                     s.one_of("mindspore"), s.one_of(*ARCHES, "any"), {}),
+    "vllm_ascend_releases": s.map_of(s.string(PEP440, "a vllm-ascend release like 0.23.0"), s.record({
+        "source": s.string(),
+        "requires_python": s.string(r"[^\s]*", "a Requires-Python specifier like >=3.10, or \"\""),
+        "pins": s.map_of(s.one_of("torch", "torch_npu", "torchvision", "torchaudio", "triton_ascend", "transformers"),
+                         s.string(r"\S+", "a version, or a specifier like >=2.9"), non_empty=False),
+        "sdist": s.record({"file": s.string(r"[A-Za-z0-9._-]+\.tar\.gz", "an sdist file name"), "sha256": _sha()}),
+        "vllm": s.optional(s.record({
+            "version": s.string(PEP440, "a vllm release like 0.23.0"),
+            "sdist": s.string(r"[A-Za-z0-9._-]+\.tar\.gz", "an sdist file name"), "sha256": _sha(),
+            "requires_python": s.string(r"[^\s]*", "a Requires-Python specifier like >=3.10,<3.15"),
+            "source": s.string()})),
+    }, {"wheels": s.map_of(s.one_of(*ARCHES), s.list_of(s.string(MINOR, "like \"3.10\""))),
+        "vllm_note": s.string()}), non_empty=False),
     "torch_npu_tags": s.record({"source": s.string(), "tags": s.map_of(
         s.string(VERSION, "a torch_npu version"), s.record({
             "tag": s.string(r"v\S+", "a release tag like v6.0.rc3-pytorch2.1.0"),

@@ -1,6 +1,6 @@
 """`invoke update`: Huawei's release data (ascend-deployer, several releases of it),
 Ascend's published tables, the official CANN images' Dockerfiles (`--cann-images`) and
-PyPI's index merged, and written whole into the imported facts' file (imported.yaml, as
+PyPI's index (torch_npu, MindSpore, and vLLM-Ascend for the serving images) merged, and written whole into the imported facts' file (imported.yaml, as
 matrix.yaml's upstream.imported names it). matrix.yaml is never written. Each entry names
 its source; where the sources disagree, the matrix's `upstream.choices` decides, and an
 undecided disagreement stops the update with both values shown."""
@@ -17,7 +17,7 @@ from packaging.version import Version
 from .. import atomic
 from ..errors import UserError
 from ..platforms import ARCHES
-from . import cann_images, docs, pypi
+from . import cann_images, docs, pypi, vllm
 from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
 
@@ -49,6 +49,8 @@ class Merged:
     mindspore: dict[str, MindSporeData] = field(default_factory=dict)
     images_read: str = ""                                              # the CANN images' copy read (or kept)
     images_notes: list[str] = field(default_factory=list)             # what the images name and was not taken
+    serving: dict[str, vllm.VllmAscendData] = field(default_factory=dict)   # vLLM-Ascend's releases
+    serving_notes: list[str] = field(default_factory=list)            # what of them was not imported, and why
 
 
 def _version_key(v: str) -> Version:
@@ -486,7 +488,15 @@ def to_data(merged: Merged) -> dict:
     data["torch_npu_releases"] = {r: _release_data(tn) for r, tn in merged.torch_npu.items()}
     if merged.mindspore:
         data["mindspore_releases"] = {r: _release_data(ms) for r, ms in merged.mindspore.items()}
+    if merged.serving:
+        data[vllm.SECTION] = {r: rel.to_data() for r, rel in merged.serving.items()}
     return data
+
+
+def keep_serving(merged: Merged, old: dict) -> None:
+    """vLLM-Ascend's releases as the last import left them (an import that reads no index)."""
+    merged.serving = {str(v): vllm.VllmAscendData.from_data(str(v), d)
+                      for v, d in (old.get(vllm.SECTION) or {}).items()}
 
 
 # ---------------------------------------------------------------------------- summary
@@ -501,7 +511,7 @@ class Summary:
         return ([f"+ {a}" for a in self.added] + [f"~ {c}" for c in self.changed] + [f"- {r}" for r in self.removed])
 
 
-def _flatten(cann: dict, releases: dict, mindspore: dict | None = None) -> dict[str, str]:
+def _flatten(cann: dict, releases: dict, mindspore: dict | None = None, serving: dict | None = None) -> dict[str, str]:
     flat: dict[str, str] = {}
     for version, rel in (cann or {}).items():
         flat[f"cann {version}"] = "release"
@@ -532,12 +542,27 @@ def _flatten(cann: dict, releases: dict, mindspore: dict | None = None) -> dict[
             flat[f"mindspore {release} wheels"] = " ".join(wheels)
             digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
             flat[f"mindspore {release} wheel sums"] = f"(digest {digest})"
+    for release, rel in (serving or {}).items():
+        pins = rel.get("pins") or {}
+        flat[f"vllm-ascend {release}"] = ", ".join(f"{k} {pins[k]}" for k in ("torch", "torch_npu") if k in pins) \
+            or "no torch pins"
+        flat[f"vllm-ascend {release} pins"] = ", ".join(f"{k} {v}" for k, v in pins.items()) or "none"
+        flat[f"vllm-ascend {release} requires-python"] = str(rel.get("requires_python") or "any")
+        flat[f"vllm-ascend {release} sdist"] = f"{rel['sdist']['file']} sha256 {rel['sdist']['sha256']}"
+        if rel.get("wheels"):
+            flat[f"vllm-ascend {release} wheels"] = "; ".join(f"{arch} {' '.join(p)}" for arch, p in rel["wheels"].items())
+        v = rel.get("vllm")
+        flat[f"vllm-ascend {release} vllm"] = (f"{v['version']} ({v['sdist']} sha256 {v['sha256']}, requires-python "
+                                               f"{v['requires_python'] or 'any'})" if v else
+                                               f"none: {rel.get('vllm_note') or 'no release of its number'}")
     return flat
 
 
 def summarize(old: dict, new: dict) -> Summary:
-    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {}, old.get("mindspore_releases"))
-    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {}, new.get("mindspore_releases"))
+    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {}, old.get("mindspore_releases"),
+                 old.get(vllm.SECTION))
+    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {}, new.get("mindspore_releases"),
+                 new.get(vllm.SECTION))
     s = Summary()
     for key in b:
         if key not in a:
@@ -590,9 +615,13 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
         keep_images(merged, old, ascend)
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
+        keep_serving(merged, old)
     else:
         add_pypi(merged, pypi.releases(pypi.files("torch_npu", pip_args or [])))
         add_pypi_mindspore(merged, pypi.releases(pypi.files("mindspore", pip_args or []), pre=True))
+        if upstream.serving_from:
+            merged.serving, merged.serving_notes = vllm.read(upstream.serving_from, upstream.serving_pre,
+                                                             pip_args or [])
     undecided = [c for c in merged.conflicts if c.taken is None]
     if undecided:
         raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "
@@ -642,13 +671,17 @@ def counts(merged: Merged) -> dict[str, int]:
             "MindSpore releases with a CANN pairing": sum(1 for r in ms if r.cann),
             "MindSpore releases on PyPI with no pairing (unpaired)": sum(1 for r in ms if not r.cann and r.on_pypi),
             "wheel checksums (mindspore)": sum(len(s) for r in ms for s in r.wheels.values()),
+            "vLLM-Ascend releases": len(merged.serving),
+            "vLLM-Ascend releases with a vLLM release of the same number": sum(
+                1 for r in merged.serving.values() if r.vllm),
             "conflicts between sources": len(merged.conflicts)}
 
 
 def report(result: Result) -> list[str]:
     """What an update found, for review: conflicts, additions, changes, removals, counts."""
     return ([f"conflict: {c}" for c in result.merged.conflicts]
-            + [f"cann images: {note}" for note in result.merged.images_notes] + result.summary.lines()
+            + [f"cann images: {note}" for note in result.merged.images_notes]
+            + [f"vllm-ascend: {note}" for note in result.merged.serving_notes] + result.summary.lines()
             + [f"{what}: {count}" for what, count in result.counts.items()])
 
 

@@ -170,7 +170,8 @@ class EngineDouble(Engine):
             if log is not None:
                 log.write_text(log.read_text() + "#9 ERROR: process \"/bin/sh -c false\" did not complete\n")
             return 1
-        base_ref = req.build_args.get("CANDIDATE") or req.build_args.get("BASE_IMAGE") or "scratch"
+        base_ref = (req.build_args.get("CANDIDATE") or req.build_args.get("BASE_IMAGE") or req.build_args.get("RUNTIME_IMAGE")
+                    or "scratch")
         base = self._resolve(base_ref)
         if base is None and base_ref in self.pullable:
             self.pull(base_ref, req.platform)

@@ -160,3 +160,65 @@ class MirrorDouble(_Served):
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+class PackageIndexDouble(_Served):
+    """A package index on 127.0.0.1 serving the files it is given: each project's simple page
+    (PEP 691 JSON, or with `html` the PEP 503 page a mirror serves, data-requires-python and
+    #sha256= on its links) and the files themselves, streamed in 64 kB writes. It counts the
+    pages and files asked for and the bytes of each file it got out before the reader left."""
+
+    def __init__(self, projects: dict[str, dict[str, tuple[bytes, str]]], html: bool = False,
+                 yanked: tuple[str, ...] = ()):
+        import hashlib
+        import json
+        # project -> file name -> (its bytes, its Requires-Python or "")
+        files = {name: data for per in projects.values() for name, data in per.items()}
+        self.asked: Counter[str] = Counter()        # "page vllm-ascend", "file vllm-0.23.0.tar.gz"
+        self.sent: Counter[str] = Counter()         # file name -> bytes written before the reader left
+        outer = self
+
+        def page(project: str) -> tuple[bytes, str]:
+            entries = [(name, hashlib.sha256(data).hexdigest(), requires)
+                       for name, (data, requires) in sorted(projects[project].items())]
+            if html:
+                links = "".join(f'<a href="../../files/{n}#sha256={sha}"'
+                                + (f' data-requires-python="{requires.replace("<", "&lt;").replace(">", "&gt;")}"'
+                                   if requires else "") + (" data-yanked" if n in yanked else "") + f">{n}</a>\n"
+                                for n, sha, requires in entries)
+                return f"<!DOCTYPE html><html><body>\n{links}</body></html>".encode(), "text/html"
+            body = {"meta": {"api-version": "1.1"}, "name": project, "files": [
+                {"filename": n, "url": f"../../files/{n}", "hashes": {"sha256": sha}, "yanked": n in yanked,
+                 **({"requires-python": requires} if requires else {})} for n, sha, requires in entries]}
+            return json.dumps(body).encode(), "application/vnd.pypi.simple.v1+json"
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = self.path.strip("/").split("/")
+                if len(parts) == 2 and parts[0] == "simple" and parts[1] in projects:
+                    outer.asked[f"page {parts[1]}"] += 1
+                    body, kind = page(parts[1])
+                elif len(parts) == 2 and parts[0] == "files" and parts[1] in files:
+                    outer.asked[f"file {parts[1]}"] += 1
+                    body, kind = files[parts[1]][0], "application/octet-stream"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for at in range(0, len(body), 1 << 16):
+                        self.wfile.write(body[at:at + (1 << 16)])
+                        if kind == "application/octet-stream":
+                            outer.sent[parts[1]] += len(body[at:at + (1 << 16)])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass            # the reader had what it wanted
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"

@@ -75,7 +75,7 @@ def share(downloads: Path) -> None:
 
     import ascend_build
     from ascend_build.engine import client, emulation
-    from ascend_build.images.render import render_all
+    from ascend_build.images.catalog import render_all
     from ascend_build.matrix import load_matrix
     from ascend_build.platforms import ARCHES
     for module in pkgutil.walk_packages(ascend_build.__path__, "ascend_build."):

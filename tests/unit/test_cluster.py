@@ -451,3 +451,102 @@ def test_job_pods_ask_for_whole_cpus_and_memory_with_requests_equal_to_limits(tm
     assert "# torch_npu: CPU_AFFINITY_CONF mode 1 (the image is not here to read which torch_npu it has" in out.stderr
     text = (tmp_path / "job.yaml").read_text()
     assert "cpu: 64\n" in text and "memory: 256Gi\n" in text and "value: numa\n" in text
+
+
+# ---------------------------------------------------------------- serving: a Deployment and its Service
+
+SERVING = "registry.example.com/ascend-serving:sha-0123456789abcdef-arm64"
+
+
+def test_a_serving_deployment_and_service_are_valid_against_kubernetes_schemas(tmp_path):
+    import kubernetes_validate
+    made = k8s.serving("qwen", SERVING, 2, k8s.Serving("Qwen2.5-7B-Instruct", "models", replicas=3),
+                       ["--max-model-len", "8192"])
+    service, deployment = made["items"]
+    for item in (service, deployment):
+        kubernetes_validate.validate(item, "1.30", strict=True)
+    assert (deployment["apiVersion"], deployment["kind"], service["kind"]) == ("apps/v1", "Deployment", "Service")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    container, = pod["containers"]
+    assert spec["replicas"] == 3 and spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
+    assert service["spec"]["type"] == "ClusterIP" and service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+    assert container["command"] == ["vllm", "serve", "/models/Qwen2.5-7B-Instruct", "--host", "0.0.0.0", "--port",
+                                    "8000", "--tensor-parallel-size", "2", "--max-model-len", "8192"]
+    assert container["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    # the chip's device plugin resource, as the training jobs ask for it; requests == limits
+    assert container["resources"]["limits"] == {"huawei.com/Ascend910": 2, "cpu": 32, "memory": "128Gi"}
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": "http"}, probe
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
+    assert mounts["dshm"]["mountPath"] == "/dev/shm"
+    assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "models", "readOnly": True}
+    assert mounts["models"] == {"name": "models", "mountPath": "/models", "readOnly": True}
+    assert mounts["ascend-driver"]["readOnly"] and volumes["ascend-driver"]["hostPath"]["path"] == \
+        "/usr/local/Ascend/driver"
+    assert "&id" not in k8s.dump(made), "each manifest's objects its own, never YAML aliases"
+    # The check can fail: a misspelt field, and a field of the wrong type, are refused.
+    for change in (lambda d: d["spec"]["template"]["spec"]["volumes"][1]["emptyDir"].update(sizeLimt="1Gi"),
+                   lambda d: d["spec"]["template"]["spec"]["containers"][0].update(readinessProbes={}),
+                   lambda d: d["spec"].update(replicas="three")):
+        broken = json.loads(json.dumps(deployment))
+        change(broken)
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(broken, "1.30", strict=True)
+    broken = json.loads(json.dumps(service))
+    broken["spec"]["ports"][0]["port"] = "http"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, "1.30", strict=True)
+
+
+@pytest.mark.parametrize("serve, more, message", [
+    (k8s.Serving("../etc", "models"), {}, "--model '../etc': the model's folder inside --model-claim"),
+    (k8s.Serving("/abs/model", "models"), {}, "--model '/abs/model'"),
+    (k8s.Serving("m", "Models_1"), {}, "--model-claim 'Models_1': a PersistentVolumeClaim's name"),
+    (k8s.Serving("m", "models", replicas=0), {}, "--devices and --replicas are at least 1"),
+    (k8s.Serving("m", "models", port=70000), {}, "--port 70000"),
+    (k8s.Serving("m", "models", shm="lots"), {}, "--shm-size 'lots': a Kubernetes quantity"),
+    (k8s.Serving("m", "models", shm="64Gi"), {"cores": k8s.PodCores(8, "32Gi")},
+     "--shm-size 64Gi: a memory-backed /dev/shm counts against the pod's memory (32Gi)"),
+    (k8s.Serving("m", "models"), {"extra": ["python", "x.py"]}, "not a command"),
+    (k8s.Serving("m", "models"), {"name": "1st"}, "a Service's name starts with a letter"),
+    (k8s.Serving("m", "models"), {"image": "ascend-serving:latest"}, "name it by its content tag"),
+])
+def test_a_serving_deployment_refuses_bad_input(serve, more, message):
+    args = {"name": "serve", "image": SERVING, "extra": [], **more}
+    with pytest.raises(UserError, match=re.escape(message)):
+        k8s.serving(args.pop("name"), args.pop("image"), 2, serve, **args)
+
+
+def test_invoke_job_kind_serving_writes_the_yaml_and_refuses_training_options(tmp_path):
+    import yaml
+    task = ["job", "--image", SERVING, "--kind", "serving", "--model", "Qwen2.5-7B-Instruct", "--model-claim",
+            "models"]
+    out = invoke(*task, "--devices", "4", "--replicas", "2", "--port", "9000", "--shm-size", "32Gi", "--",
+                 "--max-model-len", "8192")
+    assert out.returncode == 0, out.stderr
+    service, deployment = yaml.safe_load_all(out.stdout)
+    assert (service["metadata"]["name"], deployment["metadata"]["name"]) == ("serve", "serve")
+    assert deployment["spec"]["replicas"] == 2 and service["spec"]["ports"][0]["port"] == 9000
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][-4:] == ["--tensor-parallel-size", "4", "--max-model-len", "8192"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in \
+        deployment["spec"]["template"]["spec"]["volumes"]
+    written = invoke(*task, "--output", str(tmp_path / "serve.yaml"))
+    assert written.returncode == 0 and "(Service, Deployment)" in written.stdout, written.stderr
+    assert [d["kind"] for d in yaml.safe_load_all((tmp_path / "serve.yaml").read_text())] == ["Service", "Deployment"]
+    for extra, message in (([], "--model-claim is required"),
+                           (["--nodes", "2"], "--nodes: for a training job; a serving Deployment (--kind serving) "
+                                              "takes none (its number of servers is --replicas)"),
+                           (["--queue", "prod"], "--queue: for a training job"),
+                           (["--replicas", "x"], "--replicas 'x': expected a whole number"),
+                           (["--devices", "9"], "--devices 9: expected a whole number from 1 to 8")):
+        args = [a for a in task if extra or a not in ("--model-claim", "models")] + extra
+        refused = invoke(*args)
+        assert refused.returncode == 2 and message in refused.stderr, (extra, refused.stderr)
+    training = invoke("job", "--image", IMAGE, "--model", "m", "--", "train.py")
+    assert training.returncode == 2 and "--model: for --kind serving" in training.stderr, training.stderr

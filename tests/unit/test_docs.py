@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_build.images.render import render_all
+from ascend_build.images.catalog import render_all
 from ascend_build.matrix import load_matrix
 from ascend_build.upstream import docs
 from tests import forked

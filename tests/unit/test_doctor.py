@@ -100,12 +100,32 @@ REAL_ERRORS = [
     ("docker: Error response from daemon: unknown or invalid runtime name: ascend.", "Ascend Docker Runtime missing"),
     ("[ERROR] drvMemGetInfo failed, devId=0, ret=87", "driver memory query failed"),
     ("EL0004: The device is occupied.", "device occupied"),
+    # Serving images (vLLM + vLLM-Ascend). github.com/vllm-project/vllm-ascend/issues/855: torch_npu
+    # failing at `import torch`, its cause not among the lines given.
+    ("RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension auto-loading with "
+     "TORCH_DEVICE_BACKEND_AUTOLOAD=0.", "torch_npu backend failed to load"),
+    # github.com/vllm-project/vllm-ascend/issues/1114 (and #3090, where vLLM-Ascend goes on without it)
+    ("ERROR camem: Failed to import vllm_ascend_C:libvllm_ascend_kernels.so: cannot open shared object file: No "
+     "such file or directory", "vLLM-Ascend custom kernels missing"),
 ]
 
 
 @pytest.mark.parametrize("text, name", REAL_ERRORS, ids=[n for _, n in REAL_ERRORS])
 def test_explain_names_cause_and_fix(text, name):
     assert [k.name for k in doc.explain(text)] == [name]
+
+
+def test_a_failure_with_its_cause_in_the_log_is_explained_by_the_cause():
+    """vllm-ascend #1440: the backend line follows the missing driver library; the driver is
+    what to fix, so only it is said. Alone, the backend line is explained on its own."""
+    both = REAL_ERRORS[0][0]
+    assert "Failed to load the backend extension: torch_npu" in both
+    assert [k.name for k in doc.explain(both)] == ["driver library missing"]
+    outcome = next(k for k in doc.KNOWN if k.name == "torch_npu backend failed to load")
+    assert outcome.outcome and "invoke doctor --image" in outcome.fix
+    assert "invoke run" in doc.explain(both)[0].fix and "/usr/local/Ascend/driver" in doc.explain(both)[0].fix
+    kernels = doc.explain(REAL_ERRORS[-1][0])[0]
+    assert "--no-kernels" in kernels.cause and "rebuild" in kernels.fix
 
 
 def test_explain_task_on_a_log_file_and_on_an_unknown_error(tmp_path):

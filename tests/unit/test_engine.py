@@ -120,7 +120,7 @@ def test_emulated_containers_get_the_fast_pointer_auth_cpu(monkeypatch, machine,
 def test_every_emulated_stage_declares_qemu_cpu():
     """A build arg reaches RUN only in stages that declare it: every stage that runs the
     image's own binaries does, the build machine's stages do not need it."""
-    from ascend_build.images.render import render_all
+    from ascend_build.images.catalog import render_all
     from ascend_build.matrix import load_matrix
     root = Path(__file__).resolve().parents[2]
     for r in render_all(load_matrix(root / "matrix.yaml")):

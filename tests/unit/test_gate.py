@@ -476,7 +476,7 @@ def test_a_suite_killed_before_its_teardown_leaves_a_container_the_gate_removes_
 
     def suite(image, matrix_path, engine):
         engine.run_container(RunSpec(image, ("infinity",), entrypoint="sleep", detach=True))   # as `host` does
-        return steps.run_image_tests(image, matrix_path, engine)
+        return steps.run_image_tests(image, matrix_path, engine, kind=runtime_build.KIND)
     assert exit_code(lambda: build(matrix, site, engine, suite)) == 5
     out = capfd.readouterr()
     image = suite_ran_on(out.out)

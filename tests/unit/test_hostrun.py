@@ -2,6 +2,7 @@
 driver paths a 910B host has (plain files standing in for device nodes)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,137 @@ def test_a_bound_launch_gives_the_container_exactly_its_ranks_cores(tmp_path):
     cmd = compose(DOCKER, RunOptions("img", ("torchrun", "train.py"), cpuset="0-23,48-71"), root)
     assert "--cpuset-cpus=0-23,48-71" in cmd and cmd.index("--cpuset-cpus=0-23,48-71") < cmd.index("img")
     assert not any(c.startswith("--cpuset-cpus") for c in compose(DOCKER, RunOptions("img"), root))
+
+
+# ---------------------------------------------------------------- serving: vllm serve of a host folder
+
+def model_dir(where: Path, name: str = "Qwen2.5-7B-Instruct") -> Path:
+    (where / name).mkdir(parents=True)
+    (where / name / "config.json").write_text("{}")
+    return where / name
+
+
+def test_serve_runs_vllm_on_the_chosen_cards_with_the_model_read_only_and_the_port_on_loopback(tmp_path):
+    from ascend_build.host.serving import serve_on_host
+    root = stand_in_host(tmp_path / "host")
+    model = model_dir(tmp_path / "models")
+    serve = serve_on_host(str(model), 8000, "127.0.0.1")
+    cmd = compose(DOCKER, RunOptions("img", ("--max-model-len", "8192"), devices="1-2", serve=serve), root)
+    at = cmd.index("img")
+    assert cmd[at + 1:] == ["vllm", "serve", "/models/Qwen2.5-7B-Instruct", "--host", "0.0.0.0", "--port", "8000",
+                            "--tensor-parallel-size", "2", "--max-model-len", "8192"]
+    assert pairs(cmd, "-p") == ["127.0.0.1:8000:8000"] and cmd.index("-p") < at
+    assert f"{model}:/models/Qwen2.5-7B-Instruct:ro" in pairs(cmd, "-v")
+    # everything a run has for the cards stays: the chosen cards, the control devices, the driver
+    assert pairs(cmd, "--device")[:2] == ["/dev/davinci1", "/dev/davinci2"] and "/dev/davinci_manager" in cmd
+    assert f"{root}/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro" in pairs(cmd, "-v")
+    # its own /dev/shm (--ipc=host would replace it with the host's) and HCCL's limits across cards
+    assert "--shm-size=16g" in cmd and "--ipc=host" not in cmd
+    assert pairs(cmd, "--ulimit") == ["memlock=-1:-1", "nofile=65536:65536"]
+    one = compose(DOCKER, RunOptions("img", devices="0", serve=serve), root)
+    assert "--tensor-parallel-size" in one and one[one.index("--tensor-parallel-size") + 1] == "1"
+    assert "--ulimit" not in one
+
+
+def test_serve_under_the_runtime_on_the_host_network_and_on_another_address(tmp_path):
+    from ascend_build.host.serving import serve_on_host
+    root = stand_in_host(tmp_path / "host")
+    model = model_dir(tmp_path / "models")
+    runtime = compose(DOCKER, RunOptions("img", serve=serve_on_host(str(model), 8000, "127.0.0.1")), root,
+                      frozenset({"ascend"}))
+    assert "ASCEND_VISIBLE_DEVICES=0,1,2,3" in runtime and runtime[runtime.index("--tensor-parallel-size") + 1] == "4"
+    assert pairs(runtime, "-v") == [f"{model}:/models/Qwen2.5-7B-Instruct:ro"]
+    # on the host network docker drops -p: vLLM itself listens on the address asked for
+    host_net = compose(DOCKER, RunOptions("img", network_host=True, serve=serve_on_host(str(model), 9000,
+                                                                                        "127.0.0.1")), root)
+    assert "-p" not in host_net and "--network=host" in host_net
+    assert host_net[host_net.index("--host") + 1] == "127.0.0.1" and "9000" in host_net
+    wide = compose(DOCKER, RunOptions("img", serve=serve_on_host(str(model), 8080, "::")), root)
+    assert pairs(wide, "-p") == ["[::]:8080:8080"]
+
+
+def test_serve_refuses_what_docker_could_not_mount_or_publish(tmp_path):
+    from ascend_build.host.serving import check_extra, serve_on_host
+    model = model_dir(tmp_path / "models")
+    for given, port, address, message in (
+            (tmp_path / "missing", 8000, "127.0.0.1", "no such folder"),
+            (model / "config.json", 8000, "127.0.0.1", "a file, not a folder"),
+            (model, 0, "127.0.0.1", "--port 0: expected a whole number from 1 to 65535"),
+            (model, 65536, "127.0.0.1", "--port 65536"),
+            (model, 8000, "localhost", "--publish-address 'localhost': an IP address")):
+        with pytest.raises(UserError, match=message):
+            serve_on_host(str(given), port, address)
+    colon = model_dir(tmp_path / "a:b")
+    with pytest.raises(UserError, match="a path with ':' or ','"):
+        serve_on_host(str(colon), 8000, "127.0.0.1")
+    with pytest.raises(UserError, match=r"after -- come its options .*not a command \('python'\)"):
+        check_extra(("python", "serve.py"), "--serve")
+    assert check_extra(("--max-model-len", "8192"), "--serve") == ("--max-model-len", "8192")
+
+
+def client_double(folder: Path, labels: dict | None = None) -> tuple[Path, Path]:
+    """A docker client that writes each call it gets to a file (and answers version, info and
+    image inspect, with `labels` when given: else it has no image)."""
+    import json
+    calls = folder / "calls"
+    inspect = (f"echo '{json.dumps([{'Id': 'sha256:' + '0' * 64, 'Config': {'Labels': labels}}])}'"
+               if labels is not None else "echo 'Error: No such image' >&2; exit 1")
+    client = folder / "docker"
+    client.write_text(f"""#!/bin/sh
+echo "$@" >> {calls}
+case "$1" in
+  version) echo 20.10.24 ;;
+  info) echo "runc " ;;
+  image) {inspect} ;;
+  *) exit 1 ;;
+esac
+""")
+    client.chmod(0o755)
+    return client, calls
+
+
+def test_invoke_run_serve_dry_and_its_refusals_before_the_engine(tmp_path):
+    root = stand_in_host(tmp_path / "host", cards=(0, 1))
+    model = model_dir(tmp_path / "models")
+    client, calls = client_double(tmp_path)
+    task = ["run", "--image", "ascend-serving:x", "--host-root", str(root), "--runtime", "runc", "--docker",
+            str(client), "--dry"]
+    out = forked.invoke(*task, "--serve", str(model), "--publish-address", "0.0.0.0", "--port", "8080",
+                        "--shm-size", "32g")
+    assert out.returncode == 0, out.stderr
+    assert "-p 0.0.0.0:8080:8080" in out.stdout and "--shm-size=32g" in out.stdout
+    assert out.stdout.strip().endswith("ascend-serving:x vllm serve /models/Qwen2.5-7B-Instruct --host 0.0.0.0 "
+                                       "--port 8080 --tensor-parallel-size 2")
+    assert calls.exists(), "the double records the engine's calls (a dry run reads the image's labels)"
+    calls.unlink()
+    for extra, message in (
+            (["--serve", str(tmp_path / "nope")], "--serve .*nope: no such folder"),
+            (["--serve", str(model), "--port", "99999"], "--port 99999: expected a whole number from 1 to 65535"),
+            (["--serve", str(model), "--torchrun"], "--serve runs vLLM.*--torchrun starts training ranks"),
+            (["--serve", str(model), "--hostfile", str(tmp_path / "hosts")], "--hostfile starts training ranks"),
+            (["--port", "8080"], "--port is for a served model: give --serve MODEL_DIR too"),
+            (["--serve", str(model), "--", "python", "app.py"], "not a command"),
+            (["--serve", str(model), "--publish-address", "every"], "--publish-address 'every'")):
+        refused = forked.invoke(*task, *extra)
+        assert refused.returncode == 2, (extra, refused.stdout, refused.stderr)
+        assert re.search(message, refused.stderr), (message, refused.stderr)
+        assert not calls.exists(), f"{extra}: the engine was called before the refusal"
+
+
+def test_invoke_run_serve_refuses_an_image_without_vllm(tmp_path):
+    root = stand_in_host(tmp_path / "host", cards=(0,))
+    model = model_dir(tmp_path / "models")
+    base = {"io.ascend-build.chip": "910b", "io.ascend-build.platform": "linux/arm64"}
+    task = ["run", "--image", "ascend-runtime:x", "--host-root", str(root), "--runtime", "runc", "--dry", "--serve",
+            str(model)]
+    (tmp_path / "a").mkdir()
+    client, _ = client_double(tmp_path / "a", {**base, "io.ascend-build.kind": "runtime"})
+    refused = forked.invoke(*task, "--docker", str(client))
+    assert refused.returncode == 2 and "is a runtime image (io.ascend-build.kind=runtime), without vLLM" in \
+        refused.stderr, refused.stderr
+    (tmp_path / "b").mkdir()
+    client, _ = client_double(tmp_path / "b", {**base, "io.ascend-build.kind": "serving",
+                                               "io.ascend-build.kernels": "no"})
+    served = forked.invoke(*task, "--docker", str(client))
+    assert served.returncode == 0 and "vllm serve /models/Qwen2.5-7B-Instruct" in served.stdout, served.stderr
+    assert "without vLLM-Ascend's custom kernels" in served.stderr

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import UserError
-from ascend_build.images.kinds import KINDS, LAYER, suites
+from ascend_build.images.catalog import KINDS
+from ascend_build.images.kinds import LAYER, suites
 from ascend_build.locking import layer_resolve, layerlock, resolve
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import load_text

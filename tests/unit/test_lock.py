@@ -215,7 +215,9 @@ def test_build_refuses_a_stale_lock_and_an_unlocked_cell_under_require_pins(tmp_
     cmd = ["build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--matrix", str(bumped)]
     out = forked.invoke(*cmd)
     assert out.returncode == 2 and "is stale" in out.stderr, out.stdout + out.stderr
-    assert "docker" not in out.stdout
+    # the plan is shown whole (a dry run always plans), then it ends as the real run would
+    assert "python packages: no lock (a real run stops here: see the end)" in out.stdout
+    assert " build " in out.stdout and "from nothing: there is no lock (a real run stops here)" in out.stdout
     (tmp_path / "locks").unlink()
     out = forked.invoke(*cmd, "--require-pins")
     assert out.returncode == 3 and "has no lock and --require-pins is set" in out.stderr, out.stderr
@@ -242,7 +244,7 @@ def test_a_matrix_copied_elsewhere_takes_the_projects_lock_that_fits_it(tmp_path
             "project's locks/2.1.0/py3.11-aarch64 was made from other inputs than this matrix asks)") in out.stderr
     assert (f"invoke lock --torch 2.1.0 --python 3.11 --platform linux/arm64 --matrix {other}` makes one, or "
             "--unlocked builds it without one") in out.stderr
-    assert "locked by the project's" not in out.stdout and "docker" not in out.stdout
+    assert "locked by the project's" not in out.stdout and "python packages: no lock (a real run stops" in out.stdout
     out = forked.invoke(*cmd, str(other), "--unlocked", cwd=checkout)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "has no lock: pip resolves its Python packages at build time" in out.stderr
@@ -279,7 +281,9 @@ def test_a_cell_without_a_lock_is_refused_unless_the_build_says_unlocked(tmp_pat
     assert out.returncode == UserError.exit_code == CODE[2].code == 2, out.stdout + out.stderr     # bad input
     assert f"error: {what} has no lock (none in " in out.stderr and "Traceback" not in out.stderr
     assert f"{command} makes one, or --unlocked builds it without one" in out.stderr
-    assert "docker" not in out.stdout and "# stage" not in out.stdout, "nothing planned, so nothing built or tagged"
+    # a dry run shows the whole plan, nothing of it built, and ends as the real run would
+    assert "python packages: no lock (a real run stops here: see the end)" in out.stdout
+    assert "# stage requirements/" in out.stdout and "from nothing: there is no lock" in out.stdout
     out = invoke("build", *select, "--dry", "--packages", str(tmp_path), "--unlocked", env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"WARNING: {what} has no lock: pip resolves its Python packages at build time" in out.stderr

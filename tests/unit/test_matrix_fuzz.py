@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ascend_build.errors import MatrixError, UserError
-from ascend_build.images.render import render_all
+from ascend_build.images.catalog import render_all
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]

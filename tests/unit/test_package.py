@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RENDER = """
 import sys, pathlib, ascend_build
 from ascend_build.matrix import load_matrix
-from ascend_build.images.render import render_all
+from ascend_build.images.catalog import render_all
 root = pathlib.Path(sys.argv[1])
 assert pathlib.Path(ascend_build.__file__).resolve().is_relative_to(pathlib.Path(sys.prefix).resolve()), ascend_build.__file__
 for r in render_all(load_matrix(root / "matrix.yaml")):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.errors import MatrixError, UserError
-from ascend_build.images.render import render_all
+from ascend_build.images.catalog import render_all
 from ascend_build.images.sources import find_cached
 from ascend_build.inputs.trees import checkout, parse_source, tree_hash
 from ascend_build.matrix import load_matrix

@@ -6,7 +6,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ascend_build.images.render import render
+from ascend_build.images.catalog import render
 from ascend_build.images.support import PAGE, TESTED_HERE, support_page
 from ascend_build.matrix import load_matrix
 

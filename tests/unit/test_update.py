@@ -274,10 +274,14 @@ def test_index_pages_give_final_releases_and_their_pythons_per_arch():
              "torch_npu-2.9.9-cp310-cp310-manylinux_2_28_aarch64.whl",             # every file yanked
              "torch_npu-2.1.0.post3-cp38-cp38-manylinux_2_17_aarch64.manylinux2014_aarch64.whl",
              "torch_npu-2.1.0.post3.tar.gz"]
-    html = pypi.parse_page(_index_page(names, yanked=(names[4],)), "text/html")
-    as_json = pypi.parse_page(json.dumps({"files": [{"filename": n, "yanked": n == names[4]} for n in names]}),
-                              "application/vnd.pypi.simple.v1+json")
+    page = "https://index.example/simple/torch-npu/"
+    html = pypi.parse_page(_index_page(names, yanked=(names[4],)), "text/html", page)
+    as_json = pypi.parse_page(json.dumps({"files": [{"filename": n, "yanked": n == names[4], "url": f"../../files/{n}",
+                                                     "hashes": {"sha256": "0" * 64}} for n in names]}),
+                              "application/vnd.pypi.simple.v1+json", page)
     assert html == as_json
+    # Each file's link read against the page, its sum from the link's fragment (HTML) or hashes (JSON).
+    assert html[0].url == f"https://index.example/files/{names[0]}" and html[0].sha256 == "0" * 64
     got = pypi.releases(html)
     assert list(got) == ["2.1.0.post3", "2.10.0"]
     assert got["2.10.0"].pythons == {"aarch64": {"3.10", "3.13"}, "x86_64": {"3.11"}}

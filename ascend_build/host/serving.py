@@ -1,0 +1,85 @@
+"""`vllm serve` in a serving image (vLLM and vLLM-Ascend on a tested torch + torch_npu +
+CANN image): the command both `invoke run --serve` (one host) and `invoke job --kind
+serving` (a Kubernetes Deployment) start, and the checks on what the user gave for it.
+The model is always a folder under /models in the container, mounted read-only."""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import UserError
+
+MODELS = "/models"          # where the served model's folder is mounted
+DEFAULT_PORT = 8000         # vLLM's own default
+KIND = "serving"            # the io.ascend-build.kind label of an image with vLLM in it
+
+
+def vllm_argv(model: str, host: str, port: int, cards: int, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`vllm serve` of the model folder at `model` (a container path), split across `cards`
+    NPUs by tensor parallelism; `extra` are the user's own vllm serve options."""
+    return ("vllm", "serve", model, "--host", host, "--port", str(port), "--tensor-parallel-size", str(cards),
+            *extra)
+
+
+def check_extra(extra: tuple[str, ...] | list[str], example: str) -> tuple[str, ...]:
+    """What comes after `--` when serving: vllm serve's own options, never a command (the
+    command is vllm serve)."""
+    if extra and not extra[0].startswith("-"):
+        raise UserError(f"serving runs `vllm serve` itself: after -- come its options (e.g. -- --max-model-len "
+                        f"8192), not a command ({extra[0]!r}); for a command of your own leave out {example}")
+    return tuple(extra)
+
+
+@dataclass(frozen=True)
+class Serve:
+    """A model folder of this host served on a port of one of its addresses. The address
+    is loopback unless the user says otherwise: vLLM's API has no authentication."""
+    model: Path                 # the host's folder, absolute
+    port: int = DEFAULT_PORT
+    address: str = "127.0.0.1"
+
+    @property
+    def target(self) -> str:
+        return f"{MODELS}/{self.model.name}"
+
+    def publish(self) -> str:
+        """docker's -p value (an IPv6 address in brackets)."""
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port}:{self.port}"
+
+
+def serve_on_host(model: str, port: int, address: str) -> Serve:
+    """The --serve folder and --publish-address checked as docker will take them."""
+    try:
+        folder = Path(model).expanduser().resolve()
+        found = "folder" if folder.is_dir() else "file" if folder.exists() else ""
+    except (OSError, ValueError) as exc:       # a name too long, a NUL byte: not a path of this host
+        raise UserError(f"--serve {model[:80]!r}: not a folder this host can open ({exc})") from None
+    if found != "folder":
+        what = "a file, not a folder" if found else "no such folder"
+        raise UserError(f"--serve {model}: {what}; give the folder holding the model's config.json and weights, "
+                        f"e.g. --serve /data/models/Qwen2.5-7B-Instruct")
+    if ":" in str(folder) or "," in str(folder):
+        # docker's -v splits on ':' (and --mount on ','): such a path cannot be mounted as given
+        raise UserError(f"--serve {model}: a path with ':' or ',' cannot be mounted into a container; link or "
+                        f"move the folder to a path without them")
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port {port}: expected a whole number from 1 to 65535")
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise UserError(f"--publish-address {address!r}: an IP address of this host, e.g. 127.0.0.1 (this host "
+                        f"only, the default) or 0.0.0.0 (every interface)") from None
+    return Serve(folder, port, address)
+
+
+def model_in_claim(model: str) -> str:
+    """The folder of a model inside a volume (a claim mounted at /models): a relative path
+    that stays inside it."""
+    path = PurePosixPath(model)
+    if path.is_absolute() or not path.parts or ".." in path.parts or "\\" in model or \
+            any(ord(c) < 32 for c in model):
+        raise UserError(f"--model {model!r}: the model's folder inside --model-claim, a relative path like "
+                        f"Qwen2.5-7B-Instruct or org/Qwen2.5-7B-Instruct (it is served as {MODELS}/<this>)")
+    return str(path)

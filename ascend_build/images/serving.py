@@ -1,0 +1,251 @@
+"""The serving kind (`invoke build --vllm 0.23.0`): vLLM and the vLLM-Ascend plugin on the
+tested runtime image of the stack that vLLM-Ascend release pins. The release and its
+pairing come from the data (matrix.serving: imported from the release's own metadata);
+everything is refused here, before the runtime or this image is built. It is built FROM
+the runtime's content tag (one tested image: its layers are reused, never rebuilt),
+locked as a user layer is, tested with its suite and then the runtime's, and tagged
+`<runtime name>-vllm<release>-<arch>`."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from .. import console
+from .. import engine as eng
+from ..engine import interrupts
+from ..errors import UserError
+from ..inputs.options import Inputs, Site
+from ..locking import layerlock, serving_lock
+from ..locking import lock as locks
+from ..locking.resolve import Index, target_tags, wheel_hashes
+from ..matrix import Cell, Matrix
+from . import finish, steps
+from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
+from .render import ROOT, Rendered, plain_dockerfile
+from .steps import Built, Extension
+
+
+@dataclass(frozen=True)
+class ServingFacts:
+    """What a serving image's labels say (the runtime's come with its image, FROM)."""
+    release: str                 # vLLM-Ascend's
+    vllm: str
+    soc_version: str
+    kernels: bool                # the plugin's custom kernels compiled (a wheel has them)
+    plugin_from: str             # "wheel" or "sdist"
+    lock: str
+    content: str
+    runtime: str                 # the runtime image it is built on
+
+
+def _labels(f: ServingFacts) -> dict[str, str]:
+    return {label("kind"): "serving", label("vllm"): f.vllm, label("vllm-ascend"): f.release,
+            label("soc-version"): f.soc_version, label("kernels"): "yes" if f.kernels else "no",
+            label("vllm-ascend-from"): f.plugin_from, label("serving-lock"): f.lock,
+            label("content-tag"): f.content, label("runtime"): f.runtime,
+            "org.opencontainers.image.base.name": f.runtime}
+
+
+KIND: ImageKind[ServingFacts] = ImageKind("serving", "serving.Dockerfile.j2", "runtime", "serving_image",
+                                          "ascend-runtime", _labels, extends=RUNTIME)
+
+
+def render(matrix: Matrix) -> list[Rendered]:
+    """One Dockerfile for every serving image: the runtime, the releases and the chip are
+    build arguments and staged files."""
+    return [plain_dockerfile(KIND.template, "images/serving/Dockerfile")]
+
+
+@dataclass(frozen=True)
+class ServingRequest:
+    """`--vllm RELEASE [--no-kernels]` on one runtime cell, checked against the data."""
+    release: str
+    vllm: str
+    soc_version: str
+    kernels: bool
+    plugin_file: str | None      # the wheel for this Python and arch, or None: the sdist
+    plugin_sdist: str
+    plugin_sdist_sha256: str
+    vllm_sdist: str
+    vllm_sdist_sha256: str
+    torch: str
+    torch_npu: str
+    wheelhouse: Path | None = None     # wheels the lock may take where the index has none
+
+    @property
+    def suffix(self) -> str:
+        return f"vllm{self.release}"
+
+    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
+        """Fetched, checked and locked (or refused) now; built on the runtime later (batch.py)."""
+        ready = prepare(matrix, cell, site, inputs, self)
+        return Extension(f"{cell.name}-{self.suffix}", partial(_build_on, matrix, cell, site, inputs, self, ready))
+
+    @property
+    def plugin_from(self) -> str:
+        return "wheel" if self.plugin_file else "sdist"
+
+    @classmethod
+    def of(cls, matrix: Matrix, cell: Cell, release: str, kernels: bool = True, wheelhouse: str | None = None
+           ) -> ServingRequest:
+        """Every refusal the data can give, naming what would work (exit 2)."""
+        rel = matrix.serving(release)
+        if rel.stack.name != cell.stack.name:
+            raise UserError(f"vLLM-Ascend {rel.version} pins torch {rel.pins['torch']} and torch_npu "
+                            f"{rel.pins['torch_npu']}: the stack {rel.stack.name}, not {cell.stack.name}; "
+                            f"build it with --torch {rel.stack.name} (or leave --torch out)")
+        fits = rel.pythons(rel.stack)
+        if cell.python not in fits:
+            raise UserError(f"vLLM-Ascend {rel.version} and vLLM {rel.vllm} take Python {', '.join(fits)} on "
+                            f"stack {rel.stack.name} (Requires-Python {rel.requires_python}), not {cell.python}; "
+                            f"pass --python {fits[-1]}")
+        soc = matrix.soc_version(cell.chip)
+        if wheelhouse is not None and not Path(wheelhouse).is_dir():
+            raise UserError(f"--serving-wheelhouse {wheelhouse}: no such folder")
+        wheel = (cell.python, cell.arch) in rel.wheels
+        if wheel and not kernels:
+            raise UserError(f"--no-kernels: vLLM-Ascend {rel.version} has a wheel for Python {cell.python} on "
+                            f"{cell.arch}, kernels included; --no-kernels is for a build from its sdist")
+        return cls(rel.version, rel.vllm or "", soc, kernels, "wheel" if wheel else None, rel.sdist,
+                   rel.sdist_sha256, rel.vllm_sdist or "", rel.vllm_sdist_sha256 or "", rel.pins["torch"],
+                   rel.pins["torch_npu"], Path(wheelhouse) if wheelhouse else None)
+
+
+@dataclass(frozen=True)
+class Release:
+    """The two files staged for the build, checked, with their sums."""
+    vllm: Path
+    plugin: Path
+    plugin_sha256: str
+
+
+def plan_lines(req: ServingRequest, cell: Cell) -> list[str]:
+    """What `--dry` says of the serving image beyond its engine command."""
+    plugin = (f"its wheel for CPython {cell.python} on {cell.arch} (PyPI)" if req.plugin_file else
+              f"its sdist {req.plugin_sdist}, built here " + (
+                  f"with its custom kernels for SOC_VERSION={req.soc_version} against the image's CANN"
+                  if req.kernels else "WITHOUT its custom kernels (--no-kernels: labelled, not pushed)"))
+    return [f"# serving: vLLM {req.vllm} from its sdist {req.vllm_sdist} (VLLM_TARGET_DEVICE=empty), "
+            f"vLLM-Ascend {req.release} from {plugin}",
+            f"# serving: SOC_VERSION={req.soc_version} (chip {cell.chip}), TASK_QUEUE_ENABLE=1, OMP_NUM_THREADS=1",
+            f"# serving: held at the stack's pins: torch {req.torch}, torch_npu {req.torch_npu}; a step that moves "
+            "either, a CUDA triton or a CUDA package, or `pip check` failing refuses the build"]
+
+
+def _lock_input(matrix: Matrix, req: ServingRequest) -> Path:
+    """Beside the matrix, as the runtimes' locks: locks/serving/vllm-ascend-<release>.in, its
+    locks in vllm-ascend-<release>.lock/<stack>-py<X.Y>-<arch>.txt."""
+    return matrix.path.parent / "locks" / "serving" / f"vllm-ascend-{req.release}.in"
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: ServingRequest
+            ) -> tuple[layerlock.LayerLock, Release | None]:
+    """The release files fetched and checked, the lock made or reused: every refusal before
+    anything is built. A dry run fetches and writes nothing."""
+    path = _lock_input(matrix, req)
+    if site.dry:
+        for line in plan_lines(req, cell):
+            console.show(line)
+        lock_path = layerlock.path_for(path, cell)
+        console.show(f"# serving: the real run fetches both release files (sha256-checked) and checks or makes "
+                     f"{lock_path}")
+        return layerlock.read(lock_path) or layerlock.LayerLock(lock_path, ""), None
+    hold = layerlock.held(cell, locks.find(matrix, cell, ROOT).lock)
+    cache = site.cache_dir / "serving"
+    vllm = serving_lock.release_file(site.net, "vllm", req.vllm_sdist, req.vllm_sdist_sha256, cache)
+    plugin_name, plugin_sha = _plugin(req, cell, site)
+    plugin = serving_lock.release_file(site.net, "vllm-ascend", plugin_name, plugin_sha, cache)
+    skip = {"vllm", "vllm-ascend"}
+    lines_text = [t for t in serving_lock.requirement_lines(serving_lock.vllm_requirements(vllm),
+                                                            serving_lock.plugin_requirements(plugin))
+                  if serving_lock.named(t) not in skip]
+    serving_lock.write_input(path, lines_text, [vllm.name, plugin.name])
+    lines = layerlock.parse(path)
+    from ..locking.layer_resolve import lock_layer
+    lock, said = lock_layer(f"vllm-ascend {req.release}", path, lines, cell, hold, site.net, req.wheelhouse)
+    for line in said:
+        console.say(line)
+    return lock, Release(vllm, plugin, plugin_sha)
+
+
+def _plugin(req: ServingRequest, cell: Cell, site: Site) -> tuple[str, str]:
+    """The wheel for the image's Python and arch (its name and sum from the index), or the sdist."""
+    if not req.plugin_file:
+        return req.plugin_sdist, req.plugin_sdist_sha256
+    files = Index(site.net).files("vllm-ascend")
+    picked = wheel_hashes(files, "vllm-ascend", req.release, target_tags(cell.python, cell.arch))
+    if not picked:
+        raise UserError(f"vLLM-Ascend {req.release}: the index lists no wheel for CPython {cell.python} on "
+                        f"{cell.arch} (the import said it had one); `invoke update` reads it again")
+    return picked[0]
+
+
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: ServingRequest,
+          prepared: tuple[layerlock.LayerLock, Release | None], engine: eng.Engine, run_tests=None) -> Built:
+    lock, release = prepared
+    rendered = render(matrix)[0]
+    dockerfile = steps.current_dockerfile(rendered)
+    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
+    plugin_name = release.plugin.name if release else (req.plugin_file or req.plugin_sdist)
+    build_args = {"RUNTIME_IMAGE": base, "SOC_VERSION": req.soc_version,
+                  "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0", "VLLM_SDIST": req.vllm_sdist,
+                  "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch, "TORCH_NPU_VERSION": req.torch_npu}
+    sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else ""}
+    content = content_tag(rendered.text, build_args, {"lock/serving.txt": lock.sha256, **sums})
+    tags = KIND.tags(inputs.repository, f"{cell.name}-{req.suffix}", content, cell.target)
+    labels = KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels, req.plugin_from,
+                                      f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
+    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.suffix}", engine.kind)
+    ctx = work / "context"
+    what = f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})"
+    test = run_tests or partial(steps.run_image_tests, kind=KIND)
+    if not site.dry and not site.no_cache:
+        reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
+        if reused:
+            return Built(cell, reused, tags, None, content)
+    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
+        breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
+                                build_args=build_args, secrets=secrets, labels=labels,
+                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.net.mode)
+        if site.dry or release is None:
+            console.show(f"# stage {lock.path} -> {ctx}/lock/serving.txt, {req.vllm_sdist} and {plugin_name} -> "
+                         f"{ctx}/release")
+            steps.show_dry(engine, breq, tags, KIND)
+            return Built(cell, None, tags, None, content)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            _stage(ctx, lock, release, sums, req.wheelhouse)
+            image_id = steps.build_test_tag(
+                engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
+                lambda image: finish.layer(engine, image, cell, req.suffix, lock.text, tags.readable, work,
+                                           own="serving").image,
+                keep_failed=site.keep_failed)
+        finally:
+            with interrupts.deferred():
+                shutil.rmtree(ctx, ignore_errors=True)
+    return Built(cell, image_id, tags, work / "build.log", content)
+
+
+def _build_on(matrix, cell, site, inputs, req, ready, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
+    return build(matrix, cell, site, inputs, runtime, req, ready, engine, run_tests)
+
+
+def _stage(ctx: Path, lock: layerlock.LayerLock, release: Release, sums: dict[str, str],
+           wheelhouse: Path | None = None) -> None:
+    """lock/serving.txt, the two release files and their SHA256SUMS (checked again in the build),
+    and the wheelhouse's wheels the lock names."""
+    if ctx.exists():
+        shutil.rmtree(ctx)
+    (ctx / "lock").mkdir(parents=True)
+    (ctx / "lock" / "serving.txt").write_text(lock.text)
+    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
+    (ctx / "wheels").mkdir()
+    for wheel in layerlock.named_wheels(lock.text, wheelhouse):
+        shutil.copy2(wheel, ctx / "wheels" / wheel.name)
+    (ctx / "release").mkdir()
+    for path in (release.vllm, release.plugin):
+        shutil.copy2(path, ctx / "release" / path.name)
+    (ctx / "release" / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sorted(sums.items())))
+

@@ -1,0 +1,117 @@
+"""The serving suite: run by `invoke build --vllm RELEASE` on every candidate, before the
+runtime suite (inherited) and before any tag. It holds what vLLM-Ascend's users hit: vLLM and
+the plugin at the releases the labels name, the plugin found by vLLM's platform entry
+point, torch and torch_npu still the stack's, no CUDA triton, the serving environment in a
+plain `docker run`, and a real serve where an NPU exists."""
+from __future__ import annotations
+
+import json
+import shlex
+
+from ascend_build.locking.layerlock import LayerLock
+from ascend_build.locking.lock import normalize, pinned_versions
+from tests.image.conftest import run_on_npu
+
+
+def _py(host, code: str):
+    out = host.run("python -c " + shlex.quote(code))
+    assert out.rc == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _installed(host) -> dict[str, str]:
+    text = _py(host, "import json, site, importlib.metadata as m; print(json.dumps({d.metadata['Name']: d.version "
+                     "for d in m.distributions(path=site.getsitepackages())}))")
+    return {normalize(k): v for k, v in json.loads(text).items()}
+
+
+def test_vllm_is_the_release_the_labels_name(host, serving):
+    out = host.run("vllm --version")
+    assert out.rc == 0, out.stderr
+    # VLLM_TARGET_DEVICE=empty gives the version a local part: 0.23.0+empty
+    assert out.stdout.strip().split("+")[0] == serving["vllm"]
+    assert _installed(host)["vllm-ascend"].split("+")[0] == serving["vllm-ascend"]
+
+
+def test_the_platform_plugin_entry_point_names_the_npu_platform(host):
+    """vLLM finds its platform by this entry point: missing, vLLM falls back to no device."""
+    found = json.loads(_py(host, "import json, importlib.metadata as m; "
+                                 "print(json.dumps({e.name: e.value for e in "
+                                 "m.entry_points(group='vllm.platform_plugins')}))"))
+    assert found.get("ascend") == "vllm_ascend:register", found
+    # register() returns the platform class's path; loading it imports no device code
+    assert _py(host, "import vllm_ascend; print(vllm_ascend.register())") == "vllm_ascend.platform.NPUPlatform"
+
+
+def test_pip_check_is_clean_and_each_distribution_is_there_once(host):
+    out = host.run("pip check")
+    assert out.rc == 0, out.stdout + out.stderr
+    names = _py(host, "import importlib.metadata as m, site; "
+                      "print('\\n'.join(d.metadata['Name'] for d in m.distributions(path=site.getsitepackages())))")
+    seen = [normalize(n) for n in names.split()]
+    assert sorted({n for n in seen if seen.count(n) > 1}) == []
+
+
+def test_torch_torch_npu_and_numpy_are_as_the_runtime_locked_them(host, serving_lock):
+    held = LayerLock(None, serving_lock).held
+    assert "torch" in held and "torch-npu" in held and "numpy" in held, held
+    installed = _installed(host)
+    assert {n: installed.get(n) for n in held} == held
+
+
+def test_the_serving_packages_are_its_lock(host, serving_lock):
+    locked = pinned_versions({"serving": serving_lock})
+    assert locked, "the serving lock names no package"
+    installed = _installed(host)
+    assert {n: installed.get(n) for n in locked} == locked
+
+
+def test_no_cuda_triton_and_no_cuda_package(host):
+    installed = _installed(host)
+    assert "triton" not in installed, "CUDA's triton is in the image: vLLM-Ascend runs on triton-ascend"
+    assert sorted(n for n in installed if n.startswith(("nvidia-", "cuda-"))) == []
+
+
+def test_the_kernels_are_there_when_built_with_them_and_labelled_when_not(host, serving):
+    found = _py(host, "import importlib.util as u; print(bool(u.find_spec('vllm_ascend.vllm_ascend_C')))")
+    assert found == ("True" if serving["kernels"] == "yes" else "False"), serving
+
+
+def test_the_serving_environment_holds_in_a_plain_run(image_env, serving):
+    """What vLLM-Ascend's images set, in the image ENV (a plain `docker run`, no shell rc)."""
+    assert image_env.get("SOC_VERSION") == serving["soc-version"]
+    assert image_env.get("TASK_QUEUE_ENABLE") == "1"
+    assert image_env.get("OMP_NUM_THREADS") == "1"
+    assert image_env.get("ASCEND_TOOLKIT_HOME"), "CANN's toolkit environment is not in the image ENV"
+
+
+def test_a_short_real_serve_on_an_npu(suite_engine, image):
+    """A tiny model the test makes itself, `vllm serve` answering /v1/models and one
+    completion; an NPU is needed (the one allowed skip)."""
+    code = (
+        "import json, os, subprocess, sys, tempfile, time, urllib.request\n"
+        "from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast\n"
+        "from tokenizers import Tokenizer, models, pre_tokenizers\n"
+        "d = tempfile.mkdtemp()\n"
+        "vocab = {c: i for i, c in enumerate(['<unk>', '<s>', '</s>'] + list('abcdefghijklmnopqrstuvwxyz '))}\n"
+        "tok = Tokenizer(models.WordLevel(vocab, unk_token='<unk>')); tok.pre_tokenizer = pre_tokenizers.Split('', 'isolated')\n"
+        "PreTrainedTokenizerFast(tokenizer_object=tok, bos_token='<s>', eos_token='</s>', unk_token='<unk>').save_pretrained(d)\n"
+        "LlamaForCausalLM(LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,\n"
+        "    num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128)).save_pretrained(d)\n"
+        "p = subprocess.Popen(['vllm', 'serve', d, '--port', '8000', '--max-model-len', '128', '--enforce-eager'])\n"
+        "for _ in range(600):\n"
+        "    try:\n"
+        "        models = json.load(urllib.request.urlopen('http://127.0.0.1:8000/v1/models')); break\n"
+        "    except OSError:\n"
+        "        time.sleep(1)\n"
+        "else:\n"
+        "    p.kill(); sys.exit('vllm serve did not answer in 600 s')\n"
+        "body = json.dumps({'model': d, 'prompt': 'ab', 'max_tokens': 4}).encode()\n"
+        "r = json.load(urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:8000/v1/completions', body,\n"
+        "    {'Content-Type': 'application/json'})))\n"
+        "p.terminate()\n"
+        "print(json.dumps({'models': [m['id'] for m in models['data']], 'choices': len(r['choices'])}))\n")
+    done = run_on_npu(suite_engine, image, code, "a real `vllm serve`")
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["choices"] == 1 and len(said["models"]) == 1

@@ -1,0 +1,307 @@
+"""The serving kind (images/serving.py), in milliseconds: built FROM the tested runtime image
+(its layers beneath, unchanged), its suite and then the runtime's before any tag, nothing
+tagged when they fail; its release files fetched from the index and checked; the lock's
+lines read from the files themselves; the plan and every refusal of `build --vllm`. The
+kinds as modules (images/catalog.py): each gives its kind and its Dockerfiles."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ascend_build.engine.network import Network
+from ascend_build.errors import TestsFailed as SuiteFailed
+from ascend_build.errors import UserError
+from ascend_build.images import build as runtime_build
+from ascend_build.images import catalog, serving
+from ascend_build.images.kinds import label, readable_tag, suites
+from ascend_build.inputs.options import Inputs, Site
+from ascend_build.locking import serving_lock
+from ascend_build.locking.layerlock import LayerLock
+from ascend_build.matrix import load_matrix
+from tests import forked
+from tests.conftest import copy_matrix, link_locks
+from tests.doubles.cann_double import make_run
+from tests.doubles.engine_double import EngineDouble
+from tests.doubles.net_doubles import PackageIndexDouble
+
+CELL = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
+BASE = "debian:bookworm"
+
+
+def _tar_gz(top: str, files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+VLLM_SDIST = _tar_gz("vllm-0.23.0", {
+    "PKG-INFO": "Metadata-Version: 2.4\nName: vllm\nVersion: 0.23.0\nRequires-Dist: torch==2.11.0\n",
+    "requirements/common.txt": "regex # fast\n-r extra.txt\n\nprotobuf >= 5.29.6\n--extra-index-url x\n",
+    "requirements/extra.txt": "fastapi[standard] >= 0.115.0\n",
+    "requirements/cuda.txt": "torch==2.11.0\n"})
+PLUGIN_SDIST = _tar_gz("vllm_ascend-0.23.0", {
+    "PKG-INFO": "Metadata-Version: 2.4\nName: vllm_ascend\nVersion: 0.23.0\nRequires-Dist: torch==2.10.0\n"
+                "Requires-Dist: torch-npu==2.10.0.post4\nRequires-Dist: fastapi<0.124.0\n"
+                "Requires-Dist: pytest; extra == \"test\"\n",
+    "setup.py": "raise SystemExit('not run: the metadata is read, never executed')\n"})
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ------------------------------------------------------------------ the kinds as modules
+def test_every_kind_is_a_module_with_its_kind_and_its_dockerfiles():
+    names = [m.KIND.name for m in catalog.MODULES]
+    assert names == ["runtime", "builder", "layer", "serving"]
+    matrix = load_matrix(Path(catalog.ROOT) / "matrix.yaml")
+    for module in catalog.MODULES:
+        rendered = module.render(matrix)
+        assert rendered and all(r.path.parts[0] == "images" for r in rendered), module.KIND.name
+    assert [r.path.as_posix() for r in serving.render(matrix)] == ["images/serving/Dockerfile"]
+    assert suites(serving.KIND) == ["serving_image", "image"]    # its own first, then the runtime's
+
+
+# ------------------------------------------------------------------ the build, on the engine double
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cann")
+    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
+    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
+
+
+@pytest.fixture
+def site(tmp_path, packages) -> Site:
+    return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")
+
+
+class Suite:
+    def __init__(self, verdict: int = 0):
+        self.verdict, self.ran = verdict, []
+
+    def __call__(self, image, matrix_path, engine) -> int:
+        self.ran.append(image)
+        return self.verdict
+
+
+def _request(plugin_sha: str, vllm_sha: str) -> serving.ServingRequest:
+    return serving.ServingRequest(release="0.23.0", vllm="0.23.0", soc_version="ascend910b1", kernels=False,
+                                  plugin_file=None, plugin_sdist="vllm_ascend-0.23.0.tar.gz",
+                                  plugin_sdist_sha256=plugin_sha, vllm_sdist="vllm-0.23.0.tar.gz",
+                                  vllm_sdist_sha256=vllm_sha, torch="2.1.0", torch_npu="2.1.0.post8")
+
+
+def _serving_build(matrix, site, engine, tmp_path, suite):
+    cell = matrix.cell(**CELL)
+    inputs = Inputs(repository="ascend-runtime")
+    runtime = runtime_build.build(matrix, cell, site, inputs, engine, Suite(0))
+    (tmp_path / "rel").mkdir(exist_ok=True)
+    vllm, plugin = tmp_path / "rel" / "vllm-0.23.0.tar.gz", tmp_path / "rel" / "vllm_ascend-0.23.0.tar.gz"
+    vllm.write_bytes(VLLM_SDIST)
+    plugin.write_bytes(PLUGIN_SDIST)
+    lock = LayerLock(tmp_path / "serving.txt", "--require-hashes\n# held: torch==2.1.0\nregex==2024.1.1 \\\n"
+                                               "    --hash=sha256:" + "a" * 64 + "\n")
+    req = _request(_sha(PLUGIN_SDIST), _sha(VLLM_SDIST))
+    release = serving.Release(vllm, plugin, _sha(PLUGIN_SDIST))
+    built = serving.build(matrix, cell, site, inputs, runtime, req, (lock, release), engine, suite)
+    return runtime, built, req
+
+
+def test_a_serving_image_stands_on_the_tested_runtime_and_is_tagged_after_its_suite(matrix, site, tmp_path):
+    staged: dict[str, str] = {}
+
+    def look(req) -> bool:        # what the build's context holds, as the engine gets it
+        if "RUNTIME_IMAGE" in req.build_args:
+            staged.update({p.relative_to(req.context).as_posix(): p.read_text(errors="replace")
+                           for p in Path(req.context).rglob("*") if p.is_file()})
+        return False
+    engine = EngineDouble(fail_build=look)
+    engine.add(BASE, platform="linux/arm64")
+    suite = Suite(0)
+    runtime, built, req = _serving_build(matrix, site, engine, tmp_path, suite)
+    cell = matrix.cell(**CELL)
+    # FROM the runtime's content tag: one tested image, whose layers are all beneath, unchanged
+    assert staged["release/SHA256SUMS"] == (f"{_sha(VLLM_SDIST)}  vllm-0.23.0.tar.gz\n"
+                                            f"{_sha(PLUGIN_SDIST)}  vllm_ascend-0.23.0.tar.gz\n")
+    assert "lock/serving.txt" in staged and "release/vllm-0.23.0.tar.gz" in staged
+    runtime_layers = engine.images[runtime.image_id].layers
+    assert engine.images[built.image_id].layers[:len(runtime_layers)] == runtime_layers
+    labels = engine.images[built.image_id].config["config"]["Labels"]
+    assert labels[label("kind")] == "serving" and labels[label("kernels")] == "no"
+    assert labels[label("runtime")] == readable_tag("ascend-runtime", runtime.content_tag, cell.target)
+    assert labels[label("soc-version")] == "ascend910b1" and labels[label("vllm-ascend-from")] == "sdist"
+    # its suite ran on the candidate, then every tag; the runtime's stay where they were
+    assert len(suite.ran) == 1
+    assert built.tags.readable == f"ascend-runtime:{cell.name}-vllm0.23.0-arm64"
+    assert all(engine.tags[t] == built.image_id for t in built.tags)
+    assert all(engine.tags[t] == runtime.image_id for t in runtime.tags)
+    assert catalog.kind_of(engine, built.tags.readable) is serving.KIND
+
+
+def test_a_failing_serving_suite_tags_nothing(matrix, site, tmp_path):
+    engine = EngineDouble()
+    engine.add(BASE, platform="linux/arm64")
+    with pytest.raises(SuiteFailed, match="nothing was tagged"):
+        _serving_build(matrix, site, engine, tmp_path, Suite(1))
+    assert not [t for t in engine.tags if "-vllm0.23.0-" in t]
+    assert engine.untagged() == set()
+
+
+# ------------------------------------------------------------------ the lock's lines and the release files
+def test_the_lock_lines_come_from_the_files_themselves(tmp_path):
+    vllm = tmp_path / "vllm-0.23.0.tar.gz"
+    vllm.write_bytes(VLLM_SDIST)
+    sdist = tmp_path / "vllm_ascend-0.23.0.tar.gz"
+    sdist.write_bytes(PLUGIN_SDIST)
+    # vLLM's common requirements (the -r one followed), never its CUDA build's PKG-INFO
+    assert serving_lock.vllm_requirements(vllm) == ["regex", "fastapi[standard] >= 0.115.0", "protobuf >= 5.29.6"]
+    assert serving_lock.plugin_requirements(sdist) == ["torch==2.10.0", "torch-npu==2.10.0.post4", "fastapi<0.124.0"]
+    wheel = tmp_path / "vllm_ascend-0.23.0-cp311-cp311-manylinux_2_34_aarch64.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("vllm_ascend-0.23.0.dist-info/METADATA",
+                     "Metadata-Version: 2.1\nName: vllm_ascend\nVersion: 0.23.0\nRequires-Dist: numba\n"
+                     "Requires-Dist: sphinx; extra == 'docs'\n")
+    assert serving_lock.plugin_requirements(wheel) == ["numba"]
+    lines = serving_lock.requirement_lines(["regex", "numba", "fastapi  <0.124.0"], ["fastapi <0.124.0", "numba"],
+                                           ("wheel",))
+    assert lines == ["fastapi <0.124.0", "numba", "regex", "wheel"]       # the plugin's first, each once
+
+
+def test_release_files_are_fetched_once_and_checked_against_the_index(tmp_path):
+    with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (VLLM_SDIST, "")}}) as index:
+        net = Network(pip_index_url=index.url)
+        cache = tmp_path / "cache"
+        got = serving_lock.release_file(net, "vllm", "vllm-0.23.0.tar.gz", _sha(VLLM_SDIST), cache)
+        assert got.read_bytes() == VLLM_SDIST
+        serving_lock.release_file(net, "vllm", "vllm-0.23.0.tar.gz", _sha(VLLM_SDIST), cache)
+        assert index.asked["file vllm-0.23.0.tar.gz"] == 1, "a file in the cache with its sum is not fetched again"
+        with pytest.raises(UserError, match=r"not on .* \(the index lists 1 files of vllm\)"):
+            serving_lock.release_file(net, "vllm", "vllm-0.24.0.tar.gz", "b" * 64, cache)
+    # an index that serves another file than the import recorded: refused, nothing kept
+    with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (VLLM_SDIST + b"x", "")}}) as index:
+        with pytest.raises(UserError, match=f"has sha256 [0-9a-f]{{64}}, not {_sha(VLLM_SDIST)}"):
+            serving_lock.release_file(Network(pip_index_url=index.url), "vllm", "vllm-0.23.0.tar.gz",
+                                      _sha(VLLM_SDIST), tmp_path / "other")
+        assert not (tmp_path / "other" / "vllm-0.23.0.tar.gz").exists()
+
+
+# ------------------------------------------------------------------ `build --vllm` as a user runs it
+def invoke(*args: str):
+    return forked.invoke(*args, env=dict(os.environ))
+
+
+def test_the_dry_plan_names_the_runtime_it_stands_on_the_releases_the_pins_and_the_chip():
+    out = invoke("build", "--vllm", "0.23.0", "--chip", "a3", "--os", "debian13", "--python", "3.13", "--dry")
+    # the committed checkout has no lock of this runtime: the plan is shown whole, then the real run's stop
+    assert out.returncode == 2 and "has no lock" in out.stderr, out.stderr
+    runtime = re.search(r"tag '<built id>' (ascend-runtime:sha-[0-9a-f]{16}-arm64)", out.stdout)
+    assert runtime, out.stdout
+    assert f"--build-arg RUNTIME_IMAGE={runtime[1]} " in out.stdout
+    assert "--build-arg SOC_VERSION=ascend910_9391 " in out.stdout
+    assert "vLLM 0.23.0 from its sdist vllm-0.23.0.tar.gz (VLLM_TARGET_DEVICE=empty)" in out.stdout
+    assert "vLLM-Ascend 0.23.0 from its sdist vllm_ascend-0.23.0.tar.gz, built here with its custom kernels" \
+           in out.stdout         # no cp313 wheel
+    assert "torch 2.10.0, torch_npu 2.10.0.post4" in out.stdout
+    assert "tests/serving_image tests/image" in out.stdout
+    assert "-vllm0.23.0-arm64" in out.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--vllm", "0.23.0", "--torch", "2.1.0"), "build it with --torch 2.10.0-26.1.0"),
+    (("--vllm", "9.9.9"), "unknown vllm-ascend release '9.9.9'"),
+    (("--no-kernels",), "--no-kernels is for a serving image: give --vllm RELEASE"),
+    (("--serving-wheelhouse", "."), "--serving-wheelhouse is for a serving image: give --vllm RELEASE"),
+    (("--vllm", "0.23.0", "--serving-wheelhouse", "/nonexistent"), "--serving-wheelhouse /nonexistent: no such folder"),
+    (("--vllm", "0.23.0", "--python", "3.11", "--os", "debian12", "--no-kernels"),
+     "has a wheel for Python 3.11 on aarch64, kernels included"),
+    (("--vllm", "0.23.0", "--all"), "--vllm builds on one runtime image: drop --all"),
+])
+def test_build_vllm_refuses_before_anything_runs(args, said):
+    out = invoke("build", *args, "--dry")
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    assert "docker build" not in out.stdout and "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------ prepare: files, lines, lock
+class UvDouble:
+    """Stands in for uv: each line resolves to version 1.0 of its name; records what it was asked."""
+    def __init__(self):
+        self.asked: list[list[str]] = []
+
+    def __call__(self, ins, python, arch, net, *, constraints=(), prefer=None, extra_index=None, find_links=None):
+        self.asked.append(list(ins["layer"]))
+        return {serving_lock.named(line): ("1.0", ["-r layer.in"]) for line in ins["layer"]}
+
+
+def _plugin_sdist(requires: list[str]) -> bytes:
+    return _tar_gz("vllm_ascend-0.23.0", {"PKG-INFO": "Metadata-Version: 2.4\nName: vllm_ascend\nVersion: 0.23.0\n"
+                                          + "".join(f"Requires-Dist: {r}\n" for r in requires)})
+
+
+@pytest.fixture
+def uv(monkeypatch):
+    from ascend_build.locking import layer_resolve, resolve
+    double = UvDouble()
+    monkeypatch.setattr(layer_resolve, "uv_compile", double)
+    monkeypatch.setattr(layer_resolve, "uv_version", lambda: "uv (double)")
+    monkeypatch.setattr(resolve.Index, "files", lambda self, project: [
+        (f"{project.replace('-', '_')}-1.0-py3-none-any.whl", "7" * 64)])
+    return double
+
+
+VLLM_SDIST_NO_PROTOBUF = _tar_gz("vllm-0.23.0", {"requirements/common.txt": "regex\nfastapi[standard] >= 0.115.0\n"})
+
+
+def _prepare(tmp_path, plugin: bytes, vllm: bytes = VLLM_SDIST_NO_PROTOBUF):
+    m = load_matrix(copy_matrix(tmp_path / "m"))       # no locks/ beside it: the project's fitting lock is held
+    cell = m.cell(**CELL)
+    req = _request(_sha(plugin), _sha(vllm))
+    with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (vllm, "")},
+                             "vllm-ascend": {"vllm_ascend-0.23.0.tar.gz": (plugin, "")}}) as index:
+        site = Site(cache=tmp_path / "cache", work=tmp_path / "work", net=Network(pip_index_url=index.url))
+        return m, serving.prepare(m, cell, site, Inputs(), req)
+
+
+def test_prepare_fetches_both_files_and_locks_what_they_need_holding_the_runtime(tmp_path, uv):
+    m, (lock, release) = _prepare(tmp_path, _plugin_sdist(["numba", "vllm==0.23.0", "regex"]))
+    assert release is not None and release.vllm.read_bytes() == VLLM_SDIST_NO_PROTOBUF
+    written = m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.in"
+    lines = [line for line in written.read_text().splitlines() if not line.startswith("#")]
+    # the plugin's lines first, then vLLM's common ones, then what the builds import; never the two themselves
+    assert lines[:3] == ["numba", "regex", "fastapi[standard] >= 0.115.0"]
+    assert "setuptools-scm>=8" in lines and not any(serving_lock.named(t) in ("vllm", "vllm-ascend") for t in lines)
+    assert uv.asked == [lines]
+    assert lock.path == m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.lock" / "2.1.0-py3.11-aarch64.txt"
+    assert "# held: torch==2.1.0" in lock.text and "numba==1.0" in lock.text
+
+
+def test_a_plugin_that_would_move_torch_is_refused_before_any_build(tmp_path, uv):
+    with pytest.raises(UserError, match=r"would move torch away from 2\.1\.0: it asks for torch==2\.10\.0"):
+        _prepare(tmp_path, PLUGIN_SDIST)
+    assert uv.asked == [], "refused before the resolver runs"
+
+
+def test_vllms_protobuf_floor_on_a_runtime_holding_protobuf_3_is_refused_naming_the_pin(tmp_path, uv):
+    """vLLM 0.23 asks protobuf >= 5.29.6; the 2.1.0 line holds 3.20.3 (its matrix pin)."""
+    with pytest.raises(UserError, match=r"`protobuf >= 5\.29\.6` would move protobuf away from 3\.20\.3.*"
+                                        r"from matrix.yaml stacks.\"2\.1\.0\".pins \(protobuf==3\.20\.3\)"):
+        _prepare(tmp_path, _plugin_sdist(["numba"]), VLLM_SDIST)
+    assert uv.asked == []

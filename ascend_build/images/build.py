@@ -17,7 +17,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..engine.network import describe as describe_network
-from ..errors import BuildFailed, PackageError, PackageMissing, UserError
+from ..errors import BuildFailed, EngineError, PackageError, PackageMissing, UserError
 from ..hashing import sha256_of
 from ..inputs import baseimage
 from ..inputs.durations import takes_minutes
@@ -85,7 +85,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     rendered = runtime_dockerfile(matrix, matrix.stack(cell.stack.name), cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
-    site = _with_debootstrap(matrix, cell, site)
+    site = _with_debootstrap(matrix, cell, site, engine)
     refusal = None
     try:
         lock, said = _lock(matrix, cell, site)
@@ -249,11 +249,14 @@ def _reproducible(engine: eng.Engine, plan: Plan) -> finish.Reproducible | None:
     return finish.Reproducible(plan.epoch, frozenset(engine.layers(plan.build_args["BASE_IMAGE"])))
 
 
-def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
+def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site, engine: eng.Engine) -> Site:
     """--debootstrap: the cell's Debian base comes from this machine's debootstrap, under
-    a local name with {arch} (both arches a cross build needs), unless the site maps it."""
-    if not site.debootstrap or cell.os.image in site.base_images:
+    a local name with {arch} (both arches a cross build needs), unless the site maps it.
+    Without the flag, a base an earlier --debootstrap made here is found again."""
+    if cell.os.image in site.base_images:
         return site
+    if not site.debootstrap:
+        return _made_here_before(cell, site, engine)
     if not cell.os.suite:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
@@ -261,6 +264,23 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
                            f"`invoke build {cell.stack.flag} --os {other.name} --debootstrap`" if other
                            else ""))
     return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
+
+
+def _made_here_before(cell: Cell, site: Site, engine: eng.Engine) -> Site:
+    """The cell's Debian base is not in the engine, and a `--debootstrap` build made it here
+    under the local name: that one, said (a site with no registry would otherwise be told to
+    add --debootstrap with the base sitting there)."""
+    if not cell.os.suite:
+        return site
+    local = replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
+    try:
+        if engine.exists(cell.os.image) or not engine.exists(local.base(cell.os.image, cell.target)):
+            return site
+    except EngineError:         # no engine yet: the build's own check says so, after the input's
+        return site
+    console.say(f"base: {local.base(cell.os.image, cell.target)} (made here by an earlier --debootstrap; "
+                f"{cell.os.image} is not in the engine)")
+    return local
 
 
 def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, site: Site) -> None:

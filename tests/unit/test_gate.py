@@ -356,6 +356,27 @@ def test_verify_rebuilds_on_the_base_the_image_records(matrix, site, engine, cap
         verify.verify(matrix, built.tags.readable, other, Inputs(), engine)
 
 
+def test_a_base_made_by_debootstrap_is_found_again_by_a_build_without_the_flag(matrix, site, capsys):
+    """The first hour: after `--debootstrap` made ascend-build/debian:bookworm-arm64, the next
+    build without the flag (docs/mindspore.md's command) ended with exit 6, "add --debootstrap",
+    the base sitting right there. Now it takes it, says so, and is the same image (reused)."""
+    engine = EngineDouble()             # no debian:bookworm here: no registry, as on such a site
+    for arch in ("arm64", "amd64"):
+        engine.add(f"ascend-build/debian:bookworm-{arch}", platform=f"linux/{arch}")
+    first = build(matrix, dataclasses.replace(site, debootstrap=True), engine, Suite(0))
+    capsys.readouterr()
+    again = build(matrix, site, engine, Suite(0))
+    said = capsys.readouterr()
+    assert "base: ascend-build/debian:bookworm-arm64 (made here by an earlier --debootstrap; debian:bookworm " \
+           "is not in the engine)" in said.out + said.err
+    assert again.content_tag == first.content_tag and again.image_id == first.image_id
+    # Where the matrix's base is in the engine, that one is taken, as before.
+    engine.add(BASE, platform="linux/arm64")
+    own = build(matrix, site, engine, Suite(0))
+    assert own.content_tag != first.content_tag
+    assert engine.labels(own.image_id)["org.opencontainers.image.base.name"] == BASE
+
+
 def test_verify_finds_the_packages_the_build_was_given_without_the_option(matrix, reproducible, engine):
     """The first hour's `invoke verify --image` failed with exit 3 until --packages was given
     again: the build now keeps the .run files it was given in the cache, by sum."""

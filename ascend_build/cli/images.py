@@ -13,6 +13,7 @@ from .. import console
 from ..errors import TestsFailed, UserError
 from ..images import catalog, steps
 from ..images.render import ROOT
+from ..images.serving import suffix_of
 from ..matrix import Cell, Matrix, load_matrix
 from .options import DRY, MATRIX, Choice, Engine, Output, group, opt, required
 from .wrap import exit_with
@@ -68,11 +69,16 @@ class PushOptions:
     chip: str | None = opt(None, "kernels chip")
     platform: list[str] | None = opt(None, "linux/arm64 or linux/amd64 (repeatable)", iterable=True)
     join: bool = opt(True, "join the arches into manifest lists after pushing (default on)")
+    vllm: str | None = opt(None, "the serving images of this vLLM-Ascend release on the images named (`invoke "
+                                 "build --vllm`), in place of those images")
+    without_kernels_ok: bool = opt(False, "push a serving image built --no-kernels all the same")
 
     def cells(self, m: Matrix) -> list[Cell]:
         """The images to push: `images:`, or the one the options name (on each --platform)."""
         choice = Choice(torch=self.torch, mindspore=self.mindspore, cann=self.cann, os=self.os, python=self.python,
                         chip=self.chip)
+        if self.vllm and not choice.named():
+            choice = Choice(torch=m.serving(self.vllm).stack.name, os=self.os, python=self.python, chip=self.chip)
         if not (choice.given() or self.platform):
             return m.image_cells()
         stack = choice.stack(m)
@@ -88,7 +94,10 @@ def push(o: PushOptions) -> None:
     registry = required(o.registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(o.matrix)
     engine = o.engine.for_task(o.dry)
-    report = push_images(engine, o.cells(m), o.repository, registry, o.dry, o.join)
+    if o.without_kernels_ok and not o.vllm:
+        raise UserError("--without-kernels-ok is for serving images: give --vllm RELEASE")
+    suffix = "-" + suffix_of(m.serving(o.vllm).version) if o.vllm else ""
+    report = push_images(engine, o.cells(m), o.repository, registry, o.dry, o.join, suffix, o.without_kernels_ok)
     for line in report.pushed:
         console.show(f"pushed {line}")
     for line in report.skipped:
@@ -105,7 +114,8 @@ def join(o: PushOptions) -> None:
     from ..images.registry import join_all
     registry = required(o.registry, "--registry", "registry.example.com/ascend/runtime")
     m = load_matrix(o.matrix)
-    for line in join_all(o.engine.for_task(o.dry), o.cells(m), registry, o.dry):
+    suffix = "-" + suffix_of(m.serving(o.vllm).version) if o.vllm else ""
+    for line in join_all(o.engine.for_task(o.dry), o.cells(m), registry, o.dry, suffix):
         console.show(f"manifest list {line}")
 
 

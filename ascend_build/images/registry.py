@@ -35,21 +35,30 @@ def refuse_test_only(ref: str, labels: dict[str, str]) -> None:
                         f"without the test-only switch to publish it")
 
 
+def refuse_without_kernels(ref: str, labels: dict[str, str], allowed: bool) -> None:
+    """A serving image built --no-kernels lacks vLLM-Ascend's custom operators: pushed only when asked."""
+    if labels.get(label("kernels")) == "no" and not allowed:
+        raise UserError(f"{ref} was built without vLLM-Ascend's custom kernels (--no-kernels: label "
+                        f"{label('kernels')}=no); it is not pushed unless you say so: --without-kernels-ok")
+
+
 def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry: str, dry: bool = False,
-         join_lists: bool = True) -> PushReport:
+         join_lists: bool = True, suffix: str = "", without_kernels_ok: bool = False) -> PushReport:
     """Push every tested local image of `cells` to `registry` (e.g. 127.0.0.1:5000/ascend-runtime)
-    and join the arches of each readable tag and alias into one manifest list."""
+    and join the arches of each readable tag and alias into one manifest list. `suffix`: the
+    images built on them (a serving image: -vllm0.23.0), which have no alias."""
     report = PushReport()
     for cell in cells:
-        local = readable_tag(local_repository, cell.tag_name, cell.target)
+        local = readable_tag(local_repository, cell.tag_name + suffix, cell.target)
         labels = engine.labels(local) or {}
         content = labels.get(label("content-tag"), "")
         if not content:
             report.missing.append(local)
             continue
         refuse_test_only(local, labels)
+        refuse_without_kernels(local, labels, without_kernels_ok)
         # The same tags the build set locally (kinds.ImageKind.tags), content tag first.
-        tags = RUNTIME.tags(registry, cell.tag_name, content, cell.target, cell.alias_name)
+        tags = RUNTIME.tags(registry, cell.tag_name + suffix, content, cell.target, None if suffix else cell.alias_name)
         remotes = [tags.content, tags.readable] + ([tags.alias] if tags.alias else [])
         if not dry and in_registry(engine, tags.content, registry):
             report.skipped.append(f"{local} (content {content} already in {registry})")
@@ -63,16 +72,17 @@ def push(engine: eng.Engine, cells: list[Cell], local_repository: str, registry:
                 report.pushed.append(remote)
                 interrupts.record(f"pushed {remote}")
     if join_lists:
-        report.lists = join_all(engine, cells, registry, dry)
+        report.lists = join_all(engine, cells, registry, dry, suffix)
     return report
 
 
-def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = False) -> list[str]:
+def join_all(engine: eng.Engine, cells: list[Cell], registry: str, dry: bool = False, suffix: str = "") -> list[str]:
     """For every readable tag and alias of `cells`, one manifest list of the arches the
     registry holds (CI pushes each arch from its own runner, then joins once)."""
     wanted: dict[str, set[str]] = {}
     for cell in cells:
-        for name in [cell.tag_name] + ([cell.alias_name] if cell.alias_name else []):
+        names = [cell.tag_name + suffix] if suffix else [cell.tag_name] + ([cell.alias_name] if cell.alias_name else [])
+        for name in names:
             wanted.setdefault(name, set()).add(cell.platform)
     written = []
     for name, platforms in sorted(wanted.items()):

@@ -58,6 +58,11 @@ def render(matrix: Matrix) -> list[Rendered]:
     return [plain_dockerfile(KIND.template, "images/serving/Dockerfile")]
 
 
+def suffix_of(release: str) -> str:
+    """What a serving image's name adds to its runtime's: <runtime name>-vllm0.23.0-<arch>."""
+    return f"vllm{release}"
+
+
 @dataclass(frozen=True)
 class ServingRequest:
     """`--vllm RELEASE [--no-kernels]` on one runtime cell, checked against the data."""
@@ -76,7 +81,7 @@ class ServingRequest:
 
     @property
     def suffix(self) -> str:
-        return f"vllm{self.release}"
+        return suffix_of(self.release)
 
     def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
         """Fetched, checked and locked (or refused) now; built on the runtime later (batch.py)."""

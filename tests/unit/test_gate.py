@@ -48,6 +48,24 @@ def matrix(tmp_path_factory):
     return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
 
 
+def test_push_takes_a_serving_image_by_its_suffix_and_refuses_one_without_kernels_unless_told(matrix, site, engine):
+    """A serving image is tagged <runtime name>-vllm<release>-<arch> (serving.suffix_of): push
+    takes it by that name, with no alias; one built --no-kernels only with --without-kernels-ok."""
+    built = build(matrix, site, engine, Suite(0))
+    cell = matrix.cell(**STACK)
+    local = f"ascend-runtime:{cell.tag_name}-vllm0.23.0-arm64"
+    served = engine.relabel(built.image_id, {label("kind"): "serving", label("kernels"): "no"})
+    engine.tag(served, local)
+    with pytest.raises(UserError, match="built without vLLM-Ascend's custom kernels .*--without-kernels-ok"):
+        registry.push(engine, [cell], "ascend-runtime", "127.0.0.1:5000/ascend", suffix="-vllm0.23.0")
+    assert engine.called("push") == []
+    report = registry.push(engine, [cell], "ascend-runtime", "127.0.0.1:5000/ascend", suffix="-vllm0.23.0",
+                           without_kernels_ok=True)
+    assert f"127.0.0.1:5000/ascend:{cell.tag_name}-vllm0.23.0-arm64" in report.pushed
+    assert report.lists == [f"127.0.0.1:5000/ascend:{cell.tag_name}-vllm0.23.0"]
+    assert not any(cell.alias_name and p.endswith(f":{cell.alias_name}-arm64") for p in report.pushed)
+
+
 @pytest.fixture
 def site(tmp_path, packages) -> Site:
     return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")

@@ -129,11 +129,25 @@ class SiteConfig(Config):
     made bad input. invoke picks a file's reader by its suffix (`_load_<suffix>`); these are
     those readers."""
 
+    # The files read, in invoke's order of levels (system, user, project, then the -f file),
+    # each with its data: what `invoke site` and the tasks' settings are read from, so that
+    # nothing here reads invoke's private per-level attributes. A class default, so that
+    # invoke's attribute proxy keeps it an attribute, not a config key.
+    site_files: tuple[tuple[str, Any], ...] = ()
+    runtime_file: str | None = None
+
     def _load_yaml(self, path: Any) -> Any:
-        return read_config(str(path))
+        data = read_config(str(path))
+        self.site_files = (*self.site_files, (str(path), data))
+        return data
 
     _load_yml = _load_yaml
     _load_json = _load_yaml
+
+    def _load_py(self, path: str) -> Any:
+        data = super()._load_py(path)
+        self.site_files = (*self.site_files, (str(path), data))
+        return data
 
     def merge(self) -> None:
         try:
@@ -160,7 +174,14 @@ class SiteConfig(Config):
         # without the settings it was told to take
         if path is not None and not os.path.exists(os.path.expanduser(str(path))):
             _refuse(f"-f {path}: no such file (INVOKE_RUNTIME_CONFIG or `-f` names invoke's config file for this run)")
+        self.runtime_file = os.path.expanduser(str(path)) if path is not None else None
         super().set_runtime_path(path)
+
+    def clone(self, into: Any = None) -> Any:
+        # invoke copies its own attributes into a task's clone; these are this class's
+        new = super().clone(into)
+        new.site_files, new.runtime_file = self.site_files, self.runtime_file
+        return new
 
     def load_base_conf_files(self) -> None:
         self._loading(super().load_base_conf_files)

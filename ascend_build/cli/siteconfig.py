@@ -94,13 +94,12 @@ def _key(raw: Any, where: str = "") -> str:
     return key
 
 
-def _section(config: Any, level: str) -> Mapping[str, Any]:
-    data = getattr(config, level, None) or {}
+def _section(data: Any, where: str) -> Mapping[str, Any]:
     section = data.get(SECTION) if isinstance(data, Mapping) else None
     if section is None:
         return {}
     if not isinstance(section, Mapping):
-        raise UserError(f"{SECTION} in {WHERE}: expected a mapping of settings, got {kind_of(section)}")
+        raise UserError(f"{SECTION} in {where}: expected a mapping of settings, got {kind_of(section)}")
     return section
 
 
@@ -118,20 +117,26 @@ def environment(environ: Mapping[str, str]) -> dict[str, Any]:
 def sources(config: Any, environ: Mapping[str, str] | None = None) -> dict[str, tuple[Any, str]]:
     """Each setting set anywhere, every one checked: (its value as its option takes it, where it
     came from), the last of invoke's levels that sets it (system < user < project < environment
-    < -f file). The environment is read here, not through invoke's own mapping, which takes only
-    keys some file already has and says nothing of the others."""
-    levels = (("_system", "_system_path"), ("_user", "_user_path"), ("_project", "_project_path"),
-              ("", ""), ("_runtime", "_runtime_path"))
+    < -f file). The files are those `ascend-build`'s config read (entry.SiteConfig records them);
+    under plain `invoke`, whose config records none, its merged section stands for them all. The
+    environment is read here, not through invoke's own mapping, which takes only keys some file
+    already has and says nothing of the others."""
+    recorded = getattr(config, "site_files", None)
+    files: list[tuple[str, Any]] = list(recorded) if recorded is not None else \
+        [("invoke's config files", {SECTION: config.get(SECTION)})]
+    runtime = getattr(config, "runtime_file", None)
+    env = os.environ if environ is None else environ
+    # the environment's place among the levels: just below the -f file (checked in that order too)
+    at = next((i for i, (path, _) in enumerate(files) if runtime is not None and path == runtime), len(files))
     found: dict[str, tuple[Any, str]] = {}
-    for level, path in levels:
-        if not level:
-            env = os.environ if environ is None else environ
+    for path, data in [*files[:at], ("", None), *files[at:]]:
+        if not path:
             found.update({key: (value, f"{ENV_PREFIX}{key.upper()}") for key, value in environment(env).items()})
             continue
-        for raw, value in _section(config, level).items():
+        for raw, value in _section(data, path).items():
             key = _key(raw)
             if value is not None:
-                found[key] = (_value(key, value), str(getattr(config, path, None)))
+                found[key] = (_value(key, value), path)
     return found
 
 

@@ -85,7 +85,7 @@ def test_a_task_takes_only_the_settings_it_has_an_option_for(tmp_path):
     ("ascend_build:\n  base_image: [--privileged]\n", "not one starting with '-'"),
     ("ascend_build:\n  packages: {a: b}\n", "expected a list of text values (or one; none starting with '-'), "
                                                "got a mapping"),
-    ("ascend_build: [proxy]\n", "ascend_build in invoke's config"),
+    ("ascend_build: [proxy]\n", "ascend_build in {site}: expected a mapping of settings, got a list"),
     ("ascend_build:\n  repository: ''\n", "not empty"),
 ])
 def test_a_setting_that_is_not_one_or_of_the_wrong_kind_is_refused(tmp_path, text, message):
@@ -93,7 +93,7 @@ def test_a_setting_that_is_not_one_or_of_the_wrong_kind_is_refused(tmp_path, tex
     site.write_text(text)
     out = invoke("-f", str(site), *DRY, env=_env(tmp_path))
     assert out.returncode == 2, out.stdout + out.stderr
-    assert message in out.stderr and "Traceback" not in out.stderr
+    assert message.replace("{site}", str(site)) in out.stderr and "Traceback" not in out.stderr
     assert "docker build" not in out.stdout
 
 

@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ascend_build import engine as eng  # noqa: E402
-from ascend_build.images import imagediff  # noqa: E402
 from ascend_build.images.finish import epoch  # noqa: E402
 from ascend_build.images.steps import layers_of  # noqa: E402
 from ascend_build.inputs.baseimage import debian_base  # noqa: E402
 from ascend_build.inputs.packages import pin  # noqa: E402
 from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402
+from ascend_build.provenance import imagediff  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 from tests.doubles.cann_double import make_run  # noqa: E402
 from tests.relay import Relay  # noqa: E402

@@ -129,8 +129,8 @@ class SbomOptions:
 
 def sbom(o: SbomOptions) -> None:
     """The image's SBOM: what it carries, or made from its contents."""
-    from ..images import sbom as sboms
     from ..images.kinds import label
+    from ..provenance import sbom as sboms
     image = required(o.image, "--image", "ascend-runtime:torch2.1.0-arm64")
     e = o.engine.for_task()
     labels = sboms.inspect(e, image)["Config"].get("Labels") or {}

@@ -328,7 +328,7 @@ def as_json(checks: list[Check], facts: dict | None = None) -> str:
 
 def read_image(engine, ref: str) -> ImageFacts | None:
     """The image's labels (None when the engine does not have the image)."""
-    from ..images.kinds import label
+    from ..provenance.labels import label
     labels = engine.labels(ref)
     if labels is None:
         return None

@@ -1,6 +1,6 @@
 """What the project itself writes into a runtime image (or a user layer) after its build:
 the package manifest, the requirement files as installed and the CycloneDX SBOM. They are
-read from the built candidate (images/probe.py) and added in one layer by a second, tiny
+read from the built candidate (provenance/probe.py) and added in one layer by a second, tiny
 build (images/finish/Dockerfile) from a tar made here with fixed metadata: root-owned,
 modes 0755/0644, every entry stamped with the build's SOURCE_DATE_EPOCH. The same
 candidate and inputs give this layer byte for byte, with the layer cache on or off, and
@@ -20,8 +20,9 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..errors import BuildFailed
 from ..matrix import Cell
-from . import probe as probes
-from . import restamp, sbom, steps
+from ..provenance import probe as probes
+from ..provenance import restamp, sbom
+from . import steps
 from .render import FINISH_TAR, ROOT, finish_dockerfile
 
 

@@ -12,12 +12,7 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from ..matrix import BuilderCell, Cell
 from ..platforms import Platform
-
-LABEL_PREFIX = "io.ascend-build"
-
-
-def label(key: str) -> str:
-    return f"{LABEL_PREFIX}.{key}"
+from ..provenance.labels import LABEL_PREFIX, label  # noqa: F401  (named below the builds; importers read them here too)
 
 
 @dataclass(frozen=True)

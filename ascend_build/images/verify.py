@@ -15,8 +15,9 @@ from ..errors import Differs, UserError
 from ..inputs import baseimage
 from ..inputs.options import Inputs, Site
 from ..matrix import Cell, Matrix
+from ..provenance import imagediff, sbom
 from . import build as runtime_build
-from . import imagediff, sbom, steps
+from . import steps
 from .kinds import label
 
 

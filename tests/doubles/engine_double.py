@@ -17,7 +17,7 @@ Faults and interrupts on demand:
 - `pullable`: references `pull` fetches (anything else: "no registry here");
 - `interrupt_at`: the n-th recorded call (1-based) sends SIGINT to this process first,
   as a terminal's Ctrl-C would arrive during that step;
-- `probe`: what the image's own Python says is installed (images/probe.py).
+- `probe`: what the image's own Python says is installed (provenance/probe.py).
 
 Containers: a detached `run_container` (or one without --rm) leaves a container, running
 or stopped, and `add_container` makes one. As docker's `rmi` without --force, `remove`

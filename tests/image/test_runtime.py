@@ -384,7 +384,7 @@ def test_sbom_is_in_the_image_schema_valid_and_carries_the_verified_sums(host, l
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    from ascend_build.images.sbom import SBOM_PATH
+    from ascend_build.provenance.sbom import SBOM_PATH
     text = host.file(SBOM_PATH).content_string
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     doc = json.loads(text)

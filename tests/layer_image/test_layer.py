@@ -77,8 +77,8 @@ def test_labels_name_the_layer(labels, layer_name, layer_lock):
 
 
 def test_the_sbom_lists_the_layer_packages_with_their_locked_sums(host, layer_lock):
-    from ascend_build.images.sbom import SBOM_PATH
     from ascend_build.locking.lock import Lock
+    from ascend_build.provenance.sbom import SBOM_PATH
     doc = json.loads(host.file(SBOM_PATH).content_string)
     libraries = {c["bom-ref"]: c for c in doc["components"] if c["type"] == "library"}
     for pin in Lock(None, "", {"layer": layer_lock}).packages:

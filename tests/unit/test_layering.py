@@ -17,6 +17,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("cluster",),
     ("host",),
     ("images",),
+    ("provenance",),
     ("inputs", "locking"),
     ("upstream",),
     ("matrix",),

@@ -10,10 +10,10 @@ import pytest
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.images.render import runtime_dockerfile
-from ascend_build.images.sbom import _wheel_sha
 from ascend_build.locking import lock as locks
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.frameworks import MINDSPORE
+from ascend_build.provenance.sbom import _wheel_sha
 from tests import forked
 from tests.conftest import committed_matrix_text, copy_matrix
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ascend_build.engine import BuildRequest, Engine
-from ascend_build.images import imagediff, restamp
+from ascend_build.provenance import imagediff, restamp
 from tests import forked
 
 ROOT = Path(__file__).resolve().parents[2]

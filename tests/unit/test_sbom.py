@@ -8,7 +8,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from ascend_build.images.kinds import label
-from ascend_build.images.sbom import make
+from ascend_build.provenance.sbom import make
 
 TOOLKIT = {"file": "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", "version": "8.0.RC3", "sha256": "1" * 64,
            "verified": "sha256 pinned in matrix.yaml", "zip_sha256": None, "url": "https://example.invalid/t.run"}

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..engine import Engine, RunSpec
 from ..errors import UserError
 from ..locking.lock import ALL_LAYERS, Lock, normalize
-from .kinds import LABEL_PREFIX, label
+from .labels import LABEL_PREFIX, label
 from .probe import REQUIREMENTS, SBOM_PATH, probe
 
 

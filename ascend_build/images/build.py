@@ -85,7 +85,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     rendered = runtime_dockerfile(matrix, matrix.stack(cell.stack.name), cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
-    site = _with_debootstrap(matrix, cell, site, engine)
+    site = _with_debootstrap(matrix, cell, site)
     refusal = None
     try:
         lock, said = _lock(matrix, cell, site)
@@ -102,6 +102,8 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
         torch_index.reach(torch_src, site.net)     # seconds, before CANN downloads and pip's minutes of retries
     (toolkit, kernels, nnal), stops = _locate_packages(cell, site)
     console.say(engine.describe())
+    # After every check of the input: the first to ask the engine anything.
+    site = _made_here_before(cell, site, engine)
     if site.epoch is not None:
         cannot = engine.reproducible()
         console.say(f"reproducible: every time in the image is SOURCE_DATE_EPOCH={site.epoch}"
@@ -249,14 +251,11 @@ def _reproducible(engine: eng.Engine, plan: Plan) -> finish.Reproducible | None:
     return finish.Reproducible(plan.epoch, frozenset(engine.layers(plan.build_args["BASE_IMAGE"])))
 
 
-def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site, engine: eng.Engine) -> Site:
+def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
     """--debootstrap: the cell's Debian base comes from this machine's debootstrap, under
-    a local name with {arch} (both arches a cross build needs), unless the site maps it.
-    Without the flag, a base an earlier --debootstrap made here is found again."""
-    if cell.os.image in site.base_images:
+    a local name with {arch} (both arches a cross build needs), unless the site maps it."""
+    if not site.debootstrap or cell.os.image in site.base_images:
         return site
-    if not site.debootstrap:
-        return _made_here_before(cell, site, engine)
     if not cell.os.suite:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
@@ -270,7 +269,7 @@ def _made_here_before(cell: Cell, site: Site, engine: eng.Engine) -> Site:
     """The cell's Debian base is not in the engine, and a `--debootstrap` build made it here
     under the local name: that one, said (a site with no registry would otherwise be told to
     add --debootstrap with the base sitting there)."""
-    if not cell.os.suite:
+    if site.debootstrap or not cell.os.suite or cell.os.image in site.base_images:
         return site
     local = replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..matrix.cannenv import PATH_LISTS as CANN_PATH_LISTS
+
 # Libraries that come from the host's NPU driver (mounted at run time from
 # /usr/local/Ascend/driver/lib64), so they may be missing inside an image.
 HOST_DRIVER_LIBS = frozenset({
@@ -52,6 +54,39 @@ NNAL_PREFIXES = ("ATB_", "LCCL_")
 
 def nnal_vars(exported: dict[str, str]) -> tuple[str, ...]:
     return tuple(sorted(v for v in exported if v.startswith(NNAL_PREFIXES))) + ("LD_LIBRARY_PATH", "PATH")
+
+
+# What a shell sets of itself around `source` (not the script's doing).
+SHELL_OWN = frozenset({"_", "SHLVL", "PWD", "OLDPWD"})
+
+
+def _folder(entry: str) -> str:
+    return re.sub(r"/{2,}", "/", entry).rstrip("/") or entry
+
+
+def sourcing_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """What sourcing set_env.sh changed in an image's environment (`before`: a plain `docker
+    run`'s, `after`: the same shell's once sourced): a variable it set to another value, or
+    unset, or a folder it added to a path list that the list did not hold. Putting a folder
+    the list holds first again changes nothing that matters (empty entries and a folder's
+    trailing / aside)."""
+    changes = []
+    for name in sorted((set(before) | set(after)) - SHELL_OWN):
+        was, now = before.get(name), after.get(name)
+        if was == now:
+            continue
+        if now is None:
+            changes.append(f"{name} unset (the image ENV: {was})")
+        elif name in CANN_PATH_LISTS:
+            held = {_folder(e) for e in (was or "").split(":") if e}
+            added = [e for e in now.split(":") if e and _folder(e) not in held]
+            if added:
+                changes.append(f"{name} gains {':'.join(dict.fromkeys(added))} (the image ENV: {was or 'unset'})")
+        elif was is None:
+            changes.append(f"{name}={now} set (the image ENV has none)")
+        elif _folder(was) != _folder(now):
+            changes.append(f"{name}={now} (the image ENV: {was})")
+    return changes
 
 
 def env_gaps(set_env: dict[str, str], image_env: dict[str, str],

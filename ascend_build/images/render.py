@@ -8,7 +8,9 @@ from pathlib import Path
 
 import jinja2
 
+from ..errors import UserError
 from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_kernels, expected_toolkit
+from ..matrix.cannenv import env_instructions
 from ..matrix.eras import INSTALLER_LOGS
 from ..matrix.eras import NNAL as NNAL_FILE
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
@@ -139,6 +141,13 @@ def _env() -> jinja2.Environment:
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
     cann = matrix.cann[stack.cann]
+    if cann.env is None:
+        raise UserError(f"CANN {cann.version} has no environment in the imported facts (cann.{cann.version}.env): "
+                        f"`invoke update --cann-images DIR` imports it from the official CANN images")
+    # The image ENV, part by part in the stages that install them: PATH is set before (the venv's).
+    set_before = {"PATH"}
+    toolkit_env = env_instructions(cann.env.part("toolkit"), set_before)
+    nnal_env = env_instructions(cann.env.part("atb") + cann.env.part("sip"), set_before)
     nnal = matrix.nnal(stack, cann, "aarch64") or matrix.nnal(stack, cann, "x86_64")
     default = stack.python_for(os)
     source = matrix.pythons.get(default)
@@ -151,7 +160,8 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         packages=PACKAGES[os.family],
         toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
         kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
-        toolkit_home=cann.era.home(cann.version), set_env=cann.era.set_env_path(),
+        toolkit_env=toolkit_env, nnal_env=nnal_env, env_source=cann.env.source, env_from=cann.env.borrowed_from,
+        set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults.chip if matrix.defaults.chip in cann.kernels else next(iter(cann.kernels)),

@@ -10,8 +10,8 @@ from typing import Any, Mapping
 
 from ..errors import MatrixError, UserError
 from ..platforms import ARCHES
+from . import cannenv, imported, schema, semantics
 from . import checker as s
-from . import imported, schema, semantics
 from .eras import cann_key
 from .frameworks import CANN, FRAMEWORKS, MINDSPORE, TORCH, Framework
 from .model import Defaults, Matrix
@@ -169,8 +169,11 @@ def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelea
             if chip not in kernels:
                 kernels[chip] = {a: entry("kernels", e, ("cann_chips", ver, "kernels", chip, a)) for a, e in per.items()}
         sip = bool(nnal) and "nnal_sip_from" in d and cann_key(ver) >= cann_key(str(d["nnal_sip_from"]))
+        env = cannenv.from_data(c["env"], str(c.get("env_source") or ""), str(c.get("env_from") or ""),
+                                (d.get("nnal_sip_env") or {}).get("env") if sip else None) if c.get("env") else None
         out[ver] = CannRelease(ver, c["url"], c.get("driver"), (d.get("cann_numpy") or {}).get(ver), toolkit,
-                               kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip, str(c["source"]))
+                               kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip, str(c["source"]),
+                               env)
     return out
 
 

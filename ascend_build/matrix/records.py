@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from packaging.specifiers import SpecifierSet
 
 from ..platforms import ARCHES, Platform
+from .cannenv import CannEnv
 from .eras import Era, cann_key, cann_series, era_of
 from .frameworks import Framework
 
@@ -97,6 +98,7 @@ class CannRelease:
     runs_on: tuple[str, ...] = ()             # drivers its release notes say it runs on (25.2: any 25.2.x)
     sip: bool = False                         # its NNAL holds SiP (nnal/asdsip) beside ATB
     source: str = ""                          # where the import read it (imported.yaml's source:)
+    env: CannEnv | None = None                # what its set_env.sh scripts export (None: not imported)
 
     @property
     def era(self) -> Era:

@@ -5,8 +5,11 @@ with its source). Checked key by key, every problem named with its file and line
 the shapes cannot see is in semantics.py."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..platforms import ARCHES, PLATFORMS
 from . import checker as s
+from .yamlsource import KeyPath
 
 VERSION = r"[0-9][0-9A-Za-z.+-]*"
 MINOR = r"(2\.7|3\.([0-9]|1[0-9]))"        # CPython minors that exist or soon may (not 3.99)
@@ -38,6 +41,15 @@ def _run_entry() -> s.Check:
 def _imported_entry() -> s.Check:
     """A file as the import names it: the .run, and Huawei's sum of the .zip around it where published."""
     return s.record({"file": s.string(r"[A-Za-z0-9._-]+\.run", "a .run file name")}, {"zip_sha256": _sha()})
+
+
+def _env_value(c: s.Checker, value: Any, path: KeyPath) -> None:
+    """A variable's value (a string), or a path list's entries (a list of strings)."""
+    (s.list_of(s.string()) if isinstance(value, list) else s.string())(c, value, path)
+
+
+def _env_part() -> s.Check:
+    return s.map_of(s.string(r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable"), _env_value)
 
 
 def _per_arch(item: s.Check) -> s.Check:
@@ -160,6 +172,8 @@ MATRIX = s.record({
     "cann_nnal": s.map_of(s.string(VERSION, "a CANN version"), s.record({
         "source": s.string(), "nnal": s.map_of(s.one_of(*ARCHES), _run_entry())})),
     "nnal_sip_from": s.string(VERSION, "a CANN version like 8.3.RC1"),
+    # What SiP's set_env.sh exports (no official image copies it), with its source.
+    "nnal_sip_env": s.record({"source": s.string(), "env": _env_part()}),
     "chip_support": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 950"), s.record({
         "torchnpu_from": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0"),
         "source": s.string()})),
@@ -200,7 +214,10 @@ IMPORTED = s.record({
         "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 910b"), _per_arch(_imported_entry())),
     }, {"nnal": _per_arch(_imported_entry()),
         "runs_on": s.list_of(s.string(RUNS_ON, "a driver like 26.0.RC1, or a series like 25.2")),
-        "runs_on_source": s.string()})),
+        "runs_on_source": s.string(),
+        # What its set_env.sh scripts export, per part (cannenv.py), and where it was read.
+        "env_source": s.string(), "env_from": s.string(VERSION, "a CANN version"),
+        "env": s.record({}, {"toolkit": _env_part(), "atb": _env_part()})})),
     "torch_npu_releases": _releases(s.string(VERSION, "a torch_npu version"), s.one_of("torch", "torch_npu"),
                                     s.one_of(*ARCHES), {
         "branch": s.string(r"v\S+", "a release tag or branch like v6.0.rc3-pytorch2.1.0"),

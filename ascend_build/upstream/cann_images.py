@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 from ..errors import UserError
 from ..platforms import ARCHES
+from . import cann_env
 from .deployer import CANN_VERSION, Published, own_kernels
 
 REPO = "Ascend/cann-container-image"
@@ -85,6 +86,20 @@ class ImageRelease:
     files: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    envs: dict[str, cann_env.Env] = field(default_factory=dict)   # Dockerfile -> the CANN ENV its last stage sets
+    env: cann_env.EnvFound | None = None                         # the one most of them set
+
+    @property
+    def env_source(self) -> str:
+        """Where the environment was read: the copy, one Dockerfile and how many more, and
+        what the others set otherwise."""
+        if self.env is None:
+            return ""
+        where = self.source.split(": ", 1)[0]
+        first, more = self.env.dockerfiles[0], len(self.env.dockerfiles) - 1
+        said = (f"{where}: {first}" + (f" and {more} more Dockerfile{'s' if more > 1 else ''}" if more else "")
+                + " (the last stage's ENV under the notes 'obtained from .../set_env.sh')")
+        return said + "".join(f"; {d}" for d in self.env.differ)
 
 
 def published(url: str) -> Published:
@@ -281,6 +296,7 @@ def read(location: Path) -> ImagesData:
             raise UserError(f"{where}: {path}: the tag says {m['v']}, its toolkit is {version}")
         rel = releases.setdefault(version, ImageRelease(version))
         rel.dockerfiles.append(path)
+        rel.envs[path] = cann_env.final_env(texts[path], path, version)
         for attr, value in (("chips", m["chip"]), ("oses", m["os"]), ("pythons", m["python"])):
             if value not in getattr(rel, attr):
                 getattr(rel, attr).append(value)
@@ -296,12 +312,18 @@ def read(location: Path) -> ImagesData:
             else:
                 rel.files.setdefault(f"{name.part}.{arch}", {}).setdefault(url, []).append(path)
     for rel in releases.values():
-        rel.chips.sort()
-        rel.oses.sort()
-        rel.pythons.sort(key=lambda p: int(p.split(".")[1]))
-        rel.notes = list(dict.fromkeys(rel.notes))
-        first, more = rel.dockerfiles[0], len(rel.dockerfiles) - 1
-        rel.source = (f"{where}: {first}" + (f" and {more} more Dockerfile{'s' if more > 1 else ''} of {rel.version}"
-                                             if more else "")
-                      + f" (images for {', '.join(rel.chips)} on {', '.join(rel.oses)})")
+        _finish(rel, where)
     return ImagesData(where, releases, len(texts), skipped)
+
+
+def _finish(rel: ImageRelease, where: str) -> None:
+    """A release's lists in order, its one environment, and where it was read."""
+    rel.chips.sort()
+    rel.oses.sort()
+    rel.pythons.sort(key=lambda p: int(p.split(".")[1]))
+    rel.notes = list(dict.fromkeys(rel.notes))
+    rel.env = cann_env.release_env(rel.envs)
+    first, more = rel.dockerfiles[0], len(rel.dockerfiles) - 1
+    rel.source = (f"{where}: {first}" + (f" and {more} more Dockerfile{'s' if more > 1 else ''} of {rel.version}"
+                                         if more else "")
+                  + f" (images for {', '.join(rel.chips)} on {', '.join(rel.oses)})")

@@ -17,7 +17,7 @@ from packaging.version import Version
 from .. import atomic
 from ..errors import UserError
 from ..platforms import ARCHES
-from . import cann_images, docs, pypi, vllm
+from . import cann_env, cann_images, docs, pypi, vllm
 from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
 from .docs import DocsData
 
@@ -51,6 +51,16 @@ class Merged:
     images_notes: list[str] = field(default_factory=list)             # what the images name and was not taken
     serving: dict[str, vllm.VllmAscendData] = field(default_factory=dict)   # vLLM-Ascend's releases
     serving_notes: list[str] = field(default_factory=list)            # what of them was not imported, and why
+    envs: dict[str, EnvEntry] = field(default_factory=dict)           # CANN release -> its environment
+
+
+@dataclass
+class EnvEntry:
+    """A CANN release's environment (cann_env.py) and where it was read; `of`: the release
+    whose images it was read from, when not this one's."""
+    env: cann_env.Env
+    source: str
+    of: str = ""
 
 
 def _version_key(v: str) -> Version:
@@ -254,6 +264,8 @@ def _add_images(merged: Merged, images: cann_images.ImagesData, decide, ascend: 
             else:
                 url = next(iter(urls))
             files[key] = cann_images.published(url)
+        if found.env is not None:
+            merged.envs[version] = EnvEntry(found.env.env, found.env_source)
         have = merged.cann.get(version)
         if have is not None:
             _compare_images(version, have, files, found, decide, merged)
@@ -444,18 +456,51 @@ def keep_images(merged: Merged, old: dict, ascend: DocsData | None) -> None:
         merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
 
 
+def keep_env(merged: Merged, old: dict) -> None:
+    """The environments the last import read from the images (each release's own), when
+    this one reads none."""
+    for version, before in (old.get("cann") or {}).items():
+        before = before or {}
+        if before.get("env") and not before.get("env_from") and version not in merged.envs:
+            merged.envs[str(version)] = EnvEntry(before["env"], str(before.get("env_source") or ""))
+
+
+def fill_env(merged: Merged) -> None:
+    """Each release the images do not cover (before 8.1.RC1, after the newest they install)
+    takes the environment of the nearest release they cover, moved to its own toolkit home,
+    saying which; an environment of a release no longer imported is dropped."""
+    own = {v: e for v, e in merged.envs.items() if not e.of and v in merged.cann}
+    order = sorted(set(merged.cann) | set(own), key=_version_key)
+    merged.envs = dict(own)
+    if not own:
+        return
+    for version in merged.cann:
+        if version in own:
+            continue
+        at = order.index(version)
+        nearest = min(own, key=lambda v: (abs(order.index(v) - at), order.index(v)))
+        merged.envs[version] = EnvEntry(cann_env.borrowed(own[nearest].env, nearest, version),
+                                        f"CANN {nearest}'s (the nearest release the official images install; none "
+                                        f"installs {version}): {own[nearest].source}", nearest)
+
+
 def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:
     return {arch: {"file": pub.run, **({"zip_sha256": pub.sha256} if pub.sha256 else {})}
             for arch, pub in per.items()}
 
 
-def _cann_data(rel: CannData) -> dict:
+def _cann_data(rel: CannData, env: EnvEntry | None = None) -> dict:
     out: dict = {"source": str(rel.source), "url": rel.url, "driver": rel.driver}
     if rel.runs_on:
         out.update(runs_on=list(rel.runs_on), runs_on_source="; ".join(dict.fromkeys(rel.runs_on_source)))
     out.update(toolkit=_files(rel.toolkit), kernels={chip: _files(per) for chip, per in rel.kernels.items()})
     if rel.nnal:
         out["nnal"] = _files(rel.nnal)
+    if env is not None:
+        out["env_source"] = env.source
+        if env.of:
+            out["env_from"] = env.of
+        out["env"] = {part: dict(names) for part, names in env.env.items()}
     return out
 
 
@@ -479,7 +524,7 @@ def to_data(merged: Merged) -> dict:
     """The import as imported.yaml holds it (its torch_npu_tags aside: `--pytorch-git`'s)."""
     data: dict = {"read": {"deployer": [{"version": d.version, "wheel_sha256": d.archive_sha256} for d in merged.read],
                            "docs": list(merged.docs_read)},
-                  "cann": {v: _cann_data(rel) for v, rel in merged.cann.items()}}
+                  "cann": {v: _cann_data(rel, merged.envs.get(v)) for v, rel in merged.cann.items()}}
     if merged.images_read:
         data["read"]["cann_images"] = merged.images_read
     if merged.compatible:
@@ -524,6 +569,9 @@ def _flatten(cann: dict, releases: dict, mindspore: dict | None = None, serving:
         files += [(f"kernels {chip}", a, e) for chip, per in (rel.get("kernels") or {}).items() for a, e in per.items()]
         for what, arch, entry in files:
             flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
+        for part, names in (rel.get("env") or {}).items():
+            for name, value in (names or {}).items():
+                flat[f"cann {version} env {part} {name}"] = ":".join(value) if isinstance(value, list) else str(value)
     for release, rel in (releases or {}).items():
         flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
         if rel.get("torchnpu"):
@@ -613,6 +661,8 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     old = _data(before, upstream.imported)
     if images is None:
         keep_images(merged, old, ascend)
+        keep_env(merged, old)
+    fill_env(merged)
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
         keep_serving(merged, old)
@@ -659,6 +709,10 @@ def counts(merged: Merged) -> dict[str, int]:
             "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
             "CANN releases with the drivers they run on": sum(1 for r in merged.cann.values() if r.runs_on),
             "CANN files not used by images (nnae, nnrt, ...)": len({u for r in merged.cann.values() for u in r.unused}),
+            "CANN releases with the environment of their own official images": sum(
+                1 for e in merged.envs.values() if not e.of),
+            "CANN releases with the environment of the nearest release's images": sum(
+                1 for e in merged.envs.values() if e.of),
             "torch_npu releases": len(tn),
             "torch_npu releases with a CANN pairing": sum(1 for r in tn if r.cann),
             "torch_npu releases on PyPI with no pairing (unpaired)": sum(1 for r in tn if not r.cann and r.on_pypi),

@@ -4,7 +4,9 @@ Lays out each CANN era's tree as the reference describes it (kept apart from the
 system's own era table, so that a wrong table fails the image tests). Builds makeself-style archives (a bash header + a gzip tar payload) that take the real
 installer's flags (--install --quiet --install-for-all --install-path= --full --devel
 --check), refuse unknown flags, a wrong-arch host and a kernels install before the
-toolkit, verify their payload on --check, and lay out the real tree: set_env.sh,
+toolkit, verify their payload on --check, and lay out the real tree: set_env.sh (exporting
+what the release's real ones export: its imported environment, see below), msprof and asys
+where the release's PATH holds their folders,
 latest -> <version>, <arch>-linux/ascend_toolkit_install.info, opp_kernel/version.info (up to 8.3;
 share/info/ops_*/version.info for the 8.5+ operator package),
 /etc/Ascend records, and stub shared libraries with the real sonames (compiled for the
@@ -14,6 +16,7 @@ Used only by tests/; the build system never sees this module.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -40,10 +43,13 @@ NNAL_SONAMES = ["libatb.so"]
 SIP_SONAMES = ["libasdsip.so", "libasdsip_core.so", "libasdsip_host.so"]
 SIP_FROM = (8, 3)       # the double's own rule, kept apart from matrix.yaml's nnal_sip_from
 
-# NNAL's set_env.sh as the double writes it: the exports the real one makes (as the official
-# CANN images copy them), and its ABI rule: --cxx_abi=0|1, else ask torch (slow: it imports
-# torch), which the double records in /tmp/nnal-set-env-imported-torch so a test can see it.
-NNAL_SET_ENV = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (mirrors the real exports)
+# The set_env.sh scripts export what the real ones export for the release: the environment
+# the official CANN images copy from them (imported.yaml's cann.<v>.env, SiP's from
+# matrix.yaml's nnal_sip_env), with what each script works out itself put back: the toolkit's
+# home (the double's own layout), the arch ($(uname -m)), NNAL's ABI (its --cxx_abi rule).
+# NNAL's ABI rule: --cxx_abi=0|1, else ask torch (slow: it imports torch), which the double
+# records in /tmp/nnal-set-env-imported-torch so a test can see it.
+NNAL_SET_ENV_HEAD = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (mirrors the real exports)
 # A bash script, as the real one is: ${BASH_SOURCE[0]} stops dash ("Bad substitution").
 atb_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 abi=
@@ -52,43 +58,60 @@ if [ -z "$abi" ]; then
     : > /tmp/nnal-set-env-imported-torch
     abi=$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))' 2>/dev/null || echo 1)
 fi
-export ATB_HOME_PATH=${atb_dir}/latest/atb/cxx_abi_${abi}
-export LD_LIBRARY_PATH=${ATB_HOME_PATH}/lib:${ATB_HOME_PATH}/examples:${ATB_HOME_PATH}/tests/atbopstest:${LD_LIBRARY_PATH}
-export PATH=${ATB_HOME_PATH}/bin:$PATH
-export ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0
-export ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0
-export ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0
-export ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1
-export ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5
-export ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1
-export ATB_COMPARE_TILING_EVERY_KERNEL=0
-export ATB_SHARE_MEMORY_NAME_SUFFIX=""
-export ATB_MATMUL_SHUFFLE_K_ENABLE=1
-export LCCL_DETERMINISTIC=0
-export LCCL_PARALLEL=0
 """
-# SiP's set_env.sh as cann/sip scripts/set_env.sh writes its exports (bash too).
-SIP_SET_ENV = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (SiP; mirrors the real exports)
+SIP_SET_ENV_HEAD = r"""# set_env.sh written by the CANN TEST DOUBLE NNAL installer (SiP; mirrors the real exports)
 path="${BASH_SOURCE[0]}"
 asdsip_dir_path=$(cd "$(dirname "$path")"; pwd )
-export ASDSIP_HOME_PATH="${asdsip_dir_path}/latest/"
-export LD_LIBRARY_PATH=$ASDSIP_HOME_PATH/lib:$LD_LIBRARY_PATH
 """
+SET_ENV_HEAD = "# set_env.sh written by the CANN TEST DOUBLE installer (mirrors the real exports)\n"
+# The CANN tools the double lays out as stubs where the release's set_env.sh puts their
+# folder on PATH (9.x: msprof, the profiler; asys, the system advisor).
+PATH_TOOLS = {"tools/profiler/bin": "msprof", "tools/ascend_system_advisor/asys": "asys"}
 CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}
 
-SET_ENV = """\
-# set_env.sh written by the CANN TEST DOUBLE installer (mirrors the real exports)
-export ASCEND_TOOLKIT_HOME=@HOME@
-export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/lib64:${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel:${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch):$LD_LIBRARY_PATH
-export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/tools/aml/lib64:${ASCEND_TOOLKIT_HOME}/tools/aml/lib64/plugin:$LD_LIBRARY_PATH
-export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:$LD_LIBRARY_PATH
-export PYTHONPATH=${ASCEND_TOOLKIT_HOME}/python/site-packages:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe:$PYTHONPATH
-export PATH=${ASCEND_TOOLKIT_HOME}/bin:${ASCEND_TOOLKIT_HOME}/compiler/ccec_compiler/bin:${ASCEND_TOOLKIT_HOME}/tools/ccec_compiler/bin:$PATH
-export ASCEND_AICPU_PATH=${ASCEND_TOOLKIT_HOME}
-export ASCEND_OPP_PATH=${ASCEND_TOOLKIT_HOME}/opp
-export TOOLCHAIN_HOME=${ASCEND_TOOLKIT_HOME}/toolkit
-export ASCEND_HOME_PATH=${ASCEND_TOOLKIT_HOME}
-"""
+
+@functools.lru_cache(maxsize=None)
+def release_env(version: str):
+    """The CANN release's environment record (ascend_build/matrix/cannenv.py), from the
+    committed matrix."""
+    from ascend_build.matrix import load_matrix
+    rel = load_matrix(Path(__file__).resolve().parents[2] / "matrix.yaml").cann.get(version)
+    if rel is None or rel.env is None:
+        raise ValueError(f"CANN {version}: no environment in the committed imported.yaml (cann.{version}.env)")
+    return rel.env
+
+
+def exports(variables, own: dict[str, str] | None = None) -> str:
+    """`export` lines for a part's variables, as its set_env.sh writes them: a path list's
+    entries before what was set already; `own`: text put back where the ENV form stands
+    for what the script works out (a value's prefix -> the script's word for it)."""
+    lines = []
+    for var in variables:
+        value = (":".join(var.value) + f"${{{var.name}:+:${var.name}}}") if var.is_list else var.value
+        value = value.replace("${ASCEND_ARCH}", "$(uname -m)").replace("${NNAL_CXX_ABI}", "${abi}")
+        for prefix, word in (own or {}).items():
+            value = value.replace(prefix, word)
+        lines.append(f'export {var.name}="{value}"')
+    return "\n".join(lines) + "\n"
+
+
+def toolkit_set_env(version: str) -> str:
+    """The toolkit's set_env.sh, its home left as @HOME@ for the installer to write."""
+    env = release_env(version)
+    home = env.value("ASCEND_TOOLKIT_HOME", ("toolkit",))
+    rest = tuple(v for v in env.part("toolkit") if v.name != "ASCEND_TOOLKIT_HOME")
+    return SET_ENV_HEAD + "export ASCEND_TOOLKIT_HOME=@HOME@\n" + exports(rest, {home: "${ASCEND_TOOLKIT_HOME}"} if home else None)
+
+
+def nnal_set_env(version: str) -> str:
+    return NNAL_SET_ENV_HEAD + exports(release_env(version).part("atb"), {"/usr/local/Ascend/nnal/atb/": "${atb_dir}/"})
+
+
+def sip_set_env(version: str) -> str:
+    part = release_env(version).part("sip")
+    if not part:
+        raise ValueError(f"CANN {version}: the double lays out SiP, the matrix gives it no environment (nnal_sip_env)")
+    return SIP_SET_ENV_HEAD + exports(part, {"/usr/local/Ascend/nnal/asdsip/": "${asdsip_dir_path}/"})
 
 HEADER = r"""#!/bin/bash
 # CANN TEST DOUBLE installer (tests/doubles/cann_double.py). Not CANN.
@@ -268,7 +291,13 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
             _add(tar, f"{root}/bin/ascend-double-info", f"#!/bin/sh\necho 'CANN TEST DOUBLE {version}'\n".encode(), 0o755)
             # ATC, the model converter, where the real toolkit keeps it (bin/, on set_env's PATH).
             _add(tar, f"{root}/bin/atc", f"#!/bin/sh\necho 'ATC TEST DOUBLE (CANN {version})'\n".encode(), 0o755)
-            _add(tar, f"{root}/.set_env.sh.in", SET_ENV.encode(), 0o755)
+            for entry in release_env(version).entries("PATH", ("toolkit",)):
+                folder = entry.removeprefix("${ASCEND_TOOLKIT_HOME}/")
+                if folder in PATH_TOOLS:
+                    tool = PATH_TOOLS[folder]
+                    _add(tar, f"{root}/{folder}/{tool}",
+                         f"#!/bin/sh\necho '{tool} TEST DOUBLE (CANN {version})'\n".encode(), 0o755)
+            _add(tar, f"{root}/.set_env.sh.in", toolkit_set_env(version).encode(), 0o755)
         elif kind == "nnal":
             # nnal/atb/<v>/atb/cxx_abi_{0,1}/{lib,bin} and nnal/atb/set_env.sh (latest -> <v> at install).
             for abi in (0, 1):
@@ -276,11 +305,11 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
                 _add_dir(tar, f"{tree}/bin")
                 for lib in _stub_libs(arch, workdir, NNAL_SONAMES):
                     _add(tar, f"{tree}/lib/{lib.name}", lib.read_bytes(), 0o755)
-            _add(tar, "nnal/atb/set_env.sh", NNAL_SET_ENV.encode(), 0o755)
+            _add(tar, "nnal/atb/set_env.sh", nnal_set_env(version).encode(), 0o755)
             if tuple(int(x) for x in version.split(".")[:2]) >= SIP_FROM:
                 for lib in _stub_libs(arch, workdir, SIP_SONAMES):
                     _add(tar, f"nnal/asdsip/{version}/lib/{lib.name}", lib.read_bytes(), 0o755)
-                _add(tar, "nnal/asdsip/set_env.sh", SIP_SET_ENV.encode(), 0o755)
+                _add(tar, "nnal/asdsip/set_env.sh", sip_set_env(version).encode(), 0o755)
         else:
             folder = KERNEL_FOLDERS.get(chip.lower(), f"ascend{chip.lower()}")
             _add_dir(tar, f"{root}/opp/built-in/op_impl/ai_core/tbe/kernel/{folder}")

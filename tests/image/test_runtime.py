@@ -12,7 +12,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars
+from ascend_build.images.checks import env_gaps, missing_libraries, nnal_vars, sourcing_changes
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.locking.lock import Lock, normalize, pinned_versions
 from ascend_build.matrix import FRAMEWORKS
@@ -63,6 +63,47 @@ def test_image_env_carries_everything_set_env_exports(host, image_env, set_env):
     assert out.rc == 0, out.stderr
     exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
     assert env_gaps(exported, image_env) == []
+
+
+def test_sourcing_set_env_changes_nothing_a_plain_docker_run_has(docker_run, cell, set_env):
+    """`docker run` sources no set_env.sh, so the image ENV must be what they export:
+    sourcing the toolkit's, then NNAL's at the image's ABI (and SiP's) where NNAL is in, sets
+    no variable to another value and adds no folder to a path list (issue 68)."""
+    scripts = [set_env]
+    if cell.nnal is not None:
+        scripts.append(f"{NNAL_ROOT}/set_env.sh --cxx_abi={cell.abi}")
+        if cell.cann.sip:
+            scripts.append(f"{SIP_ROOT}/set_env.sh")
+    sourced = "; ".join(f". {script} >/dev/null" for script in scripts)
+    # Both environments from one shell, written out before and after, base64 between lines.
+    out = docker_run("bash", "-c", f"env -0 > /tmp/before.env; {sourced}; env -0 > /tmp/after.env; "
+                                   "base64 -w0 /tmp/before.env; echo; base64 -w0 /tmp/after.env; echo")
+    assert out.returncode == 0, out.stderr
+    before, after = (dict(item.split("=", 1) for item in base64.b64decode(text).decode().split("\0") if "=" in item)
+                     for text in out.stdout.split())
+    assert sourcing_changes(before, after) == []
+
+
+# The CANN tools people run by name in a container (profiling, diagnosis), by the folder
+# their release's set_env.sh puts on PATH (the 9.x toolkits: tools/profiler/bin, asys).
+PATH_TOOLS = {"msprof": "tools/profiler/bin", "asys": "tools/ascend_system_advisor/asys"}
+
+
+def test_cann_tools_resolve_to_the_toolkits_in_a_plain_docker_run(docker_run, cell, image_env):
+    """msprof and asys, where the release's environment puts their folders on PATH (9.x),
+    are found by name in a plain `docker run`, in the installed toolkit."""
+    path = cell.cann.env.entries("PATH", ("toolkit",)) if cell.cann.env else []
+    expected = {tool: folder for tool, folder in PATH_TOOLS.items() if any(e.endswith("/" + folder) for e in path)}
+    if cell.cann.version.startswith("9."):
+        assert set(expected) == set(PATH_TOOLS), f"CANN {cell.cann.version}'s environment puts no {PATH_TOOLS} on PATH"
+    out = docker_run("bash", "-c", "for t in " + " ".join(PATH_TOOLS) + "; do "
+                     "echo \"$t $(readlink -f \"$(command -v \"$t\")\" 2>/dev/null)\"; done; "
+                     "readlink -f \"$ASCEND_TOOLKIT_HOME\"")
+    assert out.returncode == 0, out.stderr
+    *found, home = out.stdout.splitlines()
+    where = dict((line.split(" ", 1) + [""])[:2] for line in found)
+    for tool, folder in expected.items():
+        assert where[tool] == f"{home}/{folder}/{tool}", f"{tool}: {where[tool] or 'not found'} (expected in {home})"
 
 
 def test_toolkit_home_is_the_installed_release(host, cell, image_env):

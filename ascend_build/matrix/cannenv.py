@@ -1,0 +1,101 @@
+"""The environment of a CANN release: what its set_env.sh scripts export (the toolkit's,
+NNAL's ATB, SiP), as a record. `invoke update --cann-images` imports it from the official
+CANN images, whose last stage copies those exports into ENV (imported.yaml: cann.<v>.env,
+with env_source); SiP's, which no image copies, is matrix.yaml's hand fact nnal_sip_env.
+
+A plain `docker run` sources no set_env.sh, so the runtime image's ENV is rendered from
+this record, each part in the stage that installs it, and the CANN test double's
+set_env.sh scripts export it. Values are Dockerfile ENV text: ${NAME} is a variable set
+before it; ${ASCEND_ARCH} (the image's arch) and ${NNAL_CXX_ABI} (the NNAL stage's build
+arg) stand where set_env.sh works them out itself (`$(arch)`, its --cxx_abi)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+PARTS = ("toolkit", "atb", "sip")
+# Lists of folders: each set_env.sh puts its entries before what was set already.
+PATH_LISTS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CMAKE_PREFIX_PATH")
+ARCH = "${ASCEND_ARCH}"
+ABI = "${NNAL_CXX_ABI}"
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str | tuple[str, ...]     # a path list (tuple): its entries, put before what was set already
+
+    @property
+    def is_list(self) -> bool:
+        return isinstance(self.value, tuple)
+
+    def refs(self) -> set[str]:
+        """The variables its value refers to."""
+        text = ":".join(self.value) if isinstance(self.value, tuple) else self.value
+        return {a or b for a, b in _REF.findall(text)}
+
+
+@dataclass(frozen=True)
+class CannEnv:
+    parts: tuple[tuple[str, tuple[EnvVar, ...]], ...]     # (part, its variables in the order set)
+    source: str                                            # where it was read
+    borrowed_from: str = ""        # the release whose images it was read from, when not this one's
+
+    def part(self, name: str) -> tuple[EnvVar, ...]:
+        return dict(self.parts).get(name, ())
+
+    def names(self, parts: tuple[str, ...] = PARTS) -> list[str]:
+        return list(dict.fromkeys(v.name for p in parts for v in self.part(p)))
+
+    def entries(self, name: str, parts: tuple[str, ...] = PARTS) -> list[str]:
+        """A path list's entries over the parts, the later part's first (it is set after)."""
+        out: list[str] = []
+        for p in parts:
+            out = [e for v in self.part(p) if v.name == name and isinstance(v.value, tuple) for e in v.value] + out
+        return list(dict.fromkeys(out))
+
+    def value(self, name: str, parts: tuple[str, ...] = PARTS) -> str | None:
+        """A plain variable's value (the last part's that sets it)."""
+        found = [v.value for p in parts for v in self.part(p) if v.name == name and isinstance(v.value, str)]
+        return found[-1] if found else None
+
+
+def from_data(data: Mapping[str, Any], source: str, borrowed_from: str = "",
+              sip: Mapping[str, Any] | None = None) -> CannEnv:
+    """imported.yaml's cann.<v>.env (part -> name -> value, a list for a path list), with
+    SiP's part (matrix.yaml's nnal_sip_env) where the release's NNAL holds SiP."""
+    parts = [(part, tuple(EnvVar(str(k), tuple(map(str, v)) if isinstance(v, list) else str(v))
+                          for k, v in (data.get(part) or {}).items()))
+             for part in PARTS if part != "sip" and data.get(part)]
+    if sip:
+        parts.append(("sip", tuple(EnvVar(str(k), tuple(map(str, v)) if isinstance(v, list) else str(v))
+                                   for k, v in sip.items())))
+    return CannEnv(tuple(parts), source, borrowed_from)
+
+
+def _text(value: str) -> str:
+    return '""' if value == "" else (f'"{value}"' if re.search(r"[\s\"']", value) else value)
+
+
+def env_instructions(variables: tuple[EnvVar, ...], set_before: set[str]) -> list[list[tuple[str, str]]]:
+    """The ENV instructions that set `variables` after `set_before` (names the image has
+    already: a path list among them keeps its value after the new entries), as
+    [(name, value), ...] per instruction: a new instruction wherever a value refers to a
+    variable set in the one being written (Docker expands it to the value from before the
+    instruction; hadolint DL3044)."""
+    out: list[list[tuple[str, str]]] = []
+    current: set[str] = set()
+    for var in variables:
+        if isinstance(var.value, tuple):
+            text = ":".join(var.value) + (f":${{{var.name}}}" if var.name in set_before else "")
+        else:
+            text = _text(var.value)
+        if not out or var.refs() & current or var.name in current:
+            out.append([])
+            current = set()
+        out[-1].append((var.name, text))
+        current.add(var.name)
+        set_before.add(var.name)
+    return out

@@ -27,7 +27,17 @@ from .layerlock import (
     requirements_digest,
 )
 from .lock import normalize
-from .resolve import Index, Network, _entry, diff_packages, target_tags, uv_compile, uv_version, wheel_hashes
+from .resolve import (
+    RESOLVE_GLIBC,
+    Index,
+    Network,
+    _entry,
+    diff_packages,
+    target_tags,
+    uv_compile,
+    uv_version,
+    wheel_hashes,
+)
 
 # Resolutions tried to find the held package a requirement moves: those the resolver's
 # complaint names first, then the rest, up to this many.
@@ -57,7 +67,7 @@ def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held,
                                           "reachable: run once where it is, and commit the lock"]))
     resolved = uv_compile({"layer": [line.text for line in lines]}, cell.python, cell.arch, net,
                           constraints=[f"{n}=={v}" for n, v in sorted(hold.versions.items())],
-                          prefer=old.packages if old else None, find_links=wheelhouse)
+                          prefer=old.packages if old else None, find_links=wheelhouse, glibc=layer_glibc(cell))
     if isinstance(resolved, str):
         raise LayerConflict(explain(file, lines, cell, hold, net, wheelhouse, resolved) + "\nnothing was built")
     entries = _entries(resolved, hold, cell, net, wheelhouse)
@@ -72,6 +82,14 @@ def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held,
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, text)     # replaced whole: a build reading it at once sees the old or the new
     return new, said
+
+
+def layer_glibc(cell: Cell) -> str:
+    """A layer is resolved for its image's own OS: wheels up to that OS's glibc (llguidance
+    1.7, which vLLM 0.23 asks for, has manylinux_2_31 aarch64 wheels only)."""
+    if not cell.os.glibc:
+        return RESOLVE_GLIBC
+    return f"2_{min(int(cell.os.glibc.split('.')[1]), 40)}"     # uv's --python-platform knows up to 2_40
 
 
 def _entries(resolved: dict[str, tuple[str, list[str]]], hold: Held, cell: Cell, net: Network,
@@ -113,7 +131,8 @@ def explain(file: Path, lines: list[Line], cell: Cell, hold: Held, net: Network,
     tries = 0
     for line in lines:
         alone = uv_compile({"layer": [line.text]}, cell.python, cell.arch, net,
-                           constraints=list(constraints.values()), find_links=wheelhouse)
+                           constraints=list(constraints.values()), find_links=wheelhouse,
+                           glibc=layer_glibc(cell))
         if not isinstance(alone, str):
             continue
         named = mentioned(alone, constraints)
@@ -124,7 +143,7 @@ def explain(file: Path, lines: list[Line], cell: Cell, hold: Held, net: Network,
             tries += 1
             freed = uv_compile({"layer": [line.text]}, cell.python, cell.arch, net,
                                constraints=[c for n, c in constraints.items() if n != candidate],
-                               find_links=wheelhouse)
+                               find_links=wheelhouse, glibc=layer_glibc(cell))
             if not isinstance(freed, str):
                 found = (candidate, freed.get(candidate, ("?", []))[0])
                 break

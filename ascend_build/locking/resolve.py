@@ -175,7 +175,7 @@ def compile_cell(matrix: Matrix, stack: Stack, python: str, arch: str, net: Netw
 
 def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, *,
                constraints: tuple[str, ...] | list[str] = (), prefer: dict[str, str] | None = None, extra_index: str | None = None,
-               find_links: Path | None = None) -> dict[str, tuple[str, list[str]]] | str:
+               find_links: Path | None = None, glibc: str | None = None) -> dict[str, tuple[str, list[str]]] | str:
     """Resolve requirement files (name -> lines) for CPython `python` on glibc `arch`:
     {name: (version, [parents])}, or uv's complaint when they do not resolve.
     `constraints` hold versions without asking for them; `prefer` (an earlier lock)
@@ -189,7 +189,7 @@ def uv_compile(ins: dict[str, list[str]], python: str, arch: str, net: Network, 
         output = Path(tmp) / "resolved.txt"
         output.write_text("".join(f"{n}=={v}\n" for n, v in sorted((prefer or {}).items())))
         cmd = [uv_binary(), "pip", "compile", *paths, "--python-version", python,
-               "--python-platform", f"{arch}-manylinux_{RESOLVE_GLIBC}", "--only-binary", ":all:",
+               "--python-platform", f"{arch}-manylinux_{glibc or RESOLVE_GLIBC}", "--only-binary", ":all:",
                "--annotation-style", "line", "--no-header", "--quiet", "--no-config",
                "--output-file", str(output)]
         # The indexes go to uv by its environment (as --index-url and --extra-index-url would):

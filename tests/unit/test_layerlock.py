@@ -34,7 +34,8 @@ class UvDouble:
     def __init__(self):
         self.calls: list[dict] = []
 
-    def __call__(self, ins, python, arch, net, *, constraints=(), prefer=None, extra_index=None, find_links=None):
+    def __call__(self, ins, python, arch, net, *, constraints=(), prefer=None, extra_index=None, find_links=None,
+                 glibc=None):
         self.calls.append({"ins": ins, "constraints": list(constraints), "prefer": prefer})
         held = dict(c.split("==") for c in constraints)
         out = {}

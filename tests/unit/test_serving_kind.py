@@ -246,7 +246,8 @@ class UvDouble:
     def __init__(self):
         self.asked: list[list[str]] = []
 
-    def __call__(self, ins, python, arch, net, *, constraints=(), prefer=None, extra_index=None, find_links=None):
+    def __call__(self, ins, python, arch, net, *, constraints=(), prefer=None, extra_index=None, find_links=None,
+                 glibc=None):
         self.asked.append(list(ins["layer"]))
         return {serving_lock.named(line): ("1.0", ["-r layer.in"]) for line in ins["layer"]}
 

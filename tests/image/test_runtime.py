@@ -156,10 +156,14 @@ def test_the_chips_operator_tree_is_installed(host, cell, image_env):
 
 def test_atc_is_on_the_path_of_a_plain_docker_run(docker_run, image_env):
     """ATC, the model converter inference users run first (on 310B boards above all), comes
-    with the toolkit in its bin/: a plain `docker run` finds it through the image's PATH."""
-    result = docker_run("sh", "-c", "command -v atc && test -x \"$(command -v atc)\"")
+    with the toolkit in its bin/: a plain `docker run` finds it through the image's PATH. From
+    8.5 the official images' PATH reaches it through ascend-toolkit/latest, the link to the
+    release's tree: the same file."""
+    result = docker_run("sh", "-c", "command -v atc && test -x \"$(command -v atc)\" && readlink -f \"$(command -v atc)\" "
+                        "&& readlink -f \"$ASCEND_TOOLKIT_HOME/bin/atc\"")
     assert result.returncode == 0, f"atc is not on the image's PATH: {result.stdout}{result.stderr}"
-    assert result.stdout.strip() == f"{image_env['ASCEND_TOOLKIT_HOME']}/bin/atc"
+    found, real, toolkits = result.stdout.split()
+    assert real == toolkits, f"{found} is {real}, not the toolkit's {image_env['ASCEND_TOOLKIT_HOME']}/bin/atc ({toolkits})"
 
 
 def test_a_rank_is_started_bound_to_its_cores(docker_run):

@@ -22,7 +22,9 @@ class Chip:
     ring: str = ""              # the Ascend operator's ring-controller.atlas label
     kernel_folder: str = ""     # where its kernels install: opp/built-in/op_impl/ai_core/tbe/kernel/<this>
     kernels_file: str = ""      # its kernels file where upstream names it outside its era's rule ({v} {arch})
-    soc_version: str = ""       # vLLM-Ascend's SOC_VERSION, which its kernels are compiled for; "": no serving image
+    # vLLM-Ascend's SOC_VERSION, which its kernels are compiled for ("": no serving image), as its
+    # release's Dockerfile, Dockerfile.a3 and Dockerfile.310p set it (vllm_ascend-0.23.0 sdist)
+    soc_version: str = ""
 
     def __str__(self) -> str:
         return self.name

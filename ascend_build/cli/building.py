@@ -237,14 +237,6 @@ class BuilderOptions:
     repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)")
     emulated: bool = opt(False, "compile under qemu with the image's gcc, not with the flavor's cross compiler (an "
                                 "aarch64 builder on another machine cross-compiles by default: about 6 times faster)")
-    vllm: str | None = opt(None, "build a serving image: vLLM and vLLM-Ascend of this release (0.23.0) on the tested "
-                                 "runtime image of the stack the release pins (--torch may be left out), locked "
-                                 "with the runtime's packages held, tested, tagged <runtime name>-vllm<release>-<arch>")
-    no_kernels: bool = opt(False, "with --vllm, where vLLM-Ascend is built from its sdist: without its custom kernels "
-                                  "(labelled; `invoke run` warns)")
-    serving_wheelhouse: str | None = opt(None, "with --vllm: a folder of wheels the serving lock may take where the "
-                                               "index has none (triton-ascend from Huawei's index, arctic-inference "
-                                               "built by your team)")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (the offline flavors)")
 
     def site(self) -> Site:

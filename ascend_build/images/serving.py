@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .. import console
 from .. import engine as eng
-from ..engine import interrupts
 from ..errors import UserError
 from ..inputs.options import Inputs, Site
 from ..locking import layerlock, serving_lock
@@ -203,34 +202,17 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     labels = KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels, req.plugin_from,
                                       f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.suffix}", engine.kind)
-    ctx = work / "context"
-    what = f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})"
+    plan = steps.OnRuntime(KIND, cell, dockerfile, build_args, content, tags, labels, work,
+                           f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})",
+                           f"{lock.path} as lock/serving.txt, {req.vllm_sdist} and {plugin_name} in release/")
     test = run_tests or partial(steps.run_image_tests, kind=KIND)
-    if not site.dry and not site.no_cache:
-        reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
-        if reused:
-            return Built(cell, reused, tags, None, content)
-    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
-        breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                                build_args=build_args, secrets=secrets, labels=labels,
-                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.net.mode)
-        if site.dry or release is None:
-            console.show(f"# stage {lock.path} -> {ctx}/lock/serving.txt, {req.vllm_sdist} and {plugin_name} -> "
-                         f"{ctx}/release")
-            steps.show_dry(engine, breq, tags, KIND)
-            return Built(cell, None, tags, None, content)
-        work.mkdir(parents=True, exist_ok=True)
-        try:
-            _stage(ctx, lock, release, sums, req.wheelhouse)
-            image_id = steps.build_test_tag(
-                engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
-                lambda image: finish.layer(engine, image, cell, req.suffix, lock.text, tags.readable, work,
-                                           own="serving").image,
-                keep_failed=site.keep_failed)
-        finally:
-            with interrupts.deferred():
-                shutil.rmtree(ctx, ignore_errors=True)
-    return Built(cell, image_id, tags, work / "build.log", content)
+
+    def stage(ctx: Path) -> None:
+        assert release is not None      # a real run fetched them (prepare)
+        _stage(ctx, lock, release, sums, req.wheelhouse)
+    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine), stage,
+                          lambda image: finish.layer(engine, image, cell, req.suffix, lock.text, tags.readable, work,
+                                                     own="serving").image)
 
 
 def _build_on(matrix, cell, site, inputs, req, ready, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
@@ -241,8 +223,6 @@ def _stage(ctx: Path, lock: layerlock.LayerLock, release: Release, sums: dict[st
            wheelhouse: Path | None = None) -> None:
     """lock/serving.txt, the two release files and their SHA256SUMS (checked again in the build),
     and the wheelhouse's wheels the lock names."""
-    if ctx.exists():
-        shutil.rmtree(ctx)
     (ctx / "lock").mkdir(parents=True)
     (ctx / "lock" / "serving.txt").write_text(lock.text)
     shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")

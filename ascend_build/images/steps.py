@@ -266,3 +266,49 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
         if code != 0:       # any code but 0 fails: 5 (nothing collected) proves nothing; a signal's is < 0
             return code
     return 0
+
+
+@dataclass(frozen=True)
+class OnRuntime:
+    """An image built FROM a tested runtime image (a user layer, a serving image), every input
+    decided: what `build_on` builds, tests and tags the same way for each such kind."""
+    kind: ImageKind[Any]
+    cell: Any
+    dockerfile: Path
+    build_args: dict[str, str]
+    content: str
+    tags: Tags
+    labels: dict[str, str]
+    work: Path
+    what: str
+    staged: str                     # what a dry run says goes into the context
+
+
+def build_on(plan: OnRuntime, site: Any, engine: eng.Engine, test: Callable[[str], int],
+             stage: Callable[[Path], None], finish: Callable[[str], str]) -> Built:
+    """Reused when its content is here and tested; else its context staged, the candidate
+    built, its suites run, then the project's files added (`finish`) and the tags set."""
+    if not site.dry and not site.no_cache:
+        reused = reuse(engine, plan.tags, plan.content, plan.what, site.retest, test)
+        if reused:
+            return Built(plan.cell, reused, plan.tags, None, plan.content)
+    ctx = plan.work / "context"
+    with secrets(site.net, fresh=site.no_cache) as secret:
+        breq = eng.BuildRequest(dockerfile=plan.dockerfile, context=ctx, platform=plan.cell.platform,
+                                build_args=plan.build_args, secrets=secret, labels=plan.labels,
+                                iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.net.mode)
+        if site.dry:
+            console.show(f"# stage {plan.staged} -> {ctx}")
+            show_dry(engine, breq, plan.tags, plan.kind)
+            return Built(plan.cell, None, plan.tags, None, plan.content)
+        plan.work.mkdir(parents=True, exist_ok=True)
+        try:
+            if ctx.exists():
+                shutil.rmtree(ctx)
+            stage(ctx)
+            image_id = build_test_tag(engine, breq, plan.what, plan.tags, plan.work / "build.log", test, finish,
+                                      keep_failed=site.keep_failed)
+        finally:
+            with interrupts.deferred():
+                shutil.rmtree(ctx, ignore_errors=True)
+    return Built(plan.cell, image_id, plan.tags, plan.work / "build.log", plan.content)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .. import console
 from .. import engine as eng
-from ..engine import interrupts
 from ..errors import UserError
 from ..inputs.options import Inputs, Site
 from ..locking import layerlock
@@ -104,39 +103,20 @@ def _lock(req, lines, cell, hold, net, wheelhouse, dry):
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: LayerRequest,
           lock: layerlock.LayerLock, engine: eng.Engine, run_tests=None) -> Built:
     rendered = layer_dockerfile(matrix)
-    dockerfile = steps.current_dockerfile(rendered)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     build_args = {"RUNTIME_IMAGE": base}
     content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
     tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
-    labels = LAYER.labels(LayerFacts(req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine.kind)
-    ctx = work / "context"
-    what = f"user layer {req.name} on {cell.name} ({cell.platform})"
+    plan = steps.OnRuntime(KIND, cell, steps.current_dockerfile(rendered), build_args, content, tags,
+                           LAYER.labels(LayerFacts(req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}", content,
+                                                   base)),
+                           work, f"user layer {req.name} on {cell.name} ({cell.platform})", f"{lock.path} as lock/layer.txt")
     test = run_tests or partial(steps.run_image_tests, kind=KIND)
-    if not site.dry and not site.no_cache:
-        reused = steps.reuse(engine, tags, content, what, site.retest, lambda image: test(image, matrix.path, engine))
-        if reused:
-            return Built(cell, reused, tags, None, content)
-    with steps.secrets(site.net, fresh=site.no_cache) as secrets:
-        breq = eng.BuildRequest(dockerfile=dockerfile, context=ctx, platform=cell.platform,
-                                build_args=build_args, secrets=secrets, labels=labels,
-                                iidfile=work / "image-id", no_cache=site.no_cache, network=site.net.mode)
-        if site.dry:
-            console.show(f"# stage {lock.path} -> {ctx}/lock/layer.txt")
-            steps.show_dry(engine, breq, tags, LAYER)
-            return Built(cell, None, tags, None, content)
-        work.mkdir(parents=True, exist_ok=True)
-        try:
-            _stage(ctx, lock, req.wheelhouse)
-            image_id = steps.build_test_tag(
-                engine, breq, what, tags, work / "build.log", lambda image: test(image, matrix.path, engine),
-                lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags.readable, work).image,
-                keep_failed=site.keep_failed)
-        finally:
-            with interrupts.deferred():
-                shutil.rmtree(ctx, ignore_errors=True)
-    return Built(cell, image_id, tags, work / "build.log", content)
+    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine),
+                          lambda ctx: _stage(ctx, lock, req.wheelhouse),
+                          lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags.readable,
+                                                     work).image)
 
 
 def _build_on(matrix, cell, site, inputs, req, lock, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
@@ -145,8 +125,6 @@ def _build_on(matrix, cell, site, inputs, req, lock, runtime: Built, engine: eng
 
 def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> None:
     """lock/layer.txt, and the layer wheelhouse's wheels the lock names (a team's own)."""
-    if ctx.exists():
-        shutil.rmtree(ctx)
     (ctx / "lock").mkdir(parents=True)
     (ctx / "lock" / "layer.txt").write_text(lock.text)
     shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")

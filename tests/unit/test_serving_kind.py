@@ -195,6 +195,11 @@ def test_release_files_are_fetched_once_and_checked_against_the_index(tmp_path):
         assert index.asked["file vllm-0.23.0.tar.gz"] == 1, "a file in the cache with its sum is not fetched again"
         with pytest.raises(UserError, match=r"not on .* \(the index lists 1 files of vllm\)"):
             serving_lock.release_file(net, "vllm", "vllm-0.24.0.tar.gz", "b" * 64, cache)
+    # a name that is not a file's (from a tampered import): refused before any path is made of it
+    for bad in ("../vllm-0.23.0.tar.gz", "a\nb.tar.gz", ""):
+        with pytest.raises(UserError, match="not a release file's name"):
+            serving_lock.release_file(Network(pip_index_url="http://127.0.0.1:9/simple"), "vllm", bad, "b" * 64,
+                                      tmp_path / "cache")
     # an index that serves another file than the import recorded: refused, nothing kept
     with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (VLLM_SDIST + b"x", "")}}) as index:
         with pytest.raises(UserError, match=f"has sha256 [0-9a-f]{{64}}, not {_sha(VLLM_SDIST)}"):
@@ -306,3 +311,10 @@ def test_vllms_protobuf_floor_on_a_runtime_holding_protobuf_3_is_refused_naming_
                                         r"from matrix.yaml stacks.\"2\.1\.0\".pins \(protobuf==3\.20\.3\)"):
         _prepare(tmp_path, _plugin_sdist(["numba"]), VLLM_SDIST)
     assert uv.asked == []
+
+
+@pytest.mark.parametrize("task", ["builder", "torch-npu", "apex"])
+def test_only_build_takes_the_serving_options(task):
+    """They were once declared on the builder's record too, where nothing read them."""
+    out = invoke(task, "--vllm", "0.23.0", "--dry")
+    assert out.returncode == 2 and "--vllm" in out.stderr and "Traceback" not in out.stderr, out.stderr

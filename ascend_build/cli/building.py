@@ -3,6 +3,7 @@ layers, the check of a reproducible image against its rebuild, builder images an
 wheels compiled in them, Debian base images."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,12 @@ from typing import Any
 from .. import console
 from ..errors import BuildFailed, UserError
 from ..images import batch, finish
+from ..images.devel import DevelRequest
 from ..images.serving import ServingRequest
 from ..images.userlayer import LayerRequest
 from ..inputs.options import Inputs, Site
 from ..matrix import load_matrix
-from .options import DRY, MATRIX, Choice, Engine, Network, Output, flags, group, help_of, opt, path
+from .options import DRY, Choice, Engine, Network, Output, flags, group, help_of, matrix_file, opt, path
 
 
 @dataclass(frozen=True)
@@ -22,9 +24,9 @@ class Packages:
     """Where the CANN files come from, and how strictly they are checked."""
     packages: list[str] | None = opt(
         None, "folder holding CANN files, the .zip Huawei publishes or the .run in it (repeatable; default "
-              "./packages)", iterable=True)
-    offline: bool = opt(False, "never download CANN packages")
-    require_pins: bool = opt(False, "refuse any file without a sha256 in the matrix")
+              "./packages)", iterable=True, site=True)
+    offline: bool = opt(False, "never download CANN packages", site=True)
+    require_pins: bool = opt(False, "refuse any file without a sha256 in the matrix", site=True)
 
     def site(self) -> dict[str, Any]:
         return dict(packages=tuple(Path(p) for p in self.packages or ["packages"]), offline=self.offline,
@@ -34,7 +36,7 @@ class Packages:
 @dataclass(frozen=True)
 class Wheels:
     """Wheels given instead of the ones the build would download."""
-    wheelhouse: str | None = opt(None, "folder of wheels pip may use (torch, torch_npu, ...)")
+    wheelhouse: str | None = opt(None, "folder of wheels pip may use (torch, torch_npu, ...)", site=True)
     torch_npu_wheel: str | None = opt(None, "install this torch_npu wheel instead of the release")
     apex_wheel: str | None = opt(None, "an Ascend apex wheel to fill the apex slot")
 
@@ -67,7 +69,7 @@ class BuildOptions:
     steps: Steps = group(Steps)
     engine: Engine = group(Engine)
     output: Output = group(Output)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     dry: bool = opt(False, DRY)
     torch_atb: bool = opt(False, "install torch_atb too, NNAL's Python plugin (Python 3.10/3.11; glibc 2.38 from "
                                  "CANN 9.1)")
@@ -75,7 +77,7 @@ class BuildOptions:
                                  "2.12.0-cann9.1.0-a3-openeuler24.03-py3.12): it names the stack, OS, Python and chip")
     no_nnal: bool = opt(False, "build without NNAL (ATB, SiP) where the line installs it: no third CANN file; the "
                                "image says so in its labels, and its suite leaves NNAL's checks out")
-    repository: str = opt("ascend-runtime", "image repository to tag into (default ascend-runtime)")
+    repository: str = opt("ascend-runtime", "image repository to tag into (default ascend-runtime)", site=True)
     unlocked: bool = opt(False, "build a cell that has no lock (locks/ beside the matrix, or the project's made "
                                 "from the same inputs): pip resolves its Python packages at build time, so two "
                                 "builds may differ; without it such a cell is refused (`invoke lock` makes its "
@@ -86,7 +88,7 @@ class BuildOptions:
                                      "pinned ref)")
     builder_flavor: str | None = opt(None, "builder flavor for source builds (default: the stack's builder)")
     builder_repository: str = opt("ascend-builder", "the repository of the builder images for source builds "
-                                                    "(default ascend-builder)")
+                                                    "(default ascend-builder)", site=True)
     reproducible: bool = opt(False, "every time in the image is SOURCE_DATE_EPOCH (default: the checkout's last "
                                     "commit), so the same inputs give the same layers and image ID (podman and "
                                     "buildx while building; docker's built-in BuildKit by writing the layers again "
@@ -95,7 +97,7 @@ class BuildOptions:
     for_host: str | None = opt(None, "pick the newest line (of --torch, if given) whose CANN this host's driver "
                                      "runs, for its chip; the value is the host's root folder (/ for this machine)")
     cache_registry: str | None = opt(None, "registry repository for layer cache (buildx: cache tags; classic: "
-                                           "inline cache of pushed images)")
+                                           "inline cache of pushed images)", site=True)
     requirements: str | None = opt(None, "a requirements file: build a user layer on top of the runtime image, "
                                          "locked (FILE.lock/) with every runtime package held, tested, tagged "
                                          "<runtime name>-<layer>-<arch>")
@@ -110,6 +112,9 @@ class BuildOptions:
     serving_wheelhouse: str | None = opt(None, "with --vllm: a folder of wheels the serving lock may take where the "
                                                "index has none (triton-ascend from Huawei's index, arctic-inference "
                                                "built by your team)")
+    devel: bool = opt(False, "with --cann: build its devel image too, as Huawei's cann:<tag>-devel (root, bash as "
+                             "/bin/sh, build tools, gtest, nlohmann-json, Python build pins) on the tested CANN-only "
+                             "image, locked with its packages held, tested, tagged <CANN-only name>-devel-<arch>")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (this arch's and, for a "
                                    "cross build, the build machine's): a Debian cell needs no registry")
     run_as: str | None = opt(None, "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. "
@@ -143,6 +148,8 @@ def build(o: BuildOptions) -> None:
     if (o.no_kernels or o.serving_wheelhouse) and not o.vllm:
         raise UserError(f"{'--no-kernels' if o.no_kernels else '--serving-wheelhouse'} is for a serving image: give "
                         "--vllm RELEASE")
+    if o.devel and not o.choice.cann and o.like is None:
+        raise UserError("--devel is the devel variant of a CANN-only image: give --cann RELEASE (e.g. --cann 9.0.0)")
     if o.vllm and not o.choice.named():
         stack = m.serving(o.vllm).stack.name      # the stack the release pins
     if o.for_host:
@@ -158,6 +165,8 @@ def build(o: BuildOptions) -> None:
         found = resolve(m, o.like)
         console.say(f"--like {o.like}: {found}")
         stack, os_name, python, chip = found.stack, found.os, found.python, found.chip
+        if found.devel and not o.devel:        # cann:<tag>-devel: the devel image, on its CANN-only one
+            o = dataclasses.replace(o, devel=True)
     cell = m.cell(stack, os_name, python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as,
                   no_nnal=o.no_nnal)
     if o.reproducible and o.requirements:
@@ -166,13 +175,17 @@ def build(o: BuildOptions) -> None:
     requests: list[batch.Request] = [*LayerRequest.from_options(o.requirements, o.layer_name, o.layer_wheelhouse)]
     if o.vllm:
         requests.append(ServingRequest.of(m, cell, o.vllm, kernels=not o.no_kernels, wheelhouse=o.serving_wheelhouse))
+    if o.devel:
+        requests.append(DevelRequest.of(m, cell))
     ready = batch.prepare(m, cell, site, inputs, requests)
     batch.build_cell(m, cell, site, inputs, ready, o.engine.for_task(o.dry))
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
-    if o.requirements or o.vllm:
-        raise UserError(f"{'--requirements' if o.requirements else '--vllm'} builds on one runtime image: drop --all")
+    extends = next((flag for flag, given in (("--requirements", o.requirements), ("--vllm", o.vllm),
+                                             ("--devel", o.devel)) if given), None)
+    if extends:
+        raise UserError(f"{extends} builds on one runtime image: drop --all")
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
@@ -197,7 +210,7 @@ class VerifyOptions:
     wheels: Wheels = group(Wheels)
     engine: Engine = group(Engine)
     output: Output = group(Output)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     image: str | None = opt(None, "the image to check (tag or id): a runtime image built with --reproducible")
     against: str | None = opt(None, "compare with this image instead of rebuilding (e.g. a rebuild kept with "
                                     "--keep, or another registry's copy)")
@@ -225,7 +238,7 @@ class BuilderOptions:
     steps: Steps = group(Steps)
     engine: Engine = group(Engine)
     output: Output = group(Output)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     dry: bool = opt(False, DRY)
     torch: str | None = opt(None, help_of(Choice, "torch"))
     flavor: str | None = opt(None, "builder flavor from matrix.yaml builders (default: the stack's builder; on a "
@@ -234,7 +247,8 @@ class BuilderOptions:
     python: str | None = opt(None, "python minor version (default: all the builder and the stack share; one for "
                                    "wheels)")
     platform: str | None = opt(None, help_of(Choice, "platform"))
-    repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)")
+    repository: str = opt("ascend-builder", "the repository builder images are tagged into (default ascend-builder)",
+                          site=True)
     emulated: bool = opt(False, "compile under qemu with the image's gcc, not with the flavor's cross compiler (an "
                                 "aarch64 builder on another machine cross-compiles by default: about 6 times faster)")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (the offline flavors)")

@@ -21,7 +21,7 @@ from ..matrix import FRAMEWORKS, Matrix, load_matrix
 from ..matrix.report import ci_matrix as ci_rows
 from ..matrix.report import matrix_table
 from . import options, pages
-from .options import MATRIX, Output, group, help_of, opt
+from .options import Output, group, help_of, matrix_file, opt
 from .wrap import exit_with
 
 ROOT = rnd.ROOT
@@ -29,20 +29,20 @@ ROOT = rnd.ROOT
 
 @dataclass(frozen=True)
 class MatrixOptions:
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     wide: bool = opt(False, "every table with every column, one line a row (what scripts read); without it the "
                             "tables fit the terminal (100 columns where the output is not one)")
 
 
 @dataclass(frozen=True)
 class RenderOptions:
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     check: bool = opt(False, "only check that images/ and the generated pages are current; fail if stale")
 
 
 @dataclass(frozen=True)
 class LintOptions:
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     every: bool = opt(False, "lint every Dockerfile, also those images/hadolint-clean.txt records as clean",
                       name="all")
 
@@ -128,17 +128,17 @@ class PinOptions:
     file: list[str] | None = opt(None, "a CANN .run file, or a CPython tarball `pythons:` names "
                                        "(Python-3.12.13.tar.xz), to hash (repeatable)", iterable=True)
     packages: list[str] | None = opt(None, "hash every CANN file the matrix knows found in this folder (repeatable)",
-                                     iterable=True)
+                                     iterable=True, site=True)
     cann: str | None = opt(None, "pin every file of this CANN release, downloading what is not in --packages or "
                                  "the cache")
-    offline: bool = opt(False, "with --cann: never download")
+    offline: bool = opt(False, "with --cann: never download", site=True)
     sha256: str | None = opt(None, "with one --file: the sha256 Huawei publishes for it, recorded once the file "
                                    "hashes to it; its installer is neither run nor read (for one whose header "
                                    "this project cannot check)")
     sums: str | None = opt(None, "with --packages: a sums file as sha256sum writes it (`<sha256>  <name>` a line, "
                                  "as Huawei's download pages give them); each file of the folders it names is "
                                  "pinned to its sum the same way")
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
 
 
 def pin(o: PinOptions) -> None:
@@ -194,16 +194,16 @@ def _in_folders(published: dict[Path, str], sums: Path, folders: list[Path], kno
 
 @dataclass(frozen=True)
 class UpdateOptions:
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     from_: list[str] | None = opt(None, "read this ascend-deployer wheel or unpacked folder instead of fetching "
                                         "upstream.deployer (repeatable)", iterable=True)
     dry: bool = opt(False, "print what would change; write nothing")
     check: bool = opt(False, "write nothing; exit 1 when upstream has news (changed imported facts, or a newer "
                              "ascend-deployer)")
     pip_index_url: str | None = opt(None, "the pip index to fetch ascend-deployer from (default: pip's own "
-                                          "settings)")
-    ca_bundle: str | None = opt(None, "CA bundle for pip behind a TLS proxy")
-    proxy: str | None = opt(None, "proxy URL for pip")
+                                          "settings)", site=True, url=True)
+    ca_bundle: str | None = opt(None, "CA bundle for pip behind a TLS proxy", site=True)
+    proxy: str | None = opt(None, "proxy URL for pip", site=True, url=True)
     from_docs: str | None = opt(None, "read the copies of the documents upstream.docs names from this folder (each "
                                       "by its file name) instead of fetching them over HTTPS")
     cann_images: str | None = opt(None, "also read the CANN releases Huawei's official CANN images install from "
@@ -280,7 +280,7 @@ def _update_tags(path: Path, location: str, dry: bool) -> None:
 
 @dataclass(frozen=True)
 class LockOptions:
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     torch: list[str] | None = opt(None, "lock this stack (repeatable; default: every stack)", iterable=True)
     mindspore: list[str] | None = opt(None, "lock this MindSpore release's stack (repeatable)", iterable=True)
     cann: list[str] | None = opt(None, "lock this CANN release's CANN-only stack (repeatable; its one layer, "
@@ -294,10 +294,10 @@ class LockOptions:
     check: bool = opt(False, "resolve nothing: exit 1 if a lock is stale or broken; list the images in `images:` "
                              "without one")
     dry: bool = opt(False, "resolve and print what would change; write nothing")
-    pip_index_url: str | None = opt(None, "the index to resolve against (default: PyPI)")
-    ca_bundle: str | None = opt(None, "CA bundle behind a TLS proxy (default: the host's, as for builds)")
-    proxy: str | None = opt(None, "proxy URL")
-    torch_index_url: str | None = opt(None, help_of(options.Network, "torch_index_url"))
+    pip_index_url: str | None = opt(None, "the index to resolve against (default: PyPI)", site=True, url=True)
+    ca_bundle: str | None = opt(None, "CA bundle behind a TLS proxy (default: the host's, as for builds)", site=True)
+    proxy: str | None = opt(None, "proxy URL", site=True, url=True)
+    torch_index_url: str | None = opt(None, help_of(options.Network, "torch_index_url"), site=True, url=True)
     output: Output = group(Output)
 
 

@@ -13,7 +13,7 @@ from .. import engine as eng
 from ..chips import known
 from ..errors import UserError
 from ..matrix import load_matrix
-from .options import MATRIX, Engine, choice, group, help_of, k8s_name, number, opt, required, size
+from .options import Engine, choice, group, help_of, k8s_name, matrix_file, number, opt, required, size
 from .wrap import exit_with
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def _launch(o: RunOptions, command: list[str], matrix: Path) -> None:
 @dataclass(frozen=True)
 class DoctorOptions:
     engine: Engine = group(Engine)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     root: str = opt("/", "read the host below this folder (default /)")
     image: str | None = opt(None, "also check this image's needs (driver, chip, arch) against the host")
     json: bool = opt(False, "print the checks and this host's NPU network facts as JSON (the file `invoke "

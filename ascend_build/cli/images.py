@@ -15,14 +15,14 @@ from ..images import catalog, steps
 from ..images.render import ROOT
 from ..images.serving import suffix_of
 from ..matrix import Cell, Matrix, load_matrix
-from .options import DRY, MATRIX, Choice, Engine, Output, group, opt, required
+from .options import DRY, Choice, Engine, Output, group, matrix_file, opt, required
 from .wrap import exit_with
 
 
 @dataclass(frozen=True)
 class SuiteOptions:
     engine: Engine = group(Engine)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     image: str | None = opt(None, "test this image (id or tag) with the image suite only")
 
 
@@ -56,11 +56,12 @@ def test(o: SuiteOptions) -> None:
 class PushOptions:
     output: Output = group(Output)
     engine: Engine = group(Engine)
-    matrix: str = opt("matrix.yaml", MATRIX)
+    matrix: str = matrix_file()
     dry: bool = opt(False, DRY)
     registry: str | None = opt(None, "target repository, e.g. registry.example.com/ascend/runtime or "
-                                     "127.0.0.1:5000/ascend-runtime")
-    repository: str = opt("ascend-runtime", "local repository the images were tagged into (default ascend-runtime)")
+                                     "127.0.0.1:5000/ascend-runtime", site=True)
+    repository: str = opt("ascend-runtime", "local repository the images were tagged into (default ascend-runtime)",
+                          site=True)
     torch: str | None = opt(None, "only this stack (with --os etc.: one image not in `images:`)")
     mindspore: str | None = opt(None, "only the MindSpore image of this release (as --torch)")
     cann: str | None = opt(None, "only the CANN-only image of this CANN release (as --torch)")

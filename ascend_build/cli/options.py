@@ -34,20 +34,28 @@ class Flag:
     iterable: bool = False
     path: tuple[str, ...] = ()
     empty: bool = False             # an empty value means something of its own (not the default)
+    site: bool = False              # a site may set it once, in invoke's config (cli/siteconfig.py)
+    url: bool = False               # its value is a URL: a site's setting is checked for its shape
 
 
-def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None, empty: bool = False) -> Any:
+def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None, empty: bool = False,
+        site: bool = False, url: bool = False) -> Any:
     """A record's field that is a task option: its default and help, once. `iterable`: given
     again and again (--packages A --packages B; the field holds a list, None when not given);
     `name`: the option's name where the field's differs (a field `every` for `--all`); `empty`:
-    an empty value is one of its own (--no-proxy '': no host), not refused as bad input."""
+    an empty value is one of its own (--no-proxy '': no host), not refused as bad input;
+    `site`: a site may set it once under its name in invoke's config, and `invoke site` lists it
+    (cli/siteconfig.py reads which options these are from here); `url`: with `site`, its
+    value is a URL, whose shape a site's setting is checked for."""
     if not help.strip():
         raise TypeError("an option's help says what it does: give opt() its text")
+    if url and not site:
+        raise TypeError("url= says how a site's setting is checked: give opt() site=True too")
     if isinstance(default, str) and not default.strip():
         # invoke hands the default when an option is not given: an empty one would make `--x ''`
         # and no --x the same, and record_of could no longer refuse the first
         raise TypeError("an option's default is None or a value, never empty text")
-    meta = Flag(name or "", default, help, iterable, empty=empty)
+    meta = Flag(name or "", default, help, iterable, empty=empty, site=site, url=url)
     return dataclasses.field(default=default, metadata={_OPTION: meta})
 
 
@@ -186,8 +194,9 @@ class Output:
 @dataclass(frozen=True)
 class Engine:
     """--engine and --docker: which container engine, through which client."""
-    engine: str = opt("docker", "docker (default) or podman")
-    docker: str | None = opt(None, "the container client to use (default: the first BuildKit-capable one on PATH)")
+    engine: str = opt("docker", "docker (default) or podman", site=True)
+    docker: str | None = opt(None, "the container client to use (default: the first BuildKit-capable one on PATH)",
+                             site=True)
 
     def for_task(self, dry: bool = False) -> eng.Engine:
         return eng.for_task(self.engine, self.docker, dry)
@@ -201,25 +210,33 @@ MATRIX = "the matrix file (default: matrix.yaml)"
 DRY = "print the commands instead of running them"
 
 
+def matrix_file() -> Any:
+    """--matrix, declared once for every task that reads the matrix file (a site may set it)."""
+    return opt("matrix.yaml", MATRIX, site=True)
+
+
 @dataclass(frozen=True)
 class Network:
     """How this site reaches things: its mirrors, proxy and CA (credentials go in as secrets)."""
     base_image: list[str] | None = opt(
         None, "FROM=TO: replace a base image, e.g. ubuntu:22.04=mirror/ubuntu:22.04-{arch} (repeatable)",
-        iterable=True)
+        iterable=True, site=True)
     ca_bundle: str | None = opt(
         None, "CA bundle for a TLS proxy (passed as a BuildKit secret); default: the host's own setting "
-              "($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, pip's cert); 'none' for none")
-    pip_index_url: str | None = opt(None, "pip index (credentials allowed: passed as a BuildKit secret)")
+              "($PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, pip's cert); 'none' for none", site=True)
+    pip_index_url: str | None = opt(None, "pip index (credentials allowed: passed as a BuildKit secret)",
+                                    site=True, url=True)
     torch_index_url: str | None = opt(
         None, "the site's mirror of the stack's torch index (PyTorch's CPU index): torch comes only from there, "
-              "never from PyPI's CUDA build; no credentials (the image keeps its requirement files)")
+              "never from PyPI's CUDA build; no credentials (the image keeps its requirement files)",
+        site=True, url=True)
     proxy: str | None = opt(
         None, "proxy URL for downloads in the build (credentials allowed: a BuildKit secret); default: "
-              "http(s)_proxy of this shell; 'none' for none")
+              "http(s)_proxy of this shell; 'none' for none", site=True, url=True)
     no_proxy: str | None = opt(None, "hosts the build reaches without the proxy (default: no_proxy of this shell)",
-                               empty=True)     # '': no host, not the shell's list (engine/network.py)
-    network: str | None = opt(None, "'host': build steps use this machine's network (a proxy on 127.0.0.1)")
+                               empty=True, site=True)     # '': no host, not the shell's list (engine/network.py)
+    network: str | None = opt(None, "'host': build steps use this machine's network (a proxy on 127.0.0.1)",
+                              site=True)
 
     def site(self, dry: bool = False, **more: Any) -> Site:
         bundle, source = ca_setting(self.ca_bundle)

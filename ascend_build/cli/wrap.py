@@ -2,8 +2,9 @@
 `error: ...` and exits with its class's code (errors.EXIT_CODES); Ctrl-C `interrupted:`
 and 130, whichever process saw it first; a path the system refuses is bad input; never
 a traceback. The output level a task was given (--quiet, --verbose) is set first, then the
-site's settings from invoke's config fill the options the command line left out. And a
-task made from the record its action receives (`task`): its signature, help and record."""
+site's settings from invoke's config fill the options the command line left out (the ones
+its record declares site=True). And a task made from the record its action receives (`task`):
+its signature, help and record."""
 from __future__ import annotations
 
 import functools
@@ -26,8 +27,6 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         console.configure(console.level_of(bool(kwargs.get("quiet")), bool(kwargs.get("verbose"))))
         interrupts.install()
         try:
-            if args and hasattr(args[0], "config"):       # the task's invoke Context: the site's settings
-                kwargs = siteconfig.apply(fn, args[0].config, dict(kwargs), sys.argv[1:])
             return fn(*args, **kwargs)
         except KeyboardInterrupt as exc:
             print(interrupts.report(exc), file=sys.stderr)
@@ -74,8 +73,13 @@ def task(record: type, *, without: tuple[str, ...] = (), help: dict[str, str] | 
             raise TypeError(f"task {fn.__name__}: {', '.join(strays)}: not an option of {record.__name__}")
         told.update(help or {})
 
+        takes = [x.name for x in declared if x.site]
+
         @functools.wraps(fn)
         def body(c: Any, **given: Any) -> Any:
+            if hasattr(c, "config"):       # the task's invoke Context: the site's settings, every task's
+                known = siteconfig.settings(fn.__globals__)     # the tasks beside this one (tasks.py's)
+                given = siteconfig.apply(takes, c.config, known, dict(given), sys.argv[1:])
             return fn(c, record_of(record, given, without))
         body.__signature__ = signature(record, without)      # type: ignore[attr-defined]
         made = invoke_task(auto_shortflags=False, help=dict(told), iterable=[x.name for x in declared if x.iterable],

@@ -36,8 +36,10 @@ KIND = RUNTIME      # this module is the runtime kind (catalog.py)
 
 
 def render(matrix: Matrix) -> list[Rendered]:
-    """Every runtime Dockerfile: each stack on each OS the matrix allows it."""
-    return [runtime_dockerfile(matrix, stack, os) for stack in matrix.stacks.values() for os in matrix.os.values()
+    """Every runtime Dockerfile: each stack (those derived from the import too) on each OS the
+    matrix allows it."""
+    stacks = [*matrix.stacks.values(), *matrix.derived.values()]
+    return [runtime_dockerfile(matrix, stack, os) for stack in stacks for os in matrix.os.values()
             if matrix.allows(stack, os)]
 
 

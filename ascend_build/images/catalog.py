@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from .. import atomic
 from .. import engine as eng
 from ..matrix import Matrix
-from . import build, serving, sources, userlayer
+from . import build, devel, serving, sources, userlayer
 from .kinds import ImageKind
 from .render import ROOT, Rendered, finish_dockerfile
 from .steps import label_of
@@ -30,7 +30,7 @@ class KindModule(Protocol):
 
 
 # In the order `invoke render` writes them (and the suites' parents before their children).
-MODULES: tuple[KindModule, ...] = (build, sources, userlayer, serving)
+MODULES: tuple[KindModule, ...] = (build, sources, userlayer, serving, devel)
 KINDS: dict[str, ImageKind[Any]] = {m.KIND.name: m.KIND for m in MODULES}
 
 

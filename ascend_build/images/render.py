@@ -179,9 +179,10 @@ def layer_dockerfile(matrix: Matrix | None = None) -> Rendered:
     return Rendered(Path("images/layer/Dockerfile"), text)
 
 
-def plain_dockerfile(template: str, path: str) -> Rendered:
-    """A kind's one Dockerfile with nothing of the matrix in it (what differs is build args)."""
-    return Rendered(Path(path), _env().get_template(template).render())
+def plain_dockerfile(template: str, path: str, **data: object) -> Rendered:
+    """A kind's Dockerfile from its template and the records it is given (`data`: none when
+    what differs is build args)."""
+    return Rendered(Path(path), _env().get_template(template).render(**data))
 
 
 FINISH_TAR = "ascend-build-files.tar"

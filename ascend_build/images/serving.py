@@ -168,7 +168,8 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: Serving
     serving_lock.write_input(path, lines_text, [vllm.name, plugin.name])
     lines = layerlock.parse(path)
     from ..locking.layer_resolve import lock_layer
-    lock, said = lock_layer(f"vllm-ascend {req.release}", path, lines, cell, hold, site.net, req.wheelhouse)
+    lock, said = lock_layer(f"vllm-ascend {req.release}", path, lines, cell, hold, site.net, req.wheelhouse,
+                             kind=serving_lock.SERVING_LAYER)
     for line in said:
         console.say(line)
     return lock, Release(vllm, plugin, plugin_sha)
@@ -225,7 +226,8 @@ def _stage(ctx: Path, lock: layerlock.LayerLock, release: Release, sums: dict[st
     and the wheelhouse's wheels the lock names."""
     (ctx / "lock").mkdir(parents=True)
     (ctx / "lock" / "serving.txt").write_text(lock.text)
-    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
+    for script in ("wheel_arch.py", "serving_check.py"):
+        shutil.copy2(Path(__file__).with_name(script), ctx / script)
     (ctx / "wheels").mkdir()
     for wheel in layerlock.named_wheels(lock.text, wheelhouse):
         shutil.copy2(wheel, ctx / "wheels" / wheel.name)

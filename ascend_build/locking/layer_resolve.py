@@ -14,10 +14,12 @@ from .. import atomic
 from ..errors import UserError
 from ..matrix.model import Cell
 from .layerlock import (
+    USER_LAYER,
     Held,
     LayerConflict,
     LayerLock,
     Line,
+    LockFor,
     direct_conflicts,
     held_changes,
     mentioned,
@@ -45,9 +47,11 @@ _MAX_TRIES = 40
 
 
 def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held, net: Network | None,
-               wheelhouse: Path | None) -> tuple[LayerLock, list[str]]:
+               wheelhouse: Path | None, kind: LockFor = USER_LAYER) -> tuple[LayerLock, list[str]]:
     """The layer's lock, reused when still valid, else (re)made and written; with what
-    to tell the user about it. `net` None: no index to ask, a lock that must be remade is refused."""
+    to tell the user about it. `net` None: no index to ask, a lock that must be remade is refused.
+    `kind`: the kind of layer, as its lock's header and the messages name it."""
+    what = kind.what
     conflicts = direct_conflicts(lines, hold, file)
     if conflicts:
         raise LayerConflict("\n".join(conflicts) + "\nnothing was built")
@@ -56,9 +60,9 @@ def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held,
     said: list[str] = []
     if old is not None:
         if old.requirements_digest == requirements_digest(lines) and old.held == hold.versions:
-            return old, [f"user layer {name!r}: {path} is current ({len(old.packages)} packages), reused"]
+            return old, [f"{what} {name!r}: {path} is current ({len(old.packages)} packages), reused"]
         moved = held_changes(old.held, hold.versions)
-        said.append(f"user layer {name!r}: {path} was made for " + (
+        said.append(f"{what} {name!r}: {path} was made for " + (
             "other requirements" if old.requirements_digest != requirements_digest(lines) else "another runtime")
             + (": the runtime changed since:" if moved else ""))
         said += [f"  {line}" for line in moved]
@@ -71,14 +75,14 @@ def lock_layer(name: str, file: Path, lines: list[Line], cell: Cell, hold: Held,
     if isinstance(resolved, str):
         raise LayerConflict(explain(file, lines, cell, hold, net, wheelhouse, resolved) + "\nnothing was built")
     entries = _entries(resolved, hold, cell, net, wheelhouse)
-    text = render(name, cell, hold, lines, entries, uv_version())
+    text = render(name, cell, hold, lines, entries, uv_version(), kind)
     new = LayerLock(path, text)
     if old is not None:
         changed = diff_packages({"layer": old.text}, {"layer": text})
         said += ([f"  the layer's packages: {line}" for line in changed] if changed
                  else ["  the lock still holds: the same packages, only its record of the runtime is new"])
     else:
-        said.append(f"user layer {name!r}: {path} made ({len(new.packages)} packages)")
+        said.append(f"{what} {name!r}: {path} made ({len(new.packages)} packages)")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, text)     # replaced whole: a build reading it at once sees the old or the new
     return new, said

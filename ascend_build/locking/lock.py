@@ -251,19 +251,20 @@ def check_all(matrix: Matrix, root: Path) -> tuple[list[str], list[str]]:
     wanted = {(c.stack.name, c.python, c.arch) for c in matrix.image_cells()}
     present = {(p.parent.name, *p.name[2:].rsplit("-", 1)) for p in (root / LOCKS).glob("*/py*-*") if p.is_dir()}
     for stack, python, arch in sorted(wanted | present):
-        if stack not in matrix.stacks:
+        # a derived CANN-only stack (model.Matrix.derived) is locked when asked for, as any other
+        st = matrix.stacks.get(stack) or matrix.derived.get(stack)
+        if st is None:
             problems.append(f"{folder(root, stack, python, arch)}: no stack {stack!r} in the matrix; delete it")
             continue
         try:
-            lock = read(root, matrix.stacks[stack], python, arch)
+            lock = read(root, st, python, arch)
         except UserError as exc:
             problems.append(str(exc))
             continue
         if lock is None:
             missing.append(f"{stack} / Python {python} / {arch}")
-        elif lock.digest != inputs_digest(matrix, matrix.stacks[stack], python, arch):
-            problems.append(f"{lock.where}: stale; remake it with `invoke lock {matrix.stacks[stack].flag} "
-                            f"--python {python}`")
+        elif lock.digest != inputs_digest(matrix, st, python, arch):
+            problems.append(f"{lock.where}: stale; remake it with `invoke lock {st.flag} --python {python}`")
     return problems, missing
 
 
@@ -285,12 +286,12 @@ def select(matrix: Matrix, root: Path, stacks: list[str], pythons: list[str], pl
         if not re.fullmatch(r"3\.[0-9]{1,2}", python):
             raise UserError(f"--python {python!r}: expected a minor version like 3.11")
     for name in stacks:
-        if name not in matrix.stacks:
+        if name not in matrix.stacks and name not in matrix.derived:
             raise UserError(f"unknown stack {name!r}; {matrix.path} defines: {', '.join(matrix.stacks)}")
     arches = [get(p).arch for p in platforms]
     cells = []
     for name in stacks or default_stacks(matrix, root):
-        stack = matrix.stacks[name]
+        stack = matrix.stacks.get(name) or matrix.derived[name]
         for python in pythons or stack.pythons():
             if python not in stack.pythons():
                 if pythons and stacks:

@@ -313,7 +313,7 @@ def lock(matrix: Matrix, root: Path, cells: list[tuple[str, str, str]], net: Net
     """Make (or remake) the locks of the given (stack, python, arch) cells; returns what changed.
     A stale lock is remade keeping the versions it had where they still fit (a new
     companion or pin moves only what it must); `upgrade` takes the newest instead."""
-    sources = {torch_index.source(matrix.stacks[s], a, net.torch_index_url) for s, _, a in cells}
+    sources = {torch_index.source(matrix.stack(s), a, net.torch_index_url) for s, _, a in cells}
     for src in sorted(sources, key=lambda x: x.index or ""):
         torch_index.reach(src, net)      # seconds, before uv would retry an index that does not answer
     index = Index(net, tuple(sorted({src.index for src in sources if src.index})))
@@ -334,11 +334,11 @@ def _lock_cell(matrix: Matrix, root: Path, cell: tuple[str, str, str], net: Netw
     stack, python, arch = cell
     where = folder(root, stack, python, arch)
     try:
-        old = read(root, matrix.stacks[stack], python, arch)
+        old = read(root, matrix.stack(stack), python, arch)
     except UserError:
         old = None
     prefer = None if upgrade or old is None else pinned_versions(old.files)
-    files = make(matrix, matrix.stacks[stack], python, arch, net, index, prefer)
+    files = make(matrix, matrix.stack(stack), python, arch, net, index, prefer)
     if old is not None and old.files == files:
         return None
     warnings = [line[2:] for text in files.values() for line in text.splitlines() if "mirror copy" in line]

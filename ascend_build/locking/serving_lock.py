@@ -26,7 +26,11 @@ from ..engine.network import Network
 from ..errors import UserError
 from ..hashing import sha256_of
 from ..upstream.pypi import IndexFile, parse_page
+from .layerlock import LockFor
 from .lock import normalize
+
+# The serving lock is a layer lock (layerlock.py) made by this command.
+SERVING_LAYER = LockFor("serving layer", "invoke build --vllm")
 
 # What building the two from source imports, with no build isolation (the image's own torch
 # is the one they are built against): vLLM's [build-system] without its torch and CUDA

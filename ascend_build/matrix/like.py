@@ -1,20 +1,16 @@
 """`invoke build --like TAG`: an official image's tag, resolved to the matrix's cell. Upstream
 names its torch-npu images `<torch_npu>-cann<CANN>-<chip>-<os>-py<X.Y>` (quay.io/ascend/torch-npu)
-and its CANN images `<cann>-<chip>-<os>-py<X.Y>` (quay.io/ascend/cann: the CANN-only stacks);
-chips in lower case."""
+and its CANN images `<cann>-<chip>-<os>-py<X.Y>` (quay.io/ascend/cann: the CANN-only stacks,
+written in cann_stacks: or derived from the import); official.py reads both."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import UserError
+from .eras import cann_key
 from .frameworks import CANN, TORCH
 from .model import Matrix
-
-_TORCH_NPU = re.compile(r"^(?P<package>\d[\w.+]*)-cann(?P<cann>\d[\w.]*)-(?P<chip>[A-Za-z0-9]+)-"
-                        r"(?P<os>[a-z]+\d[\d.]*)-py(?P<python>3\.\d+)$")
-_CANN = re.compile(r"^(?P<cann>\d[\w.]*)-(?P<chip>[A-Za-z0-9]+)-(?P<os>[a-z]+\d[\d.]*)-py(?P<python>3\.\d+)"
-                   r"(?P<devel>-devel)?$")
+from .official import CANN_FORM, TORCH_NPU_FORM, OfficialTag, cann_tag, torch_npu_tag
 
 
 @dataclass(frozen=True)
@@ -24,9 +20,11 @@ class Like:
     os: str
     python: str
     chip: str
+    devel: bool = False     # a cann:<tag>-devel: the CANN-only image and its devel image on it
 
     def __str__(self) -> str:
-        return f"stack {self.stack}, --os {self.os}, --python {self.python}, --chip {self.chip}"
+        return (f"stack {self.stack}, --os {self.os}, --python {self.python}, --chip {self.chip}"
+                + (", --devel" if self.devel else ""))
 
 
 def resolve(matrix: Matrix, ref: str) -> Like:
@@ -41,44 +39,62 @@ def resolve(matrix: Matrix, ref: str) -> Like:
     if name != "torch-npu":
         raise UserError(f"--like {ref}: the official repositories are quay.io/ascend/torch-npu and "
                         f"quay.io/ascend/cann; {name} is neither")
-    found = _TORCH_NPU.match(tag)
-    if not found:
-        raise UserError(f"--like {ref}: a torch-npu tag reads <torch_npu>-cann<CANN>-<chip>-<os>-py<X.Y> "
-                        f"(e.g. 2.12.0-cann9.1.0-a3-openeuler24.03-py3.12)")
-    cann = _cann(matrix, found["cann"])
+    found = torch_npu_tag(tag)
+    if found is None:
+        raise UserError(f"--like {ref}: a torch-npu tag reads {TORCH_NPU_FORM}")
+    cann = _cann(matrix, found.cann)
     torch = [st for st in matrix.stacks.values() if st.framework is TORCH]
-    exact = [st for st in torch if st.package == found["package"] and st.cann == cann]
+    exact = [st for st in torch if st.package == found.torch_npu and st.cann == cann]
     if not exact:
-        same_package = [f"{st.flag} (CANN {st.cann})" for st in torch if st.package == found["package"]]
+        same_package = [f"{st.flag} (CANN {st.cann})" for st in torch if st.package == found.torch_npu]
         same_cann = [f"{st.flag} (torch_npu {st.package})" for st in torch if st.cann == cann]
-        raise UserError(f"--like {ref}: no stack pairs torch_npu {found['package']} with CANN {cann}. Nearest: "
+        raise UserError(f"--like {ref}: no stack pairs torch_npu {found.torch_npu} with CANN {cann}. Nearest: "
                         + ("; ".join(filter(None, [", ".join(same_package), ", ".join(same_cann)]))
                            or "none: `invoke matrix` lists the stacks"))
-    if found["os"] not in matrix.os:
-        raise UserError(f"--like {ref}: no OS {found['os']} in the matrix ({', '.join(matrix.os)})")
-    return Like(exact[0].name, found["os"], found["python"], found["chip"])
+    _os(matrix, ref, found)
+    return Like(exact[0].name, found.os, found.python, found.chip)
 
 
 def _cann_only(matrix: Matrix, ref: str, tag: str) -> Like:
-    """An official CANN image's tag: the CANN-only stack of that release (cann_stacks:)."""
-    found = _CANN.match(tag)
-    if not found:
-        raise UserError(f"--like {ref}: a CANN tag reads <cann>-<chip>-<os>-py<X.Y> (e.g. 9.0.1-a3-ubuntu22.04-"
-                        f"py3.11)")
-    if found["devel"]:
-        raise UserError(f"--like {ref}: a -devel tag names a variant of Huawei's image this project does not build; "
-                        f"--like without -devel builds the CANN-only image of that cell")
-    cann = _cann(matrix, found["cann"])
-    stack = matrix.stacks.get(CANN.stack_name(cann))
+    """An official CANN image's tag: the CANN-only stack of that release (cann_stacks:, or
+    derived from the import)."""
+    found = cann_tag(tag)
+    if found is None:
+        raise UserError(f"--like {ref}: a CANN tag reads {CANN_FORM}")
+    if found.pre_release:
+        raise UserError(_pre_release(matrix, ref, found))
+    cann = _cann(matrix, found.cann)
+    stack = matrix.stacks.get(CANN.stack_name(cann)) or matrix.derived.get(CANN.stack_name(cann))
     if stack is None:
-        have = [st.key for st in matrix.stacks.values() if st.framework is CANN]
+        have = sorted((st.key for st in list(matrix.stacks.values()) + list(matrix.derived.values())
+                       if st.framework is CANN), key=cann_key)
         on = [st.flag for st in matrix.stacks.values() if st.cann == cann]
-        raise UserError(f"--like {ref}: no CANN-only stack of CANN {cann} ({CANN.section}: has "
-                        f"{', '.join(have) or 'none'}); add a `{CANN.section}:` entry keyed {cann}"
+        raise UserError(f"--like {ref}: no CANN-only stack of CANN {cann}: no official CANN image of it to derive one "
+                        f"from, and no `{CANN.section}:` entry keyed {cann} (the CANN-only stacks: "
+                        f"{', '.join(have) or 'none'}); add that entry"
                         + (f", or build a framework image on it: {', '.join(on)}" if on else ""))
-    if found["os"] not in matrix.os:
-        raise UserError(f"--like {ref}: no OS {found['os']} in the matrix ({', '.join(matrix.os)})")
-    return Like(stack.name, found["os"], found["python"], found["chip"])
+    _os(matrix, ref, found)
+    return Like(stack.name, found.os, found.python, found.chip, devel=found.devel)
+
+
+def _pre_release(matrix: Matrix, ref: str, found: OfficialTag) -> str:
+    """Why a pre-release's tag is refused, and the release to build in its place: the one it
+    precedes where the matrix knows it, else the newest the matrix knows before it."""
+    release = next((v for v in matrix.cann if v.upper() == found.release), None)
+    if release is None:
+        before = [v for v in matrix.cann if cann_key(v) < cann_key(found.release)]
+        release = max(before, key=cann_key) if before else max(matrix.cann, key=cann_key)
+    repo = ref.rpartition(":")[0]
+    like = OfficialTag(release.lower(), found.chip, found.os, found.python)
+    return (f"--like {ref}: CANN {found.cann} is a pre-release, which the import leaves out "
+            f"(no files of it in {matrix.files.imported.name}); "
+            f"build the release: --like {repo}:{like} (or --cann {release})")
+
+
+def _os(matrix: Matrix, ref: str, found: OfficialTag) -> None:
+    if found.os not in matrix.os:
+        raise UserError(f"--like {ref}: no OS {found.os} in the matrix; the OSes it builds: {', '.join(matrix.os)} "
+                        f"(an `os:` entry in {matrix.path.name} adds one)")
 
 
 def _cann(matrix: Matrix, spelled: str) -> str:

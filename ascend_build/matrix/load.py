@@ -4,6 +4,8 @@ into records (records.py), then checked as a whole (semantics.py). The only plac
 reads the files' raw data."""
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,6 +17,7 @@ from . import checker as s
 from .eras import cann_key
 from .frameworks import CANN, FRAMEWORKS, MINDSPORE, TORCH, Framework
 from .model import Defaults, Matrix
+from .official import OfficialTag, cann_tag
 from .records import (
     Builder,
     CannFile,
@@ -30,6 +33,7 @@ from .records import (
     TorchNpuBuild,
     TorchParts,
     UserLayer,
+    minor,
 )
 from .yamlsource import Located, load, read
 
@@ -124,6 +128,8 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
     d = hand.data
     releases = {f.name: imported.package_releases(facts, f.releases) for f in FRAMEWORKS.values() if f.paired}
     defaults = d["defaults"]
+    cann = _cann(d, facts)
+    stacks = _stacks(d, releases)
     return Matrix(
         files=files, source=hand,
         defaults=Defaults(defaults["torch"], defaults["os"], defaults["chip"], defaults["platform"],
@@ -131,8 +137,9 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
         os={k: OSBase(k, v["image"], v["family"], v["python"], v.get("debootstrap"), v.get("glibc"))
             for k, v in d["os"].items()},
         pythons={k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256")) for k, v in d["pythons"].items()},
-        cann=_cann(d, facts),
-        stacks=_stacks(d, releases),
+        cann=cann,
+        stacks=stacks,
+        derived=_derived(cann, stacks),
         images=[ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                           i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
                 for i in d["images"]],
@@ -173,7 +180,31 @@ def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelea
                                 (d.get("nnal_sip_env") or {}).get("env") if sip else None) if c.get("env") else None
         out[ver] = CannRelease(ver, c["url"], c.get("driver"), (d.get("cann_numpy") or {}).get(ver), toolkit,
                                kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip, str(c["source"]),
-                               env)
+                               env, _official(c.get("images") or ()))
+    return out
+
+
+def _official(tags: Any) -> tuple[OfficialTag, ...]:
+    """A release's official image tags, read (the schema has held each to the tag's form;
+    semantics.py, each to its release)."""
+    return tuple(tag for tag in map(cann_tag, map(str, tags)) if tag is not None)
+
+
+def _derived(cann: Mapping[str, CannRelease], written: Mapping[str, Stack]) -> dict[str, Stack]:
+    """A CANN-only stack for each release the official CANN images publish that cann_stacks:
+    writes no entry for: its Python range the images' (lowest to highest), its default the
+    Python most of them take (the newer of two as common); NNAL as the release has it, the
+    chips its kernels."""
+    out = {}
+    for ver, rel in cann.items():
+        name = CANN.stack_name(ver)
+        if name in written or not rel.images:
+            continue
+        counts = Counter(t.python for t in rel.images)
+        pythons = sorted(counts, key=minor)
+        default = max(pythons, key=lambda p: (counts[p], minor(p)))
+        entry = {"python": {"min": pythons[0], "max": pythons[-1], "default": default}}
+        out[name] = dataclasses.replace(_stack(name, ver, entry, CANN, ver, ver, None), derived=True)
     return out
 
 

@@ -5,6 +5,7 @@ load.py's, checking them semantics.py's."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,10 @@ class Matrix:
     compatible: dict[str, tuple[str, ...]] = field(default_factory=dict)
     torch_npu_tags: dict[str, TorchNpuTag] = field(default_factory=dict)
     vllm_ascend: dict[str, VllmAscendRelease] = field(default_factory=dict)   # vLLM-Ascend's, by release
+    # A CANN-only stack per imported release with official images that matrix.yaml writes no
+    # entry for (load.py derives them): built and locked when asked for by name, not rendered,
+    # listed or built by CI (those are the written `stacks`).
+    derived: dict[str, Stack] = field(default_factory=dict)
 
     # ------------------------------------------------------------ serving (vLLM + vLLM-Ascend)
     def serving(self, version: str) -> ServingRelease:
@@ -113,6 +118,8 @@ class Matrix:
         name = name or self.defaults.stack
         if name in self.stacks:
             return self.stacks[name]
+        if name in self.derived:
+            return self.derived[name]
         prefixed = [f for f in FRAMEWORKS.values() if f.stack_prefix and name.startswith(f.stack_prefix)]
         fw = prefixed[0] if prefixed else FRAMEWORKS["torch"]
         raise UserError(self._unknown(fw, name[len(fw.stack_prefix):]))
@@ -120,17 +127,21 @@ class Matrix:
     def stack_for(self, framework: Framework, key: str) -> Stack:
         """The stack an option names: `--mindspore 2.9.0` is mindspore_stacks' 2.9.0."""
         name = framework.stack_name(key)
-        if name in self.stacks and self.stacks[name].framework is framework:
-            return self.stacks[name]
+        found = self.stacks.get(name) or self.derived.get(name)
+        if found is not None and found.framework is framework:
+            return found
         raise UserError(self._unknown(framework, key))
 
     def _unknown(self, fw: Framework, key: str) -> str:
         defined = [st.key for st in self.stacks.values() if st.framework is fw]
         if not fw.paired:           # CANN only: a stack is a CANN release the data knows
-            known = "a CANN release cann: knows" if key in self.cann else (
-                f"not a CANN release cann: knows ({', '.join(self.cann)}; `invoke update` imports Huawei's)")
+            derived = [st.key for st in self.derived.values() if st.framework is fw]
+            known = ("a CANN release cann: knows, with no official CANN image to derive its stack from"
+                     if key in self.cann else
+                     f"not a CANN release cann: knows ({', '.join(self.cann)}; `invoke update` imports Huawei's)")
             return (f"unknown {fw.title} stack {key!r}; {self.path} defines: {', '.join(defined) or 'none'} "
-                    f"({fw.section}:). {key} is {known}; to add a line: a `{fw.section}:` entry keyed by it "
+                    f"({fw.section}:), and the official CANN images' releases give: {', '.join(derived) or 'none'}. "
+                    f"{key} is {known}; to add a line: a `{fw.section}:` entry keyed by it "
                     f"with its Python range" + (f" (see the {defined[-1]} entry)" if defined else ""))
         mine = {r: v for r, v in self.releases.get(fw.name, {}).items() if r == key or r.startswith(key + ".")}
         paired = [r for r, v in mine.items() if v.cann]
@@ -191,7 +202,10 @@ class Matrix:
 
     def allows(self, st: Stack, os: OSBase) -> bool:
         """A (stack, OS) the matrix allows, so a Dockerfile is rendered for it: every OS, but
-        one below torch_atb's glibc floor for a stack that asks for torch_atb."""
+        one below torch_atb's glibc floor for a stack that asks for torch_atb, and for a stack
+        derived from the official images only the OSes those images publish."""
+        if st.derived and os.name not in self.official_oses(st):
+            return False
         if not st.torch_atb:
             return True
         try:
@@ -199,6 +213,14 @@ class Matrix:
         except UserError:
             return False
         return True
+
+    def official_oses(self, st: Stack) -> tuple[str, ...]:
+        """The OSes CANN st.cann's official images publish (a derived stack is built on those)."""
+        return tuple(sorted({t.os for t in self.cann[st.cann].images}))
+
+    def _official_os(self, st: Stack) -> str:
+        """The OS most of the release's official images are on (a derived stack's default)."""
+        return Counter(t.os for t in self.cann[st.cann].images).most_common(1)[0][0]
 
     def debootstrap_suite(self, image: str) -> str | None:
         """The Debian suite that makes `image` without a registry, if the matrix names one."""
@@ -272,7 +294,14 @@ class Matrix:
                                 f"({'--torch-atb' if torch_atb else 'torch_atb: true'}); build with NNAL, or a "
                                 f"stack without torch_atb")
             st = dataclasses.replace(st, nnal=False)
+        if os is None and st.derived and self.defaults.os not in self.official_oses(st):
+            os = self._official_os(st)
         base = self._os(os)
+        if not self.allows(st, base) and st.derived:
+            raise UserError(f"stack {st.name} is derived from CANN {st.cann}'s official images, which publish "
+                            f"{', '.join(self.official_oses(st))}, not {base.name}: pass --os "
+                            f"{self._official_os(st)}, or write a `{st.framework.section}:` entry keyed "
+                            f"{st.key} (docs/matrix.md) to build it on other OSes")
         python = python or st.python_for(base)
         source = self._python_source(st, base, python)
         target = self.platform(platform)
@@ -303,7 +332,7 @@ class Matrix:
     def _python_source(self, st: Stack, base: OSBase, python: str) -> PythonSource | None:
         if python not in st.pythons():
             raise UserError(f"python {python} is outside {st.framework.name} stack {st.release}'s range "
-                            f"{st.python_min}-{st.python_max} ({st.key_path}.python); choose one of: "
+                            f"{st.python_min}-{st.python_max} ({st.python_path}); choose one of: "
                             f"{', '.join(st.pythons())}")
         if python == base.python:
             return None

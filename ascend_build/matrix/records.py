@@ -14,6 +14,7 @@ from ..platforms import ARCHES, Platform
 from .cannenv import CannEnv
 from .eras import Era, cann_key, cann_series, era_of
 from .frameworks import Framework
+from .official import OfficialTag
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class CannRelease:
     sip: bool = False                         # its NNAL holds SiP (nnal/asdsip) beside ATB
     source: str = ""                          # where the import read it (imported.yaml's source:)
     env: CannEnv | None = None                # what its set_env.sh scripts export (None: not imported)
+    images: tuple[OfficialTag, ...] = ()      # the official CANN images of it (imported: cann.<release>.images)
 
     @property
     def era(self) -> Era:
@@ -244,6 +246,15 @@ class Stack:
     torch_atb: bool = False                   # NNAL's Python plugin too (installer --torch_atb)
     cxx11_abi: Mapping[str, bool] = field(default_factory=dict)    # arch -> built with the CXX11 ABI
     torch: TorchParts | None = None           # a torch stack's own parts
+    derived: bool = False                     # not written in matrix.yaml: derived from the import (load.py)
+
+    @property
+    def python_path(self) -> str:
+        """Where its Python range comes from, for messages."""
+        if self.derived:
+            return (f"the Pythons of CANN {self.cann}'s official images, cann.{self.cann}.images; a "
+                    f"`{self.framework.section}:` entry keyed {self.key} overrides them")
+        return f"{self.key_path}.python"
 
     @property
     def layers(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..platforms import ARCHES, PLATFORMS
 from . import checker as s
+from .official import CANN_TAG as OFFICIAL_TAG
 from .yamlsource import KeyPath
 
 VERSION = r"[0-9][0-9A-Za-z.+-]*"
@@ -215,6 +216,9 @@ IMPORTED = s.record({
     }, {"nnal": _per_arch(_imported_entry()),
         "runs_on": s.list_of(s.string(RUNS_ON, "a driver like 26.0.RC1, or a series like 25.2")),
         "runs_on_source": s.string(),
+        # The official CANN images' tags of this release (Ascend/cann-container-image's cann/<tag>/):
+        # its CANN-only stack is derived from them (load.py).
+        "images": s.list_of(s.string(OFFICIAL_TAG, "an official CANN image's tag like 9.0.1-a3-ubuntu22.04-py3.11")),
         # What its set_env.sh scripts export, per part (cannenv.py), and where it was read.
         "env_source": s.string(), "env_from": s.string(VERSION, "a CANN version"),
         "env": s.record({}, {"toolkit": _env_part(), "atb": _env_part()})})),

@@ -46,6 +46,10 @@ def _check_cann(m: Matrix, c: Checkers) -> None:
             want = NNAL.format(v=ver, arch=arch)
             if f.file != want:
                 c.fail(f.key + ("file",), f"got {f.file!r}; CANN {ver} names its NNAL {want!r}")
+        for at, tag in enumerate(rel.images):
+            if tag.cann.upper() != ver.upper() or tag.devel:
+                c.fail(("cann", ver, "images", at), f"got {str(tag)!r}; expected a released (not -devel) image "
+                                                    f"tag of CANN {ver}, like {ver.lower()}-910b-ubuntu22.04-py3.11")
 
 
 def _check_stack(m: Matrix, c: Checkers, st: Stack) -> None:

@@ -27,14 +27,13 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from ..errors import UserError
+from ..matrix.official import CANN_FORM, cann_tag
 from ..platforms import ARCHES
 from . import cann_env
 from .deployer import CANN_VERSION, Published, own_kernels
 
 REPO = "Ascend/cann-container-image"
 ROOT = "cann"
-TAG = re.compile(r"(?P<v>.+?)-(?P<chip>[0-9a-z]+)-(?P<os>[a-z]+[0-9][0-9.]*)-py(?P<python>3\.[0-9]+)"
-                 r"(?P<devel>-devel)?")
 # The files of a release, by their names (the .run the Dockerfiles download).
 _TOOLKIT = re.compile(r"Ascend-cann-toolkit_(?P<v>[^_]+)_linux-(?P<arch>aarch64|x86_64)\.run")
 _KERNELS = re.compile(r"Ascend-cann-kernels-(?P<chip>[0-9A-Za-z]+)_(?P<v>[^_]+)_linux(?:-(?P<arch>aarch64|x86_64))?\.run")
@@ -82,6 +81,7 @@ class ImageRelease:
     chips: list[str] = field(default_factory=list)               # as the tags name them (a3, 910b)
     oses: list[str] = field(default_factory=list)                # ubuntu22.04, openeuler24.03
     pythons: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)                # the images' tags, as the folders name them
     # "toolkit.aarch64", "kernels.910b.x86_64", "nnal.aarch64" -> URL -> the Dockerfiles that download it
     files: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     source: str = ""
@@ -271,9 +271,9 @@ def read(location: Path) -> ImagesData:
     skipped: dict[str, list[str]] = {}
     for path in sorted(texts):
         tag = path.split("/")[1]
-        m = TAG.fullmatch(tag)
-        if not m:
-            skipped.setdefault("a tag this importer cannot read (<version>-<chip>-<os>-py<python>)", []).append(path)
+        m = cann_tag(tag)
+        if m is None:
+            skipped.setdefault(f"a tag this importer cannot read ({CANN_FORM})", []).append(path)
             continue
         urls = downloads(texts[path], path)
         if not urls:
@@ -292,12 +292,13 @@ def read(location: Path) -> ImagesData:
         if not CANN_VERSION.fullmatch(version):
             skipped.setdefault("a pre-release (alpha, beta)", []).append(path)
             continue
-        if m["v"].upper() != version.upper():
-            raise UserError(f"{where}: {path}: the tag says {m['v']}, its toolkit is {version}")
+        if m.cann.upper() != version.upper():
+            raise UserError(f"{where}: {path}: the tag says {m.cann}, its toolkit is {version}")
         rel = releases.setdefault(version, ImageRelease(version))
         rel.dockerfiles.append(path)
+        rel.tags.append(tag)
         rel.envs[path] = cann_env.final_env(texts[path], path, version)
-        for attr, value in (("chips", m["chip"]), ("oses", m["os"]), ("pythons", m["python"])):
+        for attr, value in (("chips", m.chip), ("oses", m.os), ("pythons", m.python)):
             if value not in getattr(rel, attr):
                 getattr(rel, attr).append(value)
         for var, arch, url, name in files:

@@ -52,6 +52,7 @@ class Merged:
     serving: dict[str, vllm.VllmAscendData] = field(default_factory=dict)   # vLLM-Ascend's releases
     serving_notes: list[str] = field(default_factory=list)            # what of them was not imported, and why
     envs: dict[str, EnvEntry] = field(default_factory=dict)           # CANN release -> its environment
+    image_tags: dict[str, list[str]] = field(default_factory=dict)    # CANN release -> its official images' tags
 
 
 @dataclass
@@ -266,6 +267,7 @@ def _add_images(merged: Merged, images: cann_images.ImagesData, decide, ascend: 
             files[key] = cann_images.published(url)
         if found.env is not None:
             merged.envs[version] = EnvEntry(found.env.env, found.env_source)
+        merged.image_tags[version] = list(found.tags)
         have = merged.cann.get(version)
         if have is not None:
             _compare_images(version, have, files, found, decide, merged)
@@ -465,6 +467,14 @@ def keep_env(merged: Merged, old: dict) -> None:
             merged.envs[str(version)] = EnvEntry(before["env"], str(before.get("env_source") or ""))
 
 
+def keep_tags(merged: Merged, old: dict) -> None:
+    """The official images' tags the last import read (each release's), when this one reads
+    none: the CANN-only stacks are derived from them (matrix/load.py)."""
+    for version, before in (old.get("cann") or {}).items():
+        if (before or {}).get("images") and str(version) in merged.cann:
+            merged.image_tags[str(version)] = [str(t) for t in before["images"]]
+
+
 def fill_env(merged: Merged) -> None:
     """Each release the images do not cover (before 8.1.RC1, after the newest they install)
     takes the environment of the nearest release they cover, moved to its own toolkit home,
@@ -489,13 +499,15 @@ def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:
             for arch, pub in per.items()}
 
 
-def _cann_data(rel: CannData, env: EnvEntry | None = None) -> dict:
+def _cann_data(rel: CannData, env: EnvEntry | None = None, tags: list[str] | None = None) -> dict:
     out: dict = {"source": str(rel.source), "url": rel.url, "driver": rel.driver}
     if rel.runs_on:
         out.update(runs_on=list(rel.runs_on), runs_on_source="; ".join(dict.fromkeys(rel.runs_on_source)))
     out.update(toolkit=_files(rel.toolkit), kernels={chip: _files(per) for chip, per in rel.kernels.items()})
     if rel.nnal:
         out["nnal"] = _files(rel.nnal)
+    if tags:
+        out["images"] = list(tags)
     if env is not None:
         out["env_source"] = env.source
         if env.of:
@@ -524,7 +536,8 @@ def to_data(merged: Merged) -> dict:
     """The import as imported.yaml holds it (its torch_npu_tags aside: `--pytorch-git`'s)."""
     data: dict = {"read": {"deployer": [{"version": d.version, "wheel_sha256": d.archive_sha256} for d in merged.read],
                            "docs": list(merged.docs_read)},
-                  "cann": {v: _cann_data(rel, merged.envs.get(v)) for v, rel in merged.cann.items()}}
+                  "cann": {v: _cann_data(rel, merged.envs.get(v), merged.image_tags.get(v))
+                           for v, rel in merged.cann.items()}}
     if merged.images_read:
         data["read"]["cann_images"] = merged.images_read
     if merged.compatible:
@@ -662,6 +675,7 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     if images is None:
         keep_images(merged, old, ascend)
         keep_env(merged, old)
+        keep_tags(merged, old)
     fill_env(merged)
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read

@@ -23,7 +23,11 @@ TABLE
 
 def make_host(root: Path, driver: str | None = "25.5.0", cards: int = 8, control: bool = True,
               members: tuple[str, ...] = ("alice",), group: bool = True, chip: str | None = "910B2",
-              runtime: bool = False, firmware: str | None = "7.7.0.1.231") -> Path:
+              runtime: bool = False, firmware: str | None = "7.7.0.1.231", smi: str = "/usr/local/bin/npu-smi",
+              install_info: bool = False) -> Path:
+    """`smi`: where npu-smi is (hosts differ: /usr/local/bin or /usr/local/sbin); none without
+    `chip`. `install_info`: the driver installer's /etc/ascend_install.info and /usr/local/dcmi,
+    which `invoke run` mounts where a host has them."""
     (root / "dev").mkdir(parents=True)
     for n in range(cards):
         (root / f"dev/davinci{n}").touch()
@@ -40,11 +44,14 @@ def make_host(root: Path, driver: str | None = "25.5.0", cards: int = 8, control
     (root / "etc").mkdir(exist_ok=True)
     lines = ["root:x:0:", "users:x:100:"] + ([f"HwHiAiUser:x:1000:{','.join(members)}"] if group else [])
     (root / "etc/group").write_text("\n".join(lines) + "\n")
+    if install_info:
+        (root / "usr/local/dcmi").mkdir(parents=True)
+        (root / "etc/ascend_install.info").write_text("Driver_Install_Path_Param=/usr/local/Ascend\n")
     if chip:
-        smi = root / "usr/local/bin/npu-smi"
-        smi.parent.mkdir(parents=True, exist_ok=True)
-        smi.write_text(SMI.format(driver=driver or "?", chip=chip))
-        smi.chmod(0o755)
+        script = root / smi.lstrip("/")
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(SMI.format(driver=driver or "?", chip=chip))
+        script.chmod(0o755)
     if runtime:
         (root / "etc/docker").mkdir(parents=True)
         (root / "etc/docker/daemon.json").write_text(json.dumps(
@@ -63,7 +70,7 @@ def make_board(root: Path, driver: str | None = "24.1.0", chip: str = "310B4", u
     the board's own media and system devices and no /dev/devmm_svm or /dev/hisi_hdc, the
     driver's user-space libraries in /usr/lib64, npu-smi in /usr/local/sbin printing `chip`,
     and the crypto and YAML libraries where Ubuntu (or openEuler) keeps them."""
-    make_host(root, driver=driver, cards=0, control=False, members=members, chip=None)
+    make_host(root, driver=driver, cards=0, control=False, members=members, chip=chip, smi="/usr/local/sbin/npu-smi")
     for name in BOARD_DEVICES:
         (root / "dev" / name).touch()
     for lib in ("libaicpu_processer.so", "libaicpu_prof.so", "libaicpu_sharder.so", "libadump.so",
@@ -78,10 +85,6 @@ def make_board(root: Path, driver: str | None = "24.1.0", chip: str = "310B4", u
         (crypto / lib).touch()
     for conf in ("sys_version.conf", "hdcBasic.cfg", "slog.conf"):
         (root / "etc" / conf).write_text("stand-in\n")
-    smi = root / "usr/local/sbin/npu-smi"
-    smi.parent.mkdir(parents=True, exist_ok=True)
-    smi.write_text(SMI.format(driver=driver or "?", chip=chip))
-    smi.chmod(0o755)
     return root
 
 

@@ -325,11 +325,11 @@ def test_python_packages_are_exactly_the_lock(host, labels, cell):
     assert wrong == {}, "locked version -> installed"
     given = {"torch-npu"} if "torch-npu @ file://" in texts.get("torch_npu", "") else set()
     apex = set() if labels[f"{LABEL_PREFIX}.apex"] == "absent" else {"apex"}
-    # A user layer or a serving image built on the image adds its own lock's packages
-    # (tests/layer_image, tests/serving_image check those); a serving image's two release files,
-    # installed from their sdists or wheels, are in no lock.
-    layers = {f: host.file(f"{folder}/{f}").content_string
-              for f in host.run(f"ls {folder}").stdout.split() if f.startswith("layer-") or f == "serving.txt"}
+    # A user layer, a serving or a devel image built on the image adds its own lock's packages
+    # (tests/layer_image, tests/serving_image, tests/devel_image check those); a serving image's
+    # two release files, installed from their sdists or wheels, are in no lock.
+    layers = {f: host.file(f"{folder}/{f}").content_string for f in host.run(f"ls {folder}").stdout.split()
+              if f.startswith("layer-") or f in ("serving.txt", "devel.txt")}
     releases = {"vllm", "vllm-ascend"} if labels.get(f"{LABEL_PREFIX}.kind") == "serving" else set()
     assert set(installed) - set(locked) - VENV_SEEDS - given - apex - set(pinned_versions(layers)) - releases == set()
 

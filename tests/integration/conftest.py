@@ -18,6 +18,7 @@ import pytest
 
 from ascend_build.hashing import sha256_of
 from ascend_build.inputs.baseimage import debian_base
+from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from tests.conftest import committed_imported_text, copy_matrix, in_ci, link_locks, once
 from tests.doubles.cann_double import make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
@@ -29,6 +30,11 @@ TRIXIE = "ascend-build-test/debian:trixie-{arch}"
 REPO = "ascend-build-test/runtime"
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
 DOUBLES = ROOT / "tests" / "doubles"
+# The 26.x train's image (test_build_train_26.py), which the serving image (test_serving.py)
+# is built on in the same lane: torch from PyPI in place of PyTorch's CPU index, by the named
+# test-only switch (said in its labels: not an image to ship).
+STACK_26 = dict(stack="2.10.0-26.1.0", os="debian13", python="3.13", platform="linux/arm64")
+SWITCHED = {**os.environ, TEST_ONLY_SWITCH: "1"}
 
 
 def invoke_cached(cache: Path, *args: str) -> subprocess.CompletedProcess:
@@ -319,3 +325,51 @@ def trixie_wheel(trixie_builder, trixie_cache, trixie_src) -> tuple[Path, str]:
     assert wheel.is_file() and wheel.name.startswith("torch_npu-2.10.0-cp313-cp313-linux_aarch64"), wheel
     return wheel, out.stdout
 
+
+
+# ------------------------------------------------------------------ the 26.x train's image
+def _invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env)
+
+
+@pytest.fixture(scope="session")
+def packages_910(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cann-910")
+    for kind in ("toolkit", "kernels", "nnal"):
+        make_run(folder, kind, "9.1.0", "aarch64", chip="910b")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def matrix_26(tmp_path_factory, packages_910):
+    """A matrix copy (matrix.yaml as it is), the doubles pinned by `invoke pin`, and a lock
+    made by `invoke lock` beside it (its own locks/ folder) under the test-only switch."""
+    path = copy_matrix(tmp_path_factory.mktemp("matrix-26"))
+    pinned = _invoke("pin", "--packages", str(packages_910), "--matrix", str(path))
+    assert pinned.returncode == 0 and pinned.stdout.count("pinned ") == 3, pinned.stdout + pinned.stderr
+    locked = _invoke("lock", "--torch", "2.10.0-26.1.0", "--python", "3.13", "--platform", "linux/arm64", "--matrix",
+                     str(path), *(["--ca-bundle", str(CA)] if CA.exists() else []), env=SWITCHED)
+    assert locked.returncode == 0, locked.stdout[-3000:] + locked.stderr[-3000:]
+    return path
+
+
+@pytest.fixture(scope="session")
+def cache_26(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache-910")
+
+
+def build_26_args(packages_910: Path, matrix_26: Path) -> list[str]:
+    """`invoke build` of the 26.x train's image, as test_build_train_26.py builds it."""
+    return ["--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--platform", "linux/arm64",
+            "--packages", str(packages_910), "--offline", "--require-pins",
+            "--base-image", f"debian:trixie={TRIXIE}", "--repository", REPO, "--matrix", str(matrix_26),
+            *(["--ca-bundle", str(CA)] if CA.exists() else [])]
+
+
+@pytest.fixture(scope="session")
+def built_26(engine, trixie_arm64_base, packages_910, matrix_26, cache_26):
+    # The default build network: the network is part of BuildKit's cache key.
+    out = _invoke("build", *build_26_args(packages_910, matrix_26), env={**SWITCHED, "ASCEND_BUILD_CACHE": str(cache_26)})
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return out

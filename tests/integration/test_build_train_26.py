@@ -20,60 +20,20 @@ image's Python 3.13; and where `invoke doctor --image` matches an image to hosts
 its CANN runs on."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-
-import pytest
 
 from ascend_build.engine import Mount, RunSpec
 from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from ascend_build.matrix import load_matrix
-from tests.conftest import copy_matrix
-from tests.doubles.cann_double import make_run
-from tests.integration.conftest import CA, REPO, ROOT, TRIXIE, TRIXIE_BUILDER, image_exists
+from tests.integration.conftest import REPO, ROOT, STACK_26, TRIXIE_BUILDER, image_exists
 
-STACK = dict(stack="2.10.0-26.1.0", os="debian13", python="3.13", platform="linux/arm64")
-SWITCHED = {**os.environ, TEST_ONLY_SWITCH: "1"}
+STACK = STACK_26
 
 
 def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env)
-
-
-@pytest.fixture(scope="module")
-def packages_910(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("cann-910")
-    for kind in ("toolkit", "kernels", "nnal"):
-        make_run(folder, kind, "9.1.0", "aarch64", chip="910b")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def matrix_26(tmp_path_factory, packages_910):
-    """A matrix copy (matrix.yaml as it is), the doubles pinned by `invoke pin`, and a lock
-    made by `invoke lock` beside it (its own locks/ folder) under the test-only switch."""
-    path = copy_matrix(tmp_path_factory.mktemp("matrix-26"))
-    pinned = invoke("pin", "--packages", str(packages_910), "--matrix", str(path))
-    assert pinned.returncode == 0 and pinned.stdout.count("pinned ") == 3, pinned.stdout + pinned.stderr
-    locked = invoke("lock", "--torch", "2.10.0-26.1.0", "--python", "3.13", "--platform", "linux/arm64", "--matrix", str(path),
-                    *(["--ca-bundle", str(CA)] if CA.exists() else []), env=SWITCHED)
-    assert locked.returncode == 0, locked.stdout[-3000:] + locked.stderr[-3000:]
-    return path
-
-
-@pytest.fixture(scope="module")
-def built_26(engine, trixie_arm64_base, packages_910, matrix_26, tmp_path_factory):
-    # The default build network: the network is part of BuildKit's cache key.
-    cache = tmp_path_factory.mktemp("cache-910")
-    out = invoke("build", "--torch", "2.10.0-26.1.0", "--os", "debian13", "--python", "3.13", "--platform", "linux/arm64",
-                 "--packages", str(packages_910), "--offline", "--require-pins",
-                 "--base-image", f"debian:trixie={TRIXIE}", "--repository", REPO, "--matrix", str(matrix_26),
-                 *(["--ca-bundle", str(CA)] if CA.exists() else []),
-                 env={**SWITCHED, "ASCEND_BUILD_CACHE": str(cache)})
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    return out
 
 
 def test_the_26_1_0_line_with_nnal_passes_its_suite_and_is_tagged(engine, built_26, matrix_26):

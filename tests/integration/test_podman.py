@@ -4,9 +4,10 @@ arch, built by `invoke build --engine podman --cann 8.0.RC3` from its rendered D
 (bind, secret and cache mounts, the same build context), its image suite run through
 testinfra's podman backend before the tag, the secrets scan on podman's own image,
 `invoke test --image`, push and join to the local registry, and `invoke run --dry` on a
-910B host's layout. It is built --reproducible: `invoke verify` builds it again from its
-labels and finds the same image ID, names the layer and file planted in a copy, and the
-rebuild's push to the registry uploads no layer.
+910B host's layout; its devel image (`--devel`) is built on it, natively too. It is built
+--reproducible: `invoke verify` builds it again from its labels and finds the same image ID,
+names the layer and file planted in a copy, and the rebuild's push to the registry uploads no
+layer.
 
 Why the CANN-only image: what differs with podman is the engine, not the framework. The
 runtime Dockerfile's steps up to CANN are every image's; torch and torch_npu are two more pip
@@ -149,6 +150,38 @@ def test_podman_builds_tests_then_tags(podman, podman_built):
     arch = subprocess.run(podman.command("image", "inspect", "--format", "{{.Architecture}}", tag),
                           capture_output=True, text=True).stdout.strip()
     assert arch == ARCH
+
+
+def test_devel_image_on_the_tested_cann_only_image(podman, podman_built, podman_base, host_packages, host_matrix,
+                                                   ca_bundle):
+    """`invoke build --cann 8.0.RC3 --devel` (images/devel.py): the CANN-only image above
+    reused by its content tag (not built again), the devel image FROM it natively (its OS tools
+    from the Debian mirror, its Python pins from its lock), its suite and then the CANN-only
+    image's run on it before its tag; its layers are the CANN-only image's and its own."""
+    started = time.monotonic()
+    out = invoke("build", "--engine", "podman", *SELECT, "--devel", "--packages", str(host_packages), "--offline",
+                 "--require-pins", *site_args(podman_base, host_matrix, ca_bundle), "--repository", REPO, "--reproducible",
+                 env={**os.environ, "ASCEND_BUILD_CACHE": str(host_packages / "cache")})
+    print(f"podman build of the devel image on the CANN-only {ARCH} image, its suites included: "
+          f"{time.monotonic() - started:.0f} s")
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert "tested when it was tagged from these same inputs: reused" in out.stdout, "the CANN-only image is reused"
+    suites = out.stdout.split("tests/devel_image", 1)[1].split("tested and tagged")[0]
+    assert "tests/image" in suites and " passed" in suites and " failed" not in suites
+    tag = f"{podman_built[1].rsplit('-', 1)[0]}-devel-{ARCH}"
+    assert image_exists(podman, tag)
+
+    def inspect(ref: str) -> dict:
+        shown = subprocess.run(podman.command("image", "inspect", ref), capture_output=True, text=True)
+        assert shown.returncode == 0, shown.stderr
+        return json.loads(shown.stdout)[0]
+    cann_only, built = inspect(podman_built[1]), inspect(tag)
+    layers = cann_only["RootFS"]["Layers"]
+    assert built["RootFS"]["Layers"][:len(layers)] == layers and len(built["RootFS"]["Layers"]) > len(layers)
+    assert built["Config"]["Labels"]["io.ascend-build.kind"] == "devel"
+    assert built["Config"]["WorkingDir"] == "/opt"
+    print(f"devel image {built['Size'] / 1e6:.0f} MB, the CANN-only image {cann_only['Size'] / 1e6:.0f} MB; suites: "
+          + "; ".join(line.strip("= ") for line in suites.splitlines() if " passed" in line))
 
 
 def test_invoke_test_runs_the_suite_on_an_image_in_podmans_store(podman, podman_built, host_matrix):

@@ -113,8 +113,86 @@ def test_an_unknown_release_is_refused_naming_the_key_and_the_releases_there_are
     text = str(info.value)
     assert "unknown CANN only stack '7.0.0'" in text and "defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0" in text
     assert "(cann_stacks:)" in text and "not a CANN release cann: knows (8.0.RC1" in text
-    with pytest.raises(UserError, match="8.5.0 is a CANN release cann: knows; to add a line: a `cann_stacks:` entry"):
-        MATRIX.stack_for(CANN, "8.5.0")
+    assert "the official CANN images' releases give: 8.1.RC1, 8.2.RC1" in text
+    with pytest.raises(UserError, match="8.0.0 is a CANN release cann: knows, with no official CANN image to derive "
+                                        "its stack from; to add a line: a `cann_stacks:` entry"):
+        MATRIX.stack_for(CANN, "8.0.0")
+
+
+# ---------------------------------------------------------------- derived from the import
+
+def test_a_release_the_official_images_publish_has_its_stack_without_an_entry():
+    st = MATRIX.stack_for(CANN, "8.5.1")
+    assert st.derived and st.name == "cann8.5.1" and st.name not in MATRIX.stacks, "derived: not rendered or listed"
+    assert (st.python_min, st.python_max, st.flag) == ("3.10", "3.12", "--cann 8.5.1")
+    with pytest.raises(UserError, match=r"python 3.13 is outside cann stack 8.5.1's range 3.10-3.12 \(the Pythons of "
+                                        r"CANN 8.5.1's official images, cann.8.5.1.images; a `cann_stacks:` entry"):
+        MATRIX.cell("cann8.5.1", "ubuntu22.04", "3.13", "910b", "linux/arm64")
+
+
+def _plan(m, stack: str) -> list:
+    """What a build of each of the stack's cells is made of: the cell and its rendered Dockerfile
+    (on the OSes the official images publish: those a derived stack is built on)."""
+    from ascend_build.images.render import runtime_dockerfile
+    st = m.stack(stack)
+    out = []
+    for base in (m.os[name] for name in m.official_oses(st)):
+        for python in st.pythons():
+            cell = m.cell(stack, base.name, python, "910b", "linux/arm64")
+            out.append((base.name, python, cell.python_source, cell.toolkit, cell.kernels, cell.nnal, cell.pins,
+                        runtime_dockerfile(m, st, base).text))
+    return out
+
+
+def test_a_written_entry_equal_to_the_derived_stack_changes_no_plan(tmp_path):
+    """cann_stacks: keeps only what a site overrides: an entry written as the import derives it
+    plans every cell of the stack (every OS the official images publish, every Python) as without
+    it, to the Dockerfile's byte; what it adds is the other OSes (test below)."""
+    derived = MATRIX.derived["cann8.5.1"]
+    entry = (f'  8.5.1:\n    python: {{min: "{derived.python_min}", max: "{derived.python_max}", '
+             f'default: "{derived.python_default}"}}')
+    written = load_matrix(with_entry(tmp_path, ENTRY + "\n" + entry))
+    assert not written.stacks["cann8.5.1"].derived and "cann8.5.1" not in written.derived
+    assert _plan(written, "cann8.5.1") == _plan(MATRIX, "cann8.5.1") != []
+
+
+def test_a_derived_stack_is_built_on_the_oses_its_images_publish_and_rendered_there(tmp_path):
+    """The official images of 8.5.1 are on Ubuntu 22.04 and openEuler 24.03: the derived stack's
+    Dockerfiles are rendered (and committed) for those; another OS is refused naming them and
+    the entry that opens it; with no --os, the OS most of its images are on."""
+    from ascend_build.images import build
+    st = MATRIX.derived["cann8.5.1"]
+    assert MATRIX.official_oses(st) == ("openeuler24.03", "ubuntu22.04")
+    rendered = {r.path.as_posix() for r in build.render(MATRIX) if "/cann8.5.1/" in r.path.as_posix()}
+    assert rendered == {"images/runtime/cann8.5.1/openeuler24.03/Dockerfile",
+                        "images/runtime/cann8.5.1/ubuntu22.04/Dockerfile"}
+    assert all((ROOT / path).is_file() for path in rendered), "committed (`invoke render`)"
+    with pytest.raises(UserError, match=r"publish openeuler24\.03, ubuntu22\.04, not debian12: pass --os ubuntu22\.04, "
+                                        r"or write a `cann_stacks:` entry keyed 8\.5\.1"):
+        MATRIX.cell("cann8.5.1", "debian12", None, "910b", "linux/arm64")
+    assert MATRIX.cell("cann8.5.1", None, None, "910b", "linux/arm64").os.name == "ubuntu22.04"
+    written = load_matrix(with_entry(tmp_path, ENTRY + '\n  8.5.1:\n    python: {min: "3.10", max: "3.12", '
+                                                        'default: "3.11"}'))
+    assert written.cell("cann8.5.1", "debian12", None, "910b", "linux/arm64").os.name == "debian12"
+
+
+def test_each_written_entry_is_an_override_of_what_the_import_derives(tmp_path):
+    """No entry of the committed cann_stacks: says what the import would derive anyway: each one
+    is either a release no official image publishes, or differs from the derived stack."""
+    written = [st for st in MATRIX.stacks.values() if st.framework is CANN]
+    assert written
+    for st in written:
+        entry = f"  {st.key}:\n    python: {{min: \"{st.python_min}\", max: \"{st.python_max}\", default: \"{st.python_default}\"}}"
+        assert entry in REAL, st.key
+        # its `images:` entries go with it: CI builds only written stacks (their Dockerfiles are rendered)
+        text = re.sub(rf"  - stack: {re.escape(st.name)}\n(    .*\n)*", "", REAL.replace(entry, "", 1))
+        without = load_matrix(copy_matrix(tmp_path / st.key, text))
+        if not MATRIX.cann[st.cann].images:
+            assert st.name not in without.stacks and st.name not in without.derived, st.key
+            continue
+        got = without.derived[st.name]
+        assert (got.python_min, got.python_max, got.python_default, got.pins, got.nnal) != (
+            st.python_min, st.python_max, st.python_default, st.pins, st.nnal), f"{st.key}: equal to the derived"
 
 
 # ---------------------------------------------------------------- the lock
@@ -214,7 +292,8 @@ def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_
 @pytest.mark.parametrize("args, message", [
     (["--torch", "2.1.0", "--cann", "8.0.RC3"], "--torch and --cann each name the image's framework: give one"),
     (["--mindspore", "2.9.0", "--cann", "9.0.0"], "--mindspore and --cann each name the image's framework: give one"),
-    (["--cann", "7.0.0"], "matrix.yaml defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0 (cann_stacks:). 7.0.0 is not a CANN release"),
+    (["--cann", "7.0.0"], "matrix.yaml defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0 (cann_stacks:), and the official CANN "
+                          "images' releases give: 8.1.RC1"),
     (["--cann", "8.0.RC3", "--torch-npu-wheel", "x.whl"], "stack cann8.0.RC3 is CANN only 8.0.RC3, which has no torch_npu"),
     (["--cann", "9.0.0", "--torch-atb"], "--torch-atb: torch_atb is NNAL's plugin for torch, and stack cann9.0.0"),
     (["--cann", "8.0.RC3", "--like", "quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11"], "leave out --torch, "
@@ -242,10 +321,11 @@ def test_a_cann_only_stack_has_no_builder():
 def test_like_an_official_cann_tag_builds_its_cann_only_cell():
     like = resolve(MATRIX, "quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11")
     assert (like.stack, like.os, like.python, like.chip) == ("cann8.0.RC3", "debian12", "3.11", "910b")
-    with pytest.raises(UserError, match="no CANN-only stack of CANN 8.5.0 .* --torch 2.6.0"):
-        resolve(MATRIX, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11")
-    with pytest.raises(UserError, match="a -devel tag"):
-        resolve(MATRIX, "quay.io/ascend/cann:9.0.0-910b-ubuntu22.04-py3.11-devel")
+    assert resolve(MATRIX, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11").stack == "cann8.5.0"   # derived
+    with pytest.raises(UserError, match="no CANN-only stack of CANN 8.0.0: .* --torch 2.1.0-cann8.0.0"):
+        resolve(MATRIX, "quay.io/ascend/cann:8.0.0-910b-ubuntu22.04-py3.11")
+    devel = resolve(MATRIX, "quay.io/ascend/cann:9.0.0-910b-ubuntu22.04-py3.11-devel")    # its devel twin
+    assert devel.devel and (devel.stack, devel.os) == ("cann9.0.0", "ubuntu22.04")
     out = invoke("build", "--like", "quay.io/ascend/cann:9.1.0-a3-ubuntu22.04-py3.10", "--dry")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ascend-runtime:cann9.1.0-a3-ubuntu22.04-py3.10-arm64" in out.stdout

@@ -14,6 +14,7 @@ import yaml
 
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
+from ascend_build.matrix.frameworks import CANN
 from ascend_build.upstream import cann_images
 from ascend_build.upstream.update import update, write
 from tests import forked
@@ -204,10 +205,19 @@ def test_a_release_only_the_images_list_is_added_with_its_source_and_no_sums(mat
                for n in result.merged.images_notes)
     assert result.counts["CANN releases only the official CANN images list"] == 2
     assert data["read"]["cann_images"].startswith(f"{cann_images.REPO} (a copy in a folder named cci): 11 Dockerfiles")
+    # the released images' tags, each under its release (a deployer's release too): the CANN-only stacks' source
+    tags = {v: r["images"] for v, r in data["cann"].items() if "images" in r}
+    assert set(tags) == set(cann_images.read(tree(tmp_path / "cci2")).releases) == {"8.3.RC2", "8.5.0", "8.5.1", "9.0.0"}
+    assert all(t.startswith(v.lower() + "-") and not t.endswith("-devel") for v, ts in tags.items() for t in ts)
     write(result)
     m = load_matrix(matrix)
     assert m.cann["8.5.1"].toolkit["aarch64"].url == OBS.format(folder="8.5.1") + "Ascend-cann-toolkit_8.5.1_linux-aarch64.run"
     assert m.cann["8.5.1"].toolkit["aarch64"].sha256 is None and m.cann["8.5.1"].nnal, "pinned on first use"
+    assert [str(t) for t in m.cann["8.5.1"].images] == tags["8.5.1"]
+    assert m.stack_for(CANN, "8.5.1").derived, "its CANN-only stack, derived from those tags"
+    # an update without --cann-images keeps them as they were
+    again = update(matrix, deployer(tmp_path), docs_folder=DOCS)
+    assert {v: r["images"] for v, r in yaml.safe_load(again.text)["cann"].items() if "images" in r} == tags
 
 
 def test_a_release_both_list_stays_the_deployers_where_they_agree(matrix, tmp_path):

@@ -1,5 +1,6 @@
-"""`invoke run` against a stand-in host root: a temporary tree holding the device and
-driver paths a 910B host has (plain files standing in for device nodes)."""
+"""`invoke run` against a stand-in host root (tests/doubles/host_roots.py): a temporary tree
+holding the device and driver paths a 910B host or a 310B board has (plain files standing in
+for device nodes)."""
 from __future__ import annotations
 
 import re
@@ -11,29 +12,11 @@ from ascend_build.engine import Engine
 from ascend_build.errors import UserError
 from ascend_build.host.run import RunOptions, compose
 from tests import forked
+from tests.doubles.host_roots import BOARD_DEVICES, make_board, make_host
 
 DOCKER = Engine("docker", "docker", "classic-buildkit", "20.10.24")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def stand_in_host(root: Path, cards=(0, 1, 2, 3), smi="/usr/local/sbin/npu-smi", control=True, driver=True) -> Path:
-    (root / "dev").mkdir(parents=True)
-    for n in cards:
-        (root / f"dev/davinci{n}").touch()
-    if control:
-        for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
-            (root / "dev" / name).touch()
-    if driver:
-        (root / "usr/local/Ascend/driver/lib64").mkdir(parents=True)
-        (root / "usr/local/Ascend/driver/version.info").write_text("Version=24.1.rc2\n")
-    (root / "usr/local/dcmi").mkdir(parents=True)
-    (root / "etc").mkdir(exist_ok=True)
-    (root / "etc/ascend_install.info").write_text("Driver_Install_Path_Param=/usr/local/Ascend\n")
-    if smi:
-        (root / smi.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
-        (root / smi.lstrip("/")).touch()
-    return root
 
 
 def pairs(cmd: list[str], flag: str) -> list[str]:
@@ -41,7 +24,7 @@ def pairs(cmd: list[str], flag: str) -> list[str]:
 
 
 def test_device_flags_and_driver_mounts(tmp_path):
-    root = stand_in_host(tmp_path)
+    root = make_host(tmp_path, cards=4, smi="/usr/local/sbin/npu-smi", install_info=True)
     cmd = compose(DOCKER, RunOptions("img", ("python", "-c", "1"), devices="0,2"), root)
     assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci_manager", "/dev/devmm_svm",
                                       "/dev/hisi_hdc"]
@@ -55,7 +38,7 @@ def test_device_flags_and_driver_mounts(tmp_path):
 
 
 def test_all_and_ranges(tmp_path):
-    root = stand_in_host(tmp_path)
+    root = make_host(tmp_path, cards=4)
     assert pairs(compose(DOCKER, RunOptions("img"), root), "--device")[:4] == [f"/dev/davinci{n}" for n in range(4)]
     assert pairs(compose(DOCKER, RunOptions("img", devices="1-2"), root), "--device")[:2] == ["/dev/davinci1",
                                                                                                 "/dev/davinci2"]
@@ -66,7 +49,7 @@ def test_all_and_ranges(tmp_path):
 
 
 def test_ascend_docker_runtime_replaces_devices_and_mounts(tmp_path):
-    root = stand_in_host(tmp_path)
+    root = make_host(tmp_path, cards=4)
     cmd = compose(DOCKER, RunOptions("img", devices="0-3"), root, frozenset({"runc", "ascend"}))
     assert cmd[cmd.index("--runtime") + 1] == "ascend"
     assert "ASCEND_VISIBLE_DEVICES=0,1,2,3" in cmd
@@ -78,15 +61,15 @@ def test_ascend_docker_runtime_replaces_devices_and_mounts(tmp_path):
 
 def test_host_without_npu_or_driver_is_refused(tmp_path):
     with pytest.raises(UserError, match="no NPU on this host"):
-        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "a", cards=()))
+        compose(DOCKER, RunOptions("img"), make_host(tmp_path / "a", cards=0))
     with pytest.raises(UserError, match="davinci_manager"):
-        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "b", control=False))
+        compose(DOCKER, RunOptions("img"), make_host(tmp_path / "b", cards=4, control=False))
     with pytest.raises(UserError, match="driver/lib64 is missing"):
-        compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "c", driver=False))
+        compose(DOCKER, RunOptions("img"), make_host(tmp_path / "c", cards=4, driver=None))
 
 
 def test_invoke_run_dry(tmp_path):
-    root = stand_in_host(tmp_path, cards=(0,), smi="/usr/local/bin/npu-smi")
+    root = make_host(tmp_path, cards=1, smi="/usr/local/bin/npu-smi")
     out = forked.invoke("run", "--image", "ascend-runtime:torch2.1.0-arm64", "--devices", "0", "--host-root", str(root),
                         "--runtime", "runc", "--dry", "--", "python", "-c", "import torch_npu")
     assert out.returncode == 0, out.stderr
@@ -96,7 +79,6 @@ def test_invoke_run_dry(tmp_path):
 
 
 def test_a_310b_board_gets_its_own_devices_and_driver_files(tmp_path):
-    from tests.doubles.host_roots import BOARD_DEVICES, make_board
     root = make_board(tmp_path)
     cmd = compose(DOCKER, RunOptions("img", ("python",)), root)
     assert pairs(cmd, "--device") == ["/dev/davinci0", "/dev/davinci_manager", "/dev/svm0", "/dev/ts_aisle",
@@ -115,10 +97,9 @@ def test_a_310b_board_gets_its_own_devices_and_driver_files(tmp_path):
 
 
 def test_a_board_under_the_ascend_docker_runtime_allows_its_links(tmp_path):
-    from tests.doubles.host_roots import make_board
     cmd = compose(DOCKER, RunOptions("img"), make_board(tmp_path), frozenset({"ascend"}))
     assert pairs(cmd, "-e") == ["ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=True"]
-    server = compose(DOCKER, RunOptions("img"), stand_in_host(tmp_path / "server"), frozenset({"ascend"}))
+    server = compose(DOCKER, RunOptions("img"), make_host(tmp_path / "server", cards=4), frozenset({"ascend"}))
     assert pairs(server, "-e") == ["ASCEND_VISIBLE_DEVICES=0,1,2,3"]
 
 
@@ -132,7 +113,7 @@ def test_a_preview_for_a_310b_image_on_a_machine_without_npus(tmp_path):
 
 
 def test_a_bound_launch_gives_the_container_exactly_its_ranks_cores(tmp_path):
-    root = stand_in_host(tmp_path)
+    root = make_host(tmp_path, cards=4)
     cmd = compose(DOCKER, RunOptions("img", ("torchrun", "train.py"), cpuset="0-23,48-71"), root)
     assert "--cpuset-cpus=0-23,48-71" in cmd and cmd.index("--cpuset-cpus=0-23,48-71") < cmd.index("img")
     assert not any(c.startswith("--cpuset-cpus") for c in compose(DOCKER, RunOptions("img"), root))
@@ -148,7 +129,7 @@ def model_dir(where: Path, name: str = "Qwen2.5-7B-Instruct") -> Path:
 
 def test_serve_runs_vllm_on_the_chosen_cards_with_the_model_read_only_and_the_port_on_loopback(tmp_path):
     from ascend_build.host.serving import serve_on_host
-    root = stand_in_host(tmp_path / "host")
+    root = make_host(tmp_path / "host", cards=4)
     model = model_dir(tmp_path / "models")
     serve = serve_on_host(str(model), 8000, "127.0.0.1")
     cmd = compose(DOCKER, RunOptions("img", ("--max-model-len", "8192"), devices="1-2", serve=serve), root)
@@ -170,7 +151,7 @@ def test_serve_runs_vllm_on_the_chosen_cards_with_the_model_read_only_and_the_po
 
 def test_serve_under_the_runtime_on_the_host_network_and_on_another_address(tmp_path):
     from ascend_build.host.serving import serve_on_host
-    root = stand_in_host(tmp_path / "host")
+    root = make_host(tmp_path / "host", cards=4)
     model = model_dir(tmp_path / "models")
     runtime = compose(DOCKER, RunOptions("img", serve=serve_on_host(str(model), 8000, "127.0.0.1")), root,
                       frozenset({"ascend"}))
@@ -226,7 +207,7 @@ esac
 
 
 def test_invoke_run_serve_dry_and_its_refusals_before_the_engine(tmp_path):
-    root = stand_in_host(tmp_path / "host", cards=(0, 1))
+    root = make_host(tmp_path / "host", cards=2)
     model = model_dir(tmp_path / "models")
     client, calls = client_double(tmp_path)
     task = ["run", "--image", "ascend-serving:x", "--host-root", str(root), "--runtime", "runc", "--docker",
@@ -254,7 +235,7 @@ def test_invoke_run_serve_dry_and_its_refusals_before_the_engine(tmp_path):
 
 
 def test_invoke_run_serve_refuses_an_image_without_vllm(tmp_path):
-    root = stand_in_host(tmp_path / "host", cards=(0,))
+    root = make_host(tmp_path / "host", cards=1)
     model = model_dir(tmp_path / "models")
     base = {"io.ascend-build.chip": "910b", "io.ascend-build.platform": "linux/arm64"}
     task = ["run", "--image", "ascend-runtime:x", "--host-root", str(root), "--runtime", "runc", "--dry", "--serve",

@@ -3,6 +3,7 @@ torch-npu tags (Ascend/pytorch docker/OVERVIEW.md, written here by hand: 5 torch
 x CANN 9.1.0 x 310p/910b/a3/950 x ubuntu22.04/openeuler24.03 x py3.12)."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
+from ascend_build.matrix.eras import cann_key
 from ascend_build.matrix.like import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +59,13 @@ def test_a_release_no_stack_pairs_with_the_cann_is_refused_naming_the_nearest():
 
 
 @pytest.mark.parametrize("ref, message", [
-    ("quay.io/ascend/cann:8.5.1-910b-ubuntu22.04-py3.11", "no CANN-only stack of CANN 8.5.1"),
+    ("quay.io/ascend/cann:8.0.0-910b-ubuntu22.04-py3.10", "no CANN-only stack of CANN 8.0.0: no official CANN image"),
+    ("quay.io/ascend/cann:9.1.0-beta.3-910b-ubuntu22.04-py3.11", "CANN 9.1.0-beta.3 is a pre-release, which the import "
+     "leaves out (no files of it in imported.yaml); build the release: --like quay.io/ascend/cann:9.1.0-910b-"
+     "ubuntu22.04-py3.11 (or --cann 9.1.0)"),
+    ("quay.io/ascend/cann:8.5.0.alpha001-910b-ubuntu22.04-py3.10", "build the release: --like quay.io/ascend/cann:"
+     "8.5.0-910b-ubuntu22.04-py3.10 (or --cann 8.5.0)"),
+    ("quay.io/ascend/cann:9.0.1-910b-alpine3.20-py3.11", "no OS alpine3.20 in the matrix; the OSes it builds: "),
     ("quay.io/ascend/torch-npu:latest", "a torch-npu tag reads"),
     ("quay.io/ascend/torch-npu", "not an image reference with a tag"),
     ("quay.io/ascend/vllm-ascend:v0.9.0", "vllm-ascend is neither"),
@@ -83,11 +91,9 @@ def test_build_like_plans_the_cell_and_refuses_other_choices_beside_it():
     assert both.returncode == 2 and "--like names the stack" in both.stderr
 
 
-# The official CANN-only images of the 9.x releases, as Ascend/cann-container-image c5a67b3a
-# has them under cann/ (the released ones: not -devel, not the betas): 5 chips x 2 OSes x
-# Python 3.10-3.12, for 9.0.0 and 9.0.1.
-CANN_9_TAGS = [f"quay.io/ascend/cann:{v}-{chip}-{os}-py{py}" for v, chip, os, py in itertools.product(
-    ("9.0.0", "9.0.1"), ("310p", "910", "910b", "950", "a3"), ("ubuntu22.04", "openeuler24.03"), ("3.10", "3.11", "3.12"))]
+# Every official CANN image the import lists (cann.<release>.images: Ascend/cann-container-image's
+# released tags, 8.1.RC1 on; not -devel, not the pre-releases), read from the data, not typed here.
+CANN_TAGS = [f"quay.io/ascend/cann:{tag}" for rel in MATRIX.cann.values() for tag in rel.images]
 
 
 def _label(plan: str, name: str) -> str:
@@ -96,30 +102,124 @@ def _label(plan: str, name: str) -> str:
     return found.group(1)
 
 
-def test_build_like_dry_plans_every_26_1_0_tag_and_every_9_x_cann_tag_as_the_tag_says(monkeypatch, capsys):
-    """`invoke build --like TAG --dry`, the task's own action, for each of the 100 tags: the plan's
-    chip, OS, Python, CANN and torch_npu are the tag's. (The engine is the dry run's stand-in
-    for a machine without a client: a plan, not this machine's docker, is what is checked.)"""
+def test_build_like_dry_plans_every_26_1_0_tag_and_every_official_cann_tag_as_the_tag_says(monkeypatch, capsys):
+    """`invoke build --like TAG --dry`, the task's own action, for each 26.1.0 tag and each
+    official cann: tag of the import, written and derived stacks alike (their Dockerfiles are
+    rendered and committed): the plan's chip, OS, Python, CANN and torch_npu are the tag's. The
+    A3 tags of releases whose A3 kernels the import does not take are refused naming the chips
+    that work (the test above). (The engine is the dry run's stand-in for a machine without a
+    client: a plan, not this machine's docker, is what is checked.)"""
     from ascend_build import engine as eng
     from ascend_build.chips import spelling
     from ascend_build.cli import building
     monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
     monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
         "docker", "docker", "buildx", "?"))
-    assert len(TAGS_26_1_0) == 40 and len(CANN_9_TAGS) == 60
-    for tag in TAGS_26_1_0 + CANN_9_TAGS:
+    planned = derived = 0
+    for tag in TAGS_26_1_0 + CANN_TAGS:
         name = tag.split(":", 1)[1]
         parts = re.fullmatch(r"(?:(?P<npu>[^-]+)-cann)?(?P<cann>[0-9.RCrc]+)-(?P<chip>[^-]+)-(?P<os>[a-z]+[0-9.]+)"
                              r"-py(?P<py>3\.[0-9]+)", name)
         assert parts, tag
+        if spelling(parts["chip"]) not in MATRIX.cann[MATRIX.stack(resolve(MATRIX, tag).stack).cann].kernels:
+            with pytest.raises(UserError, match="chips with kernels"):
+                building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
+            continue
         building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
         plan = capsys.readouterr()
         plan_text = plan.out + plan.err
-        stack = MATRIX.stacks[_label(plan_text, "stack")]
+        stack = MATRIX.stack(_label(plan_text, "stack"))
         assert _label(plan_text, "chip") == spelling(parts["chip"]), tag
         assert _label(plan_text, "os") == parts["os"] and _label(plan_text, "python") == parts["py"], tag
-        assert stack.cann == parts["cann"] and f"toolkit_{parts['cann']}_linux-aarch64" in plan_text, tag
+        # the tags spell release candidates in lower case (8.1.rc1); the files as Huawei names them
+        assert stack.cann.lower() == parts["cann"].lower() and f"toolkit_{stack.cann}_linux-aarch64" in plan_text, tag
+        assert f"images/runtime/{stack.name}/{parts['os']}/Dockerfile" in plan_text, tag
         if parts["npu"]:
             assert stack.package == parts["npu"], tag
         else:
             assert stack.framework.name == "cann", tag
+        planned += 1
+        derived += stack.derived
+    assert planned == 40 + 134 and derived == 74      # 134 cann: tags, 60 of them 9.0.0's and 9.0.1's entries
+
+
+def test_every_devel_twin_of_an_official_cann_tag_plans_the_devel_image_on_its_cann_only_image(monkeypatch, capsys):
+    """From CANN 9.0.0 every official cann: image has a `-devel` twin (the import reads the
+    released tags without them): `--like TAG-devel --dry` resolves to the same cell with
+    --devel, and plans both images, the devel one FROM the CANN-only one's content tag."""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    from ascend_build.matrix.eras import cann_key
+    monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    twins = [t + "-devel" for t in CANN_TAGS if cann_key(MATRIX.stack(resolve(MATRIX, t).stack).cann) >= cann_key("9.0.0")]
+    assert len(twins) == 60
+    for tag in twins:
+        found = resolve(MATRIX, tag)
+        assert found.devel and found == dataclasses.replace(resolve(MATRIX, tag.removesuffix("-devel")), devel=True)
+        building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
+        plan = capsys.readouterr().out
+        runtime = _label(plan, "content-tag")           # the CANN-only image's, planned first
+        devel = plan[plan.index("images/devel/"):]
+        assert f"images/devel/{found.os}/Dockerfile" in plan and "io.ascend-build.kind=devel" in devel, tag
+        assert f"--build-arg RUNTIME_IMAGE=ascend-runtime:{runtime}-arm64" in devel, tag
+        assert f"ascend-runtime:{found.stack}-{found.chip.lower()}-{found.os}-py{found.python}-devel-arm64" in devel, tag
+
+
+def test_the_import_lists_every_released_official_cann_image_from_8_1_rc1():
+    """147 tags of 10 releases, as `invoke update --cann-images` read Ascend/cann-container-image
+    c5a67b3a (its 401 Dockerfiles less the -devel ones and the alpha and beta pre-releases)."""
+    by_release = {v: len(rel.images) for v, rel in MATRIX.cann.items() if rel.images}
+    assert by_release == {"8.1.RC1": 13, "8.2.RC1": 12, "8.2.RC2": 8, "8.3.RC1": 8, "8.3.RC2": 8, "8.5.0": 10,
+                          "8.5.1": 18, "8.5.2": 10, "9.0.0": 30, "9.0.1": 30}
+    assert not any(t.devel or t.pre_release for rel in MATRIX.cann.values() for t in rel.images)
+
+
+def test_every_official_cann_tag_plans_its_cell_or_is_refused_naming_the_chips_that_work():
+    """Each tag of the import: its stack is CANN-only on the tag's release (written or derived,
+    never missing), and its cell has the tag's chip, OS and Python, the release's toolkit and the
+    chip's kernels; the runtime Dockerfile rendered for it installs that release. Where the
+    release has no kernels for the tag's chip (A3 up to 8.3: upstream's Atlas-A3-cann-kernels,
+    which the import does not take), the refusal names the chips that have them."""
+    from ascend_build.chips import spelling
+    from ascend_build.images.render import runtime_dockerfile
+    planned, refused = 0, []
+    for ref in CANN_TAGS:
+        tag = ref.split(":", 1)[1]
+        like = resolve(MATRIX, ref)
+        st = MATRIX.stack(like.stack)
+        assert st.framework.name == "cann" and st.cann.lower() == tag.split("-")[0], ref
+        assert like.os == tag.split("-")[2] and like.python == tag.split("-py")[1] and like.chip == tag.split("-")[1]
+        release = MATRIX.cann[st.cann]
+        if spelling(like.chip) not in release.kernels:
+            with pytest.raises(UserError, match=re.escape(f"chips with kernels: {', '.join(release.kernels)}")):
+                MATRIX.cell(like.stack, like.os, like.python, like.chip, "linux/arm64")
+            refused.append((st.cann, spelling(like.chip)))
+            continue
+        cell = MATRIX.cell(like.stack, like.os, like.python, like.chip, "linux/arm64")
+        assert (cell.os.name, cell.python, cell.chip, cell.cann.version) == (like.os, like.python,
+                                                                              spelling(like.chip), st.cann), ref
+        assert cell.toolkit.file == f"Ascend-cann-toolkit_{st.cann}_linux-aarch64.run"
+        assert cell.kernels is release.kernels[spelling(like.chip)]["aarch64"]
+        assert cell.nnal is release.nnal.get("aarch64"), "NNAL where the release has it"
+        text = runtime_dockerfile(MATRIX, st, cell.os).text
+        assert f'io.ascend-build.cann="{st.cann}"' in text and f"toolkit_{st.cann}_linux-" in text, ref
+        planned += 1
+    assert planned + len(refused) == len(CANN_TAGS) == 147 and planned == 134
+    assert {chip for _, chip in refused} == {"A3"} and max(cann_key(v) for v, _ in refused) < cann_key("8.5.0")
+
+
+def test_a_cann_only_stack_is_derived_for_each_release_the_official_images_publish():
+    """The derived stacks: the images' Python range, the most published Python its default,
+    NNAL as the release has it; none for a release cann_stacks: writes (the written one is
+    the site's override) or that no image publishes (8.0.0)."""
+    derived = {st.cann: st for st in MATRIX.derived.values()}
+    with_images = {v for v, rel in MATRIX.cann.items() if rel.images}
+    written = {st.cann for st in MATRIX.stacks.values() if st.framework.name == "cann"}
+    assert set(derived) == with_images - written and "8.5.1" in derived and "8.0.0" not in derived
+    for version, st in derived.items():
+        pythons = sorted({t.python for t in MATRIX.cann[version].images}, key=lambda p: int(p.split(".")[1]))
+        assert (st.python_min, st.python_max) == (pythons[0], pythons[-1]) and st.derived and st.nnal is None
+    assert (derived["8.5.1"].python_min, derived["8.5.1"].python_max) == ("3.10", "3.12")
+    assert derived["8.2.RC2"].pythons() == ["3.11"]

@@ -97,25 +97,123 @@ def test_a_setting_that_is_not_one_or_of_the_wrong_kind_is_refused(tmp_path, tex
     assert "docker build" not in out.stdout
 
 
-def test_every_setting_is_an_option_of_some_task_with_the_same_kind_of_value():
-    """Each key names an option of at least one task (a key no task takes would be a no-op),
-    and the repeatable ones are the tasks' iterable options."""
-    import inspect
+def _settings() -> dict[str, siteconfig.Setting]:
+    import tasks  # the checkout's tasks.py
+    return siteconfig.settings(vars(tasks))
+
+
+def test_the_settings_are_the_options_the_tasks_records_declare_site():
+    """The keys are read from the declarations (opt(..., site=True)), never listed by hand:
+    each is an option of the tasks that take it, a flag's is a flag everywhere (off by
+    default), a list's a repeatable option, and a task whose record has none takes none."""
+    from invoke import Collection
 
     import tasks
-    params: dict[str, list] = {}
-    for name in dir(tasks):
-        body = getattr(getattr(tasks, name), "body", None)
-        if body is not None:
-            for p in inspect.signature(body).parameters.values():
-                params.setdefault(p.name, []).append(p.default)
-    for key in siteconfig.KEYS:
-        assert key in params, key
-        if key in siteconfig.FLAGS:
-            assert all(d is False for d in params[key]), key
-    assert siteconfig.apply(lambda c, proxy=None: None, Config(), {"proxy": None}, [], ) == {"proxy": None}
+    from ascend_build.cli.options import flags
+    known = _settings()
+    declared: dict[str, dict[str, object]] = {}
+    for t in Collection.from_module(tasks).tasks.values():
+        for x in flags(t.record):
+            if x.name not in t.without and x.site:
+                declared.setdefault(x.name, {})[t.name.replace("_", "-")] = x
+    assert set(known) == set(declared) and {"proxy", "matrix", "base_image", "require_pins"} <= set(known)
+    for key, setting in known.items():
+        assert setting.takers == tuple(sorted(declared[key])), key
+        for x in declared[key].values():
+            assert (setting.kind == "flag") == (x.default is False) and (setting.kind == "list") == x.iterable, key
+    assert "unlocked" not in known and "like" not in known, "said per build, never a site's default"
+    assert "ranktable" not in {t for s in known.values() for t in s.takers}
+    assert siteconfig.apply([], Config(), known, {"proxy": None}, []) == {"proxy": None}
     with pytest.raises(UserError, match="not a site setting; did you mean proxy"):
-        siteconfig.sources(Config(), {"INVOKE_ASCEND_BUILD_PROXI": "http://p:1"})
+        siteconfig.sources(Config(), known, {"INVOKE_ASCEND_BUILD_PROXI": "http://p:1"})
+
+
+def test_one_key_declared_with_two_kinds_of_value_is_refused():
+    """A site writes a key once: two records that declare it, one as text and one as a
+    list, would leave its value's check to chance."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from ascend_build.cli.options import opt
+    from ascend_build.cli.wrap import task
+
+    @dataclass(frozen=True)
+    class One:
+        mirror: str | None = opt(None, "one mirror", site=True)
+
+    @dataclass(frozen=True)
+    class Many:
+        mirror: list[str] | None = opt(None, "mirrors (repeatable)", iterable=True, site=True)
+
+    one, many = task(One, name="one")(lambda c, o: None), task(Many, name="many")(lambda c, o: None)
+    assert siteconfig.settings(vars(SimpleNamespace(one=one)))["mirror"].kind == "text"
+    with pytest.raises(TypeError, match="Many.mirror: the site setting mirror is declared elsewhere"):
+        siteconfig.settings(vars(SimpleNamespace(one=one, many=many)))
+    with pytest.raises(TypeError, match="site=True too"):
+        opt(None, "a URL no site sets", url=True)
+
+
+# A tasks module of the test's own, with a record of its own: one option a site may set (a
+# URL), one it may not. Run by `python -m ascend_build -c probe_tasks`, as ascend-build runs
+# tasks.py; the site's settings and `site` come from the declarations alone.
+PROBE_TASKS = '''
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from ascend_build.cli import siteconfig
+from ascend_build.cli.options import opt
+from ascend_build.cli.wrap import task
+
+THIS = sys.modules[__name__]
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    mirror_url: str | None = opt(None, "a mirror this task prints", site=True, url=True)
+    retries: str = opt("1", "how often (not a site setting)")
+
+
+@task(ProbeOptions)
+def probe(c, o):
+    """Print what the task was given."""
+    print(f"mirror_url={o.mirror_url} retries={o.retries}")
+
+
+@task(siteconfig.SiteOptions)
+def site(c, o):
+    """The site's settings."""
+    siteconfig.show(c.config, siteconfig.settings(vars(THIS)))
+'''
+
+
+def test_an_option_declared_site_is_taken_from_a_site_file_and_listed_by_site(tmp_path):
+    (tmp_path / "probe_tasks.py").write_text(PROBE_TASKS)
+    site = tmp_path / "site.yaml"
+    site.write_text("ascend_build:\n  mirror_url: https://user:probe-pw@mirror.site/simple\n")
+
+    def run(*argv: str, config: Path = site) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ascend_build", "-r", str(tmp_path), "-c", "probe_tasks",
+                               "-f", str(config), *argv], cwd=tmp_path, env=_env(tmp_path),
+                              capture_output=True, text=True, timeout=120)
+
+    taken = run("probe")
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert "mirror_url=https://user:probe-pw@mirror.site/simple retries=1" in taken.stdout
+    assert _taken(taken.stderr) == {"mirror_url"}
+    given = run("probe", "--mirror-url", "https://mine.example/simple")
+    assert "mirror_url=https://mine.example/simple" in given.stdout, given.stdout + given.stderr
+    rows = _table(run("site"))
+    assert rows == {"mirror_url": ("https://user:***@mirror.site/simple", str(site), "probe")}
+    # checked as a URL, its option's kind; a key of the same record not declared site is none
+    for text, message in (("mirror_url: mirror.site\n", "ascend_build.mirror_url in invoke's config"),
+                          ("retries: 3\n", "not a site setting; the settings are mirror_url")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("ascend_build:\n  " + text)
+        refused = run("probe", config=bad)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stdout + refused.stderr
+        assert "Traceback" not in refused.stderr and "mirror_url=" not in refused.stdout
 
 
 def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_path):
@@ -128,7 +226,7 @@ def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_pa
         INVOKE_ASCEND_BUILD_REPOSITORY="env.example/runtime"))
     assert out.returncode == 0, out.stdout + out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
-    assert rows.keys() == set(siteconfig.KEYS)
+    assert rows.keys() == set(_settings())
     # the -f file wins over the variable and the user's file (invoke's order); each value names its level
     assert rows["repository"][1:3] == ["run.example/runtime", str(run_file)]
     assert rows["proxy"][1:3] == ["http://user:***@proxy.site:3128", str(tmp_path / ".invoke.yaml")]

@@ -278,6 +278,23 @@ def test_every_exit_code_is_in_the_readme_and_the_tasks_page():
     assert said == table
 
 
+def test_readme_and_the_tasks_page_name_the_tasks_that_take_no_matrix():
+    """README said every task takes --matrix FILE; seven do not. Its sentence names them,
+    read from the tasks' records as the tasks page's is."""
+    from ascend_build.cli import pages
+    from ascend_build.cli.options import flags
+    module = _tasks_module()
+    lacking = pages.without_matrix(module)
+    assert {"run", "shell", "job", "ranktable", "base-image", "sbom", "site"} <= set(lacking)
+    assert "build" not in lacking and "matrix" not in lacking
+    for name in lacking:
+        t = getattr(module, name.replace("-", "_"))
+        assert "matrix" not in {x.name for x in flags(t.record)} - set(t.without), name
+    text = " ".join((ROOT / "README.md").read_text().split())
+    said = text.split("Every task takes `--help`, and every one but ", 1)[1].split(" takes `--matrix FILE`.", 1)[0]
+    assert sorted(re.findall(r"`([a-z-]+)`", said)) == sorted(lacking)
+
+
 def _tasks_module():
     import tasks  # the checkout's tasks.py (the repository root is on sys.path, as for tests.*)
     return tasks

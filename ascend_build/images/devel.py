@@ -1,0 +1,189 @@
+"""The devel kind (`invoke build --cann 9.0.0 --devel`): the twin Huawei publishes of every
+`cann:` image from CANN 9.0.0 (`cann:<tag>-devel`, Ascend/cann-container-image), built here
+on the tested CANN-only image of the cell: FROM its content tag (one tested image: its
+layers are reused, never rebuilt), root, bash as /bin/sh, the official devel images' build
+tools and headers for the OS family, their Python build pins locked as a user layer is (every
+package of the CANN-only image held), WORKDIR /opt; tested with its suite and then the
+CANN-only image's, and tagged `<CANN-only image name>-devel-<arch>`."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from .. import atomic, console
+from .. import engine as eng
+from ..errors import UserError
+from ..inputs.options import Inputs, Site
+from ..locking import layerlock
+from ..locking import lock as locks
+from ..matrix import Cell, Matrix, OSBase
+from ..matrix.frameworks import CANN
+from . import finish, steps
+from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
+from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
+from .steps import Built, Extension
+
+SUFFIX = "devel"        # <CANN-only image name>-devel-<arch>
+# Its lock is a layer lock (locking/layerlock.py) made by this command.
+DEVEL_LAYER = layerlock.LockFor("devel layer", "invoke build --devel")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One of the official devel images' `pip3 install` lines."""
+    name: str
+    version: str = ""            # their exact pin ("": none, the newest that fits)
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}=={self.version}" if self.version else self.name
+
+
+# cann/9.0.1-*-devel/Dockerfile (every chip, OS and Python alike), in their order.
+PINS = (Pin("wheel", "0.38.4"), Pin("pyyaml", "6.0.1"), Pin("setuptools", "67.4.0"), Pin("numpy", "1.26.4"),
+        Pin("attrs"), Pin("decorator"), Pin("sympy"), Pin("psutil"), Pin("scipy"), Pin("protobuf"))
+
+# Their OS packages, per package family (templates/_steps.j2 installs them). openEuler's list
+# names no pkg-config: pkgconf is added, which the suite's `pkg-config gtest` needs.
+TOOLS = {
+    "apt": "vim zip tree dos2unix sudo bzip2 pigz locales libgtest-dev pkg-config systemctl gawk "
+           "nlohmann-json3-dev patch",
+    "dnf": "vim zip tree dos2unix sudo bzip2 pigz gtest gtest-devel pkgconf gawk nlohmann-json-devel patch",
+}
+
+
+@dataclass(frozen=True)
+class DevelFacts:
+    """What a devel image's labels say (the CANN-only image's come with its image, FROM)."""
+    lock: str
+    content: str
+    runtime: str                 # the CANN-only image it is built on
+
+
+def _labels(f: DevelFacts) -> dict[str, str]:
+    # user: root whoever the CANN-only image runs as (its suite, inherited, reads this label)
+    return {label("kind"): "devel", label("devel-lock"): f.lock, label("content-tag"): f.content,
+            label("runtime"): f.runtime, label("user"): "root", "org.opencontainers.image.base.name": f.runtime}
+
+
+KIND: ImageKind[DevelFacts] = ImageKind("devel", "devel.Dockerfile.j2", "runtime", "devel_image",
+                                        "ascend-runtime", _labels, extends=RUNTIME)
+
+
+def dockerfile(os: OSBase) -> Rendered:
+    return plain_dockerfile(KIND.template, f"images/devel/{os.name}/Dockerfile", os=os,
+                            packages=PACKAGES[os.family], tools=TOOLS[os.family])
+
+
+def render(matrix: Matrix) -> list[Rendered]:
+    """One Dockerfile per OS (its package family's tools, its package cache): the CANN-only
+    image and the lock are a build argument and a staged file."""
+    return [dockerfile(os) for os in matrix.os.values()]
+
+
+@dataclass(frozen=True)
+class DevelRequest:
+    """`--devel` on one CANN-only cell."""
+
+    @classmethod
+    def of(cls, matrix: Matrix, cell: Cell) -> DevelRequest:
+        """The request for a cell (also what `--like <tag>-devel` makes); refused unless the
+        cell is a CANN-only image (exit 2), naming the releases that have one."""
+        if cell.stack.framework is not CANN:
+            releases = [st.key for st in matrix.stacks.values() if st.framework is CANN]
+            raise UserError(f"--devel is the devel variant of a CANN-only image; {cell.stack.name} is a "
+                            f"{cell.stack.framework.title} stack: give --cann RELEASE --devel, RELEASE one of "
+                            f"{', '.join(releases)} (cann_stacks:)")
+        return cls()
+
+    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
+        """Locked (or refused) now; built on the CANN-only image later (batch.py)."""
+        lock = prepare(matrix, cell, site)
+        return Extension(f"{cell.name}-{SUFFIX}", partial(_build_on, matrix, cell, site, inputs, lock))
+
+
+def lock_input(matrix: Matrix) -> Path:
+    """Beside the matrix, as the runtimes' locks: locks/devel/devel.in, its locks in
+    devel.lock/<stack>-py<X.Y>-<arch>.txt."""
+    return matrix.path.parent / "locks" / "devel" / "devel.in"
+
+
+INPUT_HEADER = ("# GENERATED by `invoke build --devel` from ascend_build/images/devel.py (PINS): do not edit.\n"
+                "# The official devel images' Python pins; each image's lock leaves out those its CANN-only\n"
+                "# image holds (they keep the image's version).\n")
+
+
+def pin_lines() -> list[layerlock.Line]:
+    """PINS as the input file's lines (its line numbers, for the lock's messages)."""
+    skip = INPUT_HEADER.count("\n")
+    return [layerlock.Line(skip + i, p.text, Requirement(p.text)) for i, p in enumerate(PINS, 1)]
+
+
+def split_held(lines: list[layerlock.Line], held: dict[str, str]) -> tuple[list[layerlock.Line], list[str]]:
+    """The lines to lock, and what is said of those the CANN-only image holds already."""
+    kept = [f"{line.text} kept at the CANN-only image's {line.name}=={held[line.name]}"
+            for line in lines if line.name in held]
+    return [line for line in lines if line.name not in held], kept
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site) -> layerlock.LayerLock:
+    """The pins locked with the CANN-only image's packages held, or refused, before anything
+    is built. A dry run resolves and writes nothing: it says what the real run does."""
+    path = lock_input(matrix)
+    lock_path = layerlock.path_for(path, cell)
+    found = locks.find(matrix, cell, ROOT).lock
+    if site.dry:
+        lines, kept = split_held(pin_lines(), locks.pinned_versions(found.files) if found else {})
+        console.show(f"# devel: OS tools ({cell.os.family}): {TOOLS[cell.os.family]}; bash as /bin/sh; root; "
+                     "WORKDIR /opt")
+        console.show(f"# devel: Python pins {', '.join(line.text for line in lines) or 'none'}"
+                     + "".join(f"; {k}" for k in kept))
+        console.show(f"# devel: the real run checks or makes {lock_path}")
+        return layerlock.read(lock_path) or layerlock.LayerLock(lock_path, "")
+    hold = layerlock.held(cell, found)
+    lines, kept = split_held(pin_lines(), hold.versions)
+    for note in kept:
+        console.say(f"devel: {note}")
+    if not lines:
+        raise UserError(f"{cell.name}: the CANN-only image holds every devel pin already; nothing to lock")
+    text = INPUT_HEADER + "".join(f"{p.text}\n" for p in PINS)
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, text)
+    from ..locking.layer_resolve import lock_layer
+    lock, said = lock_layer(SUFFIX, path, lines, cell, hold, site.net, None, kind=DEVEL_LAYER)
+    for line in said:
+        console.say(line)
+    return lock
+
+
+def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, lock: layerlock.LayerLock,
+          engine: eng.Engine, run_tests=None) -> Built:
+    rendered = dockerfile(cell.os)
+    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
+    build_args = {"RUNTIME_IMAGE": base}
+    content = content_tag(rendered.text, build_args, {"lock/devel.txt": lock.sha256})
+    tags = KIND.tags(inputs.repository, f"{cell.name}-{SUFFIX}", content, cell.target)
+    labels = KIND.labels(DevelFacts(f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
+    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{SUFFIX}", engine.kind)
+    plan = steps.OnRuntime(KIND, cell, steps.current_dockerfile(rendered), build_args, content, tags, labels, work,
+                           f"devel image on {cell.name} ({cell.platform})", f"{lock.path} as lock/devel.txt")
+    test = run_tests or partial(steps.run_image_tests, kind=KIND)
+    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine),
+                          lambda ctx: _stage(ctx, lock),
+                          lambda image: finish.layer(engine, image, cell, SUFFIX, lock.text, tags.readable, work,
+                                                     own="devel").image)
+
+
+def _build_on(matrix, cell, site, inputs, lock, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
+    return build(matrix, cell, site, inputs, runtime, lock, engine, run_tests)
+
+
+def _stage(ctx: Path, lock: layerlock.LayerLock) -> None:
+    (ctx / "lock").mkdir(parents=True)
+    (ctx / "lock" / "devel.txt").write_text(lock.text)
+    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")

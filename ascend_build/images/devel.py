@@ -94,10 +94,10 @@ class DevelRequest:
         """The request for a cell (also what `--like <tag>-devel` makes); refused unless the
         cell is a CANN-only image (exit 2), naming the releases that have one."""
         if cell.stack.framework is not CANN:
-            releases = [st.key for st in matrix.stacks.values() if st.framework is CANN]
+            releases = [st.key for st in (*matrix.stacks.values(), *matrix.derived.values()) if st.framework is CANN]
             raise UserError(f"--devel is the devel variant of a CANN-only image; {cell.stack.name} is a "
                             f"{cell.stack.framework.title} stack: give --cann RELEASE --devel, RELEASE one of "
-                            f"{', '.join(releases)} (cann_stacks:)")
+                            f"{', '.join(releases)} (cann_stacks: and those derived from the official images)")
         return cls()
 
     def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:

@@ -11,24 +11,15 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine import credentials
 from ..errors import UserError
+from ..matrix.records import TorchNpuTag  # what is read here is what the matrix loads
 
 # v6.0.rc3-pytorch2.1.0, v7.0.0-pytorch2.1.0, v26.0.0-pytorch2.10.0; not the alphas
 RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.(?:rc\d+|\d+))-pytorch(\d+\.\d+\.\d+)$")
 VERSION_LINE = re.compile(r"^VERSION\s*=\s*['\"]([^'\"]+)['\"]", re.M)
-
-
-@dataclass(frozen=True)
-class TagRecord:
-    version: str                       # what the tree's setup.py builds
-    tag: str
-    commit: str
-    submodules: dict[str, str]         # path -> commit, the ones a build compiles
-    flags: tuple[str, ...]             # the offline flags its ci/build.sh takes
 
 
 def _git(gitdir: Path, *args: str) -> str:
@@ -75,9 +66,9 @@ def tree_version(gitdir: Path, commit: str) -> str | None:
     return txt.stdout.strip() or None if txt.returncode == 0 else None
 
 
-def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[dict[str, TagRecord], list[str]]:
+def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[dict[str, TorchNpuTag], list[str]]:
     """Every release tag's record by version, and what was skipped or doubled (said, not hidden)."""
-    records: dict[str, TagRecord] = {}
+    records: dict[str, TorchNpuTag] = {}
     notes: list[str] = []
     refs = _git(gitdir, "for-each-ref", "--format=%(refname:strip=2) %(objectname) %(*objectname)", "refs/tags")
     for line in sorted(refs.splitlines()):
@@ -96,7 +87,7 @@ def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[di
                 links[path] = sha
         build = subprocess.run(["git", "--git-dir", str(gitdir), "show", f"{commit}:ci/build.sh"],
                                capture_output=True, text=True).stdout
-        record = TagRecord(version, tag, commit, links, tuple(f for f in flags if f in build))
+        record = TorchNpuTag(version, tag, commit, links, tuple(f for f in flags if f in build))
         if version in records and records[version].commit != commit:
             notes.append(f"{version}: built by both {records[version].tag} and {tag}; kept {records[version].tag}")
             continue

@@ -202,8 +202,8 @@ def test_a_cell_without_a_lock_is_refused_naming_the_command_that_makes_one(tmp_
 
 
 def test_a_framework_stack_is_refused_naming_the_cann_option(matrix):
-    cann_only = [st.key for st in matrix.stacks.values() if st.framework.name == "cann"]
-    assert "8.0.RC3" in cann_only
+    cann_only = [st.key for st in (*matrix.stacks.values(), *matrix.derived.values()) if st.framework.name == "cann"]
+    assert "8.0.RC3" in cann_only and "8.5.1" in cann_only      # written and derived
     with pytest.raises(UserError, match=r"--devel is the devel variant of a CANN-only image; 2\.1\.0 is a torch stack"
                                         rf": give --cann RELEASE --devel, RELEASE one of {re.escape(', '.join(cann_only))} "):
         devel.DevelRequest.of(matrix, matrix.cell(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64"))

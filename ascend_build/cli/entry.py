@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import signal
 import stat
 import sys
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import yaml
@@ -124,30 +126,86 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
+# invoke's search for a level's file (Config's docs: its prefixes, then `prefix` or `file_prefix`): the
+# first of these suffixes that is there
+SUFFIXES = ("yaml", "yml", "json", "py")
+_COPYING: ContextVar[bool] = ContextVar("copying", default=False)
+
+
+def _python_config(path: str) -> dict[str, Any]:
+    """A .py config file's names as invoke takes them (the module's, without the __ ones). It
+    runs here and again in invoke: it is the site's own code, and no public part of invoke
+    hands back one level's data."""
+    return {key: value for key, value in runpy.run_path(path).items() if not key.startswith("__")}
+
+
 class SiteConfig(Config):
-    """invoke's Config with its files read strictly (read_config) and its merges' clashes
-    made bad input. invoke picks a file's reader by its suffix (`_load_<suffix>`); these are
-    those readers."""
+    """invoke's Config, through its public methods only: before invoke loads a level's file
+    (load_system, load_user, load_project, load_runtime), the same file is read here strictly
+    (read_config) and recorded, so invoke reads only a file that passed; its merges' clashes
+    are bad input."""
 
     # The files read, in invoke's order of levels (system, user, project, then the -f file),
-    # each with its data: what `invoke site` and the tasks' settings are read from, so that
-    # nothing here reads invoke's private per-level attributes. A class default, so that
-    # invoke's attribute proxy keeps it an attribute, not a config key.
+    # each with its data: what `invoke site` and the tasks' settings are read from. Class
+    # defaults, so that invoke's attribute proxy keeps them attributes, not config keys.
     site_files: tuple[tuple[str, Any], ...] = ()
     runtime_file: str | None = None
+    prefixes: dict[str, str | None] = {}        # where each level's file is looked for (never mutated)
+    vetted: tuple[str, ...] = ()                # the levels read here: invoke loads each once too
 
-    def _load_yaml(self, path: Any) -> Any:
-        data = read_config(str(path))
-        self.site_files = (*self.site_files, (str(path), data))
-        return data
+    def __init__(self, overrides: dict[str, Any] | None = None, defaults: dict[str, Any] | None = None,
+                 system_prefix: str | None = None, user_prefix: str | None = None,
+                 project_location: Any = None, runtime_path: Any = None, lazy: bool = False) -> None:
+        # invoke's defaults for the two prefixes (Config's docs)
+        self.prefixes = {"system": "/etc/" if system_prefix is None else system_prefix,
+                         "user": "~/." if user_prefix is None else user_prefix}
+        super().__init__(overrides=overrides, defaults=defaults, system_prefix=system_prefix,
+                         user_prefix=user_prefix, project_location=project_location,
+                         runtime_path=runtime_path, lazy=lazy)
 
-    _load_yml = _load_yaml
-    _load_json = _load_yaml
+    def _file_of(self, level: str) -> str | None:
+        """The file invoke loads for this level, or None."""
+        if level == "runtime":
+            return self.runtime_file
+        prefix = self.prefixes.get(level)
+        if prefix is None:
+            return None
+        for suffix in SUFFIXES:
+            path = os.path.expanduser(f"{prefix}{self.file_prefix or self.prefix}.{suffix}")
+            try:
+                os.stat(path)
+            except FileNotFoundError:       # invoke skips only a file that is not there
+                continue
+            return path         # any other error is read_config's to say
+        return None
 
-    def _load_py(self, path: str) -> Any:
-        data = super()._load_py(path)
-        self.site_files = (*self.site_files, (str(path), data))
-        return data
+    def _vet(self, level: str) -> None:
+        if _COPYING.get() or level in self.vetted:
+            return
+        self.vetted = (*self.vetted, level)
+        path = self._file_of(level)
+        if path is None or path.rsplit(".", 1)[-1] not in SUFFIXES:
+            return      # no file, or one invoke refuses by its suffix (UnknownFileType)
+        data = _python_config(path) if path.endswith(".py") else read_config(path)
+        self.site_files = (*self.site_files, (path, data))
+
+    def load_system(self, merge: bool = True) -> None:
+        self._loading(lambda: self._vet("system"), lambda: super(SiteConfig, self).load_system(merge))
+
+    def load_user(self, merge: bool = True) -> None:
+        self._loading(lambda: self._vet("user"), lambda: super(SiteConfig, self).load_user(merge))
+
+    def load_project(self, merge: bool = True) -> None:
+        self._loading(lambda: self._vet("project"), lambda: super(SiteConfig, self).load_project(merge))
+
+    def load_runtime(self, merge: bool = True) -> None:
+        self._loading(lambda: self._vet("runtime"), lambda: super(SiteConfig, self).load_runtime(merge))
+
+    def set_project_location(self, path: Any) -> None:
+        # a new location is a new project file, which invoke loads afresh
+        self.prefixes = {**self.prefixes, "project": None if path is None else os.path.join(path, "")}
+        self.vetted = tuple(level for level in self.vetted if level != "project")
+        super().set_project_location(path)
 
     def merge(self) -> None:
         try:
@@ -175,29 +233,28 @@ class SiteConfig(Config):
         if path is not None and not os.path.exists(os.path.expanduser(str(path))):
             _refuse(f"-f {path}: no such file (INVOKE_RUNTIME_CONFIG or `-f` names invoke's config file for this run)")
         self.runtime_file = os.path.expanduser(str(path)) if path is not None else None
+        self.vetted = tuple(level for level in self.vetted if level != "runtime")
         super().set_runtime_path(path)
 
     def clone(self, into: Any = None) -> Any:
-        # invoke copies its own attributes into a task's clone; these are this class's
-        new = super().clone(into)
-        new.site_files, new.runtime_file = self.site_files, self.runtime_file
+        # invoke's clone copies each level it loaded and reads no file: neither does this class's
+        token = _COPYING.set(True)
+        try:
+            new = super().clone(into)
+        finally:
+            _COPYING.reset(token)
+        if isinstance(new, SiteConfig):
+            new.site_files, new.runtime_file = self.site_files, self.runtime_file
+            new.prefixes, new.vetted = self.prefixes, self.vetted
         return new
 
-    def load_base_conf_files(self) -> None:
-        self._loading(super().load_base_conf_files)
-
-    def load_project(self, merge: bool = True) -> None:
-        self._loading(lambda: super(SiteConfig, self).load_project(merge))
-
-    def load_runtime(self, merge: bool = True) -> None:
-        self._loading(lambda: super(SiteConfig, self).load_runtime(merge))
-
     @staticmethod
-    def _loading(load: Any) -> None:
+    def _loading(*steps: Any) -> None:
         # What invoke's own loaders refuse: a suffix it has no reader for, a .py file that
-        # fails or holds a module.
+        # fails or holds a module; a file that cannot be opened.
         try:
-            load()
+            for step in steps:
+                step()
         except (UnknownFileType, UnpicklableConfigMember) as exc:
             _refuse(f"invoke's config: {_first_line(exc)}")
         except (OSError, SyntaxError) as exc:

@@ -15,8 +15,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("__main__",),      # `python -m ascend_build`: the command line's entry (cli/entry.py)
     ("cli",),
     ("cluster",),
-    ("host",),
-    ("images",),
+    ("host", "images"),     # neither imports the other: doctor reads the label names in provenance
     ("provenance",),
     ("inputs", "locking"),
     ("upstream",),
@@ -94,6 +93,17 @@ def test_a_planted_upward_import_is_found(tmp_path):
     assert any(p.startswith("engine/client.py:") and "engine imports cluster," in p for p in found), found
     assert any("engine imports images.kinds" in p for p in found), found
     assert len(found) == 2
+
+
+def test_host_importing_images_is_found_again(tmp_path):
+    """host shares a floor with images (#67): the doctor's old import of a label from images
+    climbs now."""
+    copy = tmp_path / "ascend_build"
+    shutil.copytree(ROOT / "ascend_build", copy, ignore=shutil.ignore_patterns("__pycache__", "templates"))
+    doctor = copy / "host" / "doctor.py"
+    doctor.write_text(doctor.read_text() + "\n\ndef planted():\n    from ..images.kinds import label\n    return label\n")
+    found = climbs(copy)
+    assert len(found) == 1 and "host imports images.kinds" in found[0], found
 
 
 # A room that grows past this share of the package is doing several rooms' work: split it

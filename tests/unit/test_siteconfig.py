@@ -241,6 +241,44 @@ def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_pa
     assert refused.returncode == 2 and "ascend_build.prxy in invoke's config" in refused.stderr, refused.stderr
 
 
+def test_the_file_invoke_reads_at_each_level_is_the_one_read_strictly_and_shown(tmp_path):
+    """invoke takes the first of invoke.yaml, .yml, .json, .py there at each level, and the -f
+    file by its suffix; entry.SiteConfig reads that same file first, through invoke's public
+    methods (tests/unit/test_invoke_api.py), and `invoke site` names it."""
+    (tmp_path / ".invoke.py").write_text('ascend_build = {"repository": "py.example/runtime"}\n')
+    run_file = tmp_path / "run.json"
+    run_file.write_text('{"ascend_build": {"offline": true}}')
+    rows = _table(invoke("-f", str(run_file), "site", env=_env(tmp_path)))
+    assert rows["repository"][:2] == ("py.example/runtime", str(tmp_path / ".invoke.py"))
+    assert rows["offline"][:2] == ("True", str(run_file))
+    (tmp_path / ".invoke.yml").write_text("ascend_build:\n  repository: yml.example/runtime\n")
+    rows = _table(invoke("site", env=_env(tmp_path)))
+    assert rows["repository"][:2] == ("yml.example/runtime", str(tmp_path / ".invoke.yml"))
+    # the file invoke would read is the one refused, though the .py after it is fine
+    (tmp_path / ".invoke.yml").write_text("ascend_build:\n\trepository: x\n")
+    refused = invoke("site", env=_env(tmp_path))
+    assert refused.returncode == 2 and f"{tmp_path / '.invoke.yml'}: not a YAML/JSON file" in refused.stderr, \
+        refused.stderr
+
+
+def test_a_clone_keeps_the_files_read_and_reads_none_again(tmp_path):
+    """invoke's clone copies each level and reads no file; SiteConfig's neither (read again,
+    the file changed since would be refused)."""
+    from ascend_build.cli.entry import SiteConfig
+    site = tmp_path / "invoke.yaml"
+
+    class Here(SiteConfig):         # as tests/forked.py's: a clone is made with the same prefixes
+        def __init__(self, **kwargs):
+            super().__init__(**{"system_prefix": f"{tmp_path}/", "user_prefix": f"{tmp_path}/none.", **kwargs})
+
+    site.write_text("ascend_build:\n  repository: etc.example/runtime\n")
+    config = Here()
+    site.write_text("ascend_build:\n\trepository: x\n")
+    clone = config.clone()
+    assert clone.site_files == config.site_files == ((str(site), {"ascend_build": {"repository": "etc.example/runtime"}}),)
+    assert clone.ascend_build.repository == "etc.example/runtime"
+
+
 def _table(out: subprocess.CompletedProcess) -> dict[str, tuple[str, str, str]]:
     """`invoke site`'s rows by setting: (value, from, taken by), cut at the header's columns
     (a value or an origin may hold spaces)."""

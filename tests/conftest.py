@@ -123,6 +123,7 @@ def pytest_configure(config):
     the layer cache when warm) and tested, not taken as an image tested before."""
     config.addinivalue_line("markers", "needs_nnal: an image check that applies where the image has NNAL")
     config.addinivalue_line("markers", "needs_companions: an image check of torch's companions (torchvision)")
+    config.addinivalue_line("markers", "needs_apex: an image check of the Ascend apex its label names")
     if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("ASCEND_BUILD_TEST_TIMINGS"):
         return                  # a worker, or not the whole suite (`invoke test` sets this)
     import shutil

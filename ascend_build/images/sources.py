@@ -354,7 +354,8 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
 @dataclass(frozen=True)
 class ApexInputs:
     """What an apex build takes beside its tree: NVIDIA apex's repository for its build
-    script's `git clone` (offline), and the torch_npu wheel installed in the build venv first."""
+    script's `git clone` (offline), and, for a tree whose setup.py compiles against torch_npu,
+    the torch_npu wheel installed in the build venv first."""
     mounts: tuple[tuple[Path, str], ...] = ()
     script: str = ""
     key: str = ""
@@ -362,13 +363,19 @@ class ApexInputs:
 
 NVIDIA_IN_BUILD = "/nvidia-apex.git"
 _PINNED = re.compile(r"git\s+clone\s+(\S*NVIDIA/apex\S*)[\s\S]*?git\s+checkout\s+([0-9a-f]{7,40})")
+# Up to Ascend apex 0027c91 the setup.py its patch writes adds torch_npu's include and lib
+# folders from the build venv (patch/npu.patch, CppExtension); from d1ac604 (5.0.rc3, 5.0.0)
+# it compiles against torch alone, and a build needs no torch_npu (none to fetch offline).
+APEX_PATCH = "patch/npu.patch"
+_AGAINST_TORCH_NPU = "torch_npu/include"
 
 
 def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, bcell: BuilderCell) -> ApexInputs:
     """Ascend apex's scripts/build.sh clones NVIDIA apex and checks out a pinned commit: with
     a bundle or checkout of NVIDIA apex given, that clone reads it instead (git's insteadOf),
-    so the script runs as upstream wrote it; the commit is checked first. torch_npu goes into
-    the build venv: the wheel built here for this torch and Python, else the released one."""
+    so the script runs as upstream wrote it; the commit is checked first. Where the tree's
+    setup.py compiles against torch_npu, it goes into the build venv: the wheel built here for
+    this torch and Python, else the released one."""
     entry = (src.path / SOURCE_KINDS["apex"].entry)
     text = entry.read_text(errors="replace") if entry.is_file() else ""
     m = _PINNED.search(text)
@@ -390,6 +397,11 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
     elif pinned_url:
         console.say(f"apex: its build script clones {pinned_url} at {pinned} (online); offline, give a bundle or checkout "
                     f"of it with --submodule-src")
+    patch = src.path / APEX_PATCH
+    if not (patch.is_file() and _AGAINST_TORCH_NPU in patch.read_text(errors="replace")):
+        console.say(f"apex: its setup.py compiles against torch alone ({APEX_PATCH} adds no {_AGAINST_TORCH_NPU}): "
+                    f"no torch_npu in the build venv")
+        return ApexInputs(tuple(mounts), script, key)
     npu = find_cached(cache, "torch_npu", bcell.torch.version, bcell.pythons[0], bcell.arch)
     if npu is not None:
         mounts.append((npu.parent, "/torch-npu-wheel"))
@@ -406,7 +418,7 @@ def apex_inputs(matrix: Matrix, src: Checkout, given: list[Path], cache: Path, b
 
 def check_python(kind: SourceKind, src: Checkout, python: str) -> None:
     """Refuse, before the builder is even started, a Python the tree's script does not take
-    (apex at the pinned commit: 3.7 to 3.9)."""
+    (apex at the pinned commit: 3.7 to 3.10)."""
     entry = src.path / kind.entry
     text = entry.read_text(errors="replace") if entry.is_file() else ""
     m = re.search(r"SUPPORTED_PY_VERSION=\(([^)]*)\)", text)

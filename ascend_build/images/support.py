@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import known
-from ..matrix import Matrix
+from ..matrix import Cell, Matrix
 from ..matrix.report import mindspore_rows, mindspore_unpaired, stack_rows
 from .kinds import RUNTIME, readable_tag
 
@@ -106,7 +106,7 @@ def support_page(matrix: Matrix) -> str:
         images.append({"tags": ", ".join(f"`{t}`" for t in tags), "platform": c.platform,
                        "Python": c.python + (" (source)" if c.python_source else ""),
                        "CANN sums": "pinned" if not c.unpinned() else "pinned on first use",
-                       "here": "built and tested" if key in tested else "rendered only"})
+                       "apex": _apex(matrix, c), "here": "built and tested" if key in tested else "rendered only"})
     built = [{"image": f"`{_tag(matrix, t)}`", "tests": ", ".join(f"tests/integration/{m}.py" for m in t.modules), "how": t.how}
              for t in TESTED_HERE]
     return "\n".join([
@@ -129,6 +129,7 @@ def support_page(matrix: Matrix) -> str:
         "What `images:` asks for (CI builds, tests and pushes these). Each also gets a content tag,",
         "`sha-<16 hex>-<arch>`, from everything that went in; the arches of a name are joined under",
         "`ascend-runtime:<name>` when pushed.",
+        _apex_said(matrix),
         "",
         markdown(images),
         "",
@@ -142,6 +143,19 @@ def support_page(matrix: Matrix) -> str:
         "",
         *_last_sections(matrix),
     ])
+
+
+def _apex(matrix: Matrix, cell: Cell) -> str:
+    """Whether the image carries Ascend apex: a torch image of a Python the pinned apex's script takes."""
+    if "apex" not in cell.stack.framework.builds:
+        return "-"
+    return "compiled" if matrix.apex_builds(cell) else f"none (Python {cell.python})"
+
+
+def _apex_said(matrix: Matrix) -> str:
+    apex = matrix.sources["apex"]
+    return (f"A torch image carries Ascend apex (`apex`: compiled) where the pinned apex, {apex.ref[:7]} "
+            f"(`sources.apex`), builds for its Python: {', '.join(apex.pythons) or 'any'}.")
 
 
 def _last_sections(matrix: Matrix) -> list[str]:

@@ -18,7 +18,8 @@ def pytest_collection_modifyitems(config, items):
     not skipped: a torch check on a MindSpore image (it asks for `torch_cell`), a MindSpore
     check on a torch image, both on a CANN-only image (its framework, cann, is neither), NNAL's
     checks where the image has no NNAL (needs_nnal), the companions' where its stack has none
-    (needs_companions). Under CI=true a skip fails, so what is left must run."""
+    (needs_companions), apex's where its label says absent (needs_apex). Under CI=true a skip
+    fails, so what is left must run."""
     image = config.getoption("--image")
     applies = _what_applies(config, image) if image else None
     if applies is None:
@@ -29,7 +30,7 @@ def pytest_collection_modifyitems(config, items):
         if Path(str(item.fspath)).parent == Path(__file__).parent:
             need |= {kind for kind, fixture in (("torch", "torch_cell"), ("mindspore", "mindspore_cell"))
                      if fixture in item.fixturenames}
-            need |= {kind for kind in ("nnal", "companions") if item.get_closest_marker(f"needs_{kind}")}
+            need |= {kind for kind in ("nnal", "companions", "apex") if item.get_closest_marker(f"needs_{kind}")}
         (keep if need <= applies else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -37,8 +38,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _what_applies(config, image: str) -> set[str] | None:
-    """What the image has, from its labels and the matrix: its framework, and nnal and
-    companions where it has them. None when the image is not there (the suite then fails on it)."""
+    """What the image has, from its labels and the matrix: its framework, and nnal, companions
+    and apex where it has them. None when the image is not there (the suite then fails on it)."""
     from ascend_build import engine as eng
     labels = eng.detect(config.getoption("--engine"), config.getoption("--engine-client")).labels(image)
     if labels is None:
@@ -46,7 +47,8 @@ def _what_applies(config, image: str) -> set[str] | None:
     found = _cell(config.getoption("--matrix"), labels)
     torch = found.stack.torch
     return {found.stack.framework.name} | ({"nnal"} if found.nnal else set()) \
-        | ({"companions"} if torch is not None and torch.companions else set())
+        | ({"companions"} if torch is not None and torch.companions else set()) \
+        | ({"apex"} if labels.get(f"{LABEL_PREFIX}.apex", "absent") != "absent" else set())
 
 
 def _cell(matrix_path: str, labels: dict[str, str]) -> Cell:

@@ -480,6 +480,18 @@ def test_apex_slot_matches_its_label(host, labels):
         assert shown.rc == 0, f"label names {apex} but apex is not installed"
 
 
+@pytest.mark.needs_apex
+def test_apex_extensions_load(host, torch_cell):
+    """Ascend apex's setup.py (--cpp_ext; 5.0.0, 49a7994e patch/npu.patch) builds two top-level
+    extensions against torch alone, apex_C and change_data_ptr: both installed, both load
+    once torch is. (0027c91's npu_float_status, linked to torch_npu, is gone from 6cdd5ea3.)"""
+    code = ("import importlib, importlib.metadata as md, json, torch; "
+            "mods = sorted({str(f).split('.')[0] for f in md.files('apex') if str(f).endswith('.so') and '/' not in str(f)}); "
+            "[importlib.import_module(m) for m in ('apex_C', 'change_data_ptr')]; print(json.dumps(mods))")
+    mods = pyjson(host, code)
+    assert {"apex_C", "change_data_ptr"} <= set(mods), mods
+
+
 def test_npu_smoke(suite_engine, image, torch_cell):
     """The users' smoke test, on a host with NPUs; skipped (with the reason) elsewhere.
     Started the way `invoke run` starts containers on a 910B host."""

@@ -146,15 +146,19 @@ def test_failed_compile_keeps_its_log_and_caches_nothing(builder, cache, tmp_pat
 
 @pytest.fixture(scope="module")
 def runtime(engine, torch_npu_wheel, packages, pinned_matrix, cache, standin, apex_tree):
-    # offline: NVIDIA apex from the site's copy (its build script's clone reads it), the
-    # torch_npu built above in the build venv
+    # offline: NVIDIA apex from the site's copy (its build script's clone reads it); as
+    # Ascend apex 5.0.0's, the stand-in's setup.py compiles against torch alone: no torch_npu
     apex = invoke(cache, "apex", "--repository", BUILDER_REPO, "--flavor", "debian11", "--src", str(apex_tree.tree),
                   "--submodule-src", str(apex_tree.nvidia), *COMMON)
     assert apex.returncode == 0, apex.stdout[-3000:] + apex.stderr[-2000:]
     assert f"apex: NVIDIA apex {apex_tree.nvidia_commit} from" in apex.stdout
-    assert f"torch_npu in the build venv: {torch_npu_wheel.name} (built here)" in apex.stdout
-    assert "and torch_npu 2.1.0.post8" in (Path(apex.stdout.split("log: ")[1].split()[0]).read_text()
-                                           if "log: " in apex.stdout else apex.stdout)
+    assert "apex: its setup.py compiles against torch alone" in apex.stdout
+    assert "torch_npu in the build venv:" not in apex.stdout
+    assert "building apex against torch 2.1.0" in (Path(apex.stdout.split("log: ")[1].split()[0]).read_text()
+                                                   if "log: " in apex.stdout else apex.stdout)
+    with zipfile.ZipFile(apex.stdout.strip().splitlines()[-1]) as whl:
+        # what the real 5.0.0 wheel holds: apex_C and change_data_ptr, no npu_float_status
+        assert sorted(n.split(".")[0] for n in whl.namelist() if n.endswith(".so")) == ["apex_C", "change_data_ptr"]
     out = invoke(cache, "build", "--builder-repository", BUILDER_REPO, "--os", "debian11", "--builder-flavor", "debian11",
                  "--torch-npu-src", str(standin), "--packages", str(packages), "--offline",
                  "--require-pins", "--repository", REPO, "--matrix", str(pinned_matrix), *COMMON)
@@ -176,14 +180,14 @@ def test_extension_in_the_image_was_compiled_by_the_builders_gcc(engine, runtime
     gcc = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", BUILDER, "bash", "-c",
                                         "$CC -dumpfullversion"), capture_output=True, text=True)
     assert gcc.returncode == 0, gcc.stderr
-    code = ("import torch_npu._standin as t, apex._standin as a, apex.contrib as c; assert c.ASCEND; "
-            "print(t.compiler()); print(a.compiler())")
+    code = ("import torch_npu._standin as t, apex_C as a, change_data_ptr as d, apex.contrib as c; assert c.ASCEND; "
+            "print(t.compiler()); print(a.compiler()); print(d.compiler())")
     got = subprocess.run(engine.command("run", "--rm", "--platform", "linux/arm64", tag, "python", "-c", code),
                          capture_output=True, text=True)
     assert got.returncode == 0, got.stderr
-    torch_npu_cc, apex_cc = got.stdout.strip().splitlines()
-    assert gcc.stdout.strip().startswith("10.")
-    assert torch_npu_cc.split()[0] == gcc.stdout.strip() and apex_cc.split()[0] == gcc.stdout.strip()
+    compilers = got.stdout.strip().splitlines()
+    assert gcc.stdout.strip().startswith("10.") and len(compilers) == 3
+    assert all(cc.split()[0] == gcc.stdout.strip() for cc in compilers), compilers
 
 
 def test_a_source_built_wheel_does_not_leak_into_a_later_stock_build(engine, runtime, packages, pinned_matrix, cache,

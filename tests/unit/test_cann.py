@@ -407,6 +407,12 @@ def test_the_suite_leaves_the_framework_checks_out_for_a_cann_only_image(tmp_pat
     assert with_nnal == kept | nnal
     torch, _ = _collected(tmp_path, {f"io.ascend-build.{k}": v for k, v in {**cell, "stack": "2.1.0"}.items()})
     assert {"test_torch_and_torch_npu_versions", "test_npu_smoke"} <= torch and not {"test_run_check_on_an_npu"} & torch
+    # apex's own check where the label names an apex wheel only (absent: the slot check alone)
+    assert "test_apex_slot_matches_its_label" in torch and "test_apex_extensions_load" not in torch
+    wheel = "apex-0.1+ascend-cp311-cp311-linux_aarch64.whl"
+    with_apex, _ = _collected(tmp_path, {f"io.ascend-build.{k}": v
+                                         for k, v in {**cell, "stack": "2.1.0", "apex": wheel}.items()})
+    assert with_apex == torch | {"test_apex_extensions_load"}
 
 
 def test_the_pages_name_the_image_its_one_line_build_makes():

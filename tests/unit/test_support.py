@@ -71,3 +71,20 @@ def test_the_images_table_marks_exactly_the_tested_cells():
         row = next(r for r in images.splitlines() if f"`ascend-runtime:{cell.name}-{cell.target.suffix}`" in r)
         key = (cell.stack.name, cell.os.name, cell.python, cell.chip, cell.platform)
         assert row.endswith("| built and tested |" if key in tested else "| rendered only |"), row
+
+
+def test_the_images_table_says_which_images_carry_apex():
+    """Issue #65: the torch images of a Python the pinned Ascend apex's script takes (3.7-3.10
+    at 49a7994) carry it, the Ubuntu 22.04 py3.10 ones among them; the others say their Python."""
+    images = support_page(MATRIX).split("## Images")[1].split("## Built and tested here")[0]
+    assert "the pinned apex, 49a7994 (`sources.apex`), builds for its Python: 3.7, 3.8, 3.9, 3.10." in images
+    apex = MATRIX.sources["apex"]
+    for cell in MATRIX.image_cells():
+        row = next(r for r in images.splitlines() if f"`ascend-runtime:{cell.name}-{cell.target.suffix}`" in r)
+        said = row.split(" | ")[-2]
+        if cell.stack.torch is None:
+            assert said == "-", row
+        else:
+            assert said == ("compiled" if cell.python in apex.pythons else f"none (Python {cell.python})"), row
+    row = next(r for r in images.splitlines() if "`ascend-runtime:cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0-arm64`" in r)
+    assert "| compiled |" in row

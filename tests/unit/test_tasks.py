@@ -25,16 +25,18 @@ def test_matrix_table():
     assert out.returncode == 0, out.stderr
     assert "cann8.0.rc3-910b-ubuntu22.04-py3.10-torch2.1.0 [alias torch2.1.0 (ubuntu22.04)]" in out.stdout
     assert "3.10 (distro)" in out.stdout
-    # apex: where the pinned Ascend apex's script takes the Python (3.7-3.9), and why not elsewhere
+    # apex: where the pinned Ascend apex's script takes the Python (3.7-3.10), and why not elsewhere
     rows = [line for line in out.stdout.splitlines() if "-torch2.1.0" in line and "linux/arm64" in line]
-    apex = [line for line in rows if "-py3.9-" in line]
-    assert apex and all(line.endswith("compiled by `invoke apex` (the pipeline does, before the image)") for line in apex)
-    others = [line for line in rows if "-py3.9-" not in line]
-    assert others and all(line.endswith("none: Ascend apex 0027c91 builds for Python 3.7, 3.8, 3.9") for line in others)
+    apex = [line for line in rows if "-py3.9-" in line or "-py3.10-" in line]
+    assert {"ubuntu22.04-py3.10", "openeuler22.03-py3.9"} <= {re.search(r"\db-(\S+?-py[\d.]+)-", line)[1] for line in apex}
+    assert all(line.endswith("compiled by `invoke apex` (the pipeline does, before the image)") for line in apex)
+    others = [line for line in rows if line not in apex]
+    assert others and all(line.endswith("none: Ascend apex 49a7994 builds for Python 3.7, 3.8, 3.9, 3.10")
+                          for line in others)
 
 
 def test_apex_refuses_a_python_the_pinned_apex_does_not_take_before_anything_runs(tmp_path):
-    """Ascend apex's scripts/build.sh at the pinned commit takes Python 3.7-3.9 and exits 1 on
+    """Ascend apex's scripts/build.sh at the pinned commit takes Python 3.7-3.10 and exits 1 on
     another, after the builder's build: the task says so first, also in a dry run; so does a
     build that asks for the pinned apex."""
     env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
@@ -43,11 +45,35 @@ def test_apex_refuses_a_python_the_pinned_apex_does_not_take_before_anything_run
                   "--dry", "--packages", str(tmp_path))):
         out = invoke(*args, env=env)
         assert out.returncode == 2, out.stdout + out.stderr
-        assert "error: apex: Ascend apex 0027c91 (matrix.yaml sources.apex) builds for Python 3.7, 3.8, 3.9, " \
-               "not 3.11" in out.stderr and "Traceback" not in out.stderr
+        assert "error: apex: Ascend apex 49a7994 (matrix.yaml sources.apex) builds for Python 3.7, 3.8, 3.9, " \
+               "3.10, not 3.11" in out.stderr and "Traceback" not in out.stderr
         assert " build " not in out.stdout, "nothing planned"
     out = invoke("apex", "--torch", "2.1.0", "--python", "3.9", "--dry", env=env)
     assert out.returncode == 0 and "bash scripts/build.sh --python=3.9" in out.stdout, out.stdout + out.stderr
+
+
+def test_an_ubuntu_py310_cell_plans_apex_from_the_pin_and_a_py311_one_says_why_not(tmp_path):
+    """Issue #65: Ascend apex 5.0.0 (49a7994e) takes Python 3.10, so the Ubuntu 22.04 images
+    (py3.10, the official OS) carry apex: the dry run compiles it from that pin in a builder
+    with 3.10 and stages the wheel. A py3.11 cell still gets none, and says why."""
+    env = {"ASCEND_BUILD_CACHE": str(tmp_path / "cache")}
+    cell = ("build", "--torch", "2.1.0", "--os", "ubuntu22.04", "--platform", "linux/arm64", "--dry",
+            "--packages", str(tmp_path))
+    out = invoke(*cell, "--python", "3.10", "--apex-src", "upstream", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "# apex: source https://github.com/Ascend/apex.git@49a7994e13cc70d155adbd7b25b7a6b86e38e58e, " \
+           "builder manylinux2014, python 3.10" in out.stdout
+    assert "bash scripts/build.sh --python=3.10; collect apex/dist/*.whl" in out.stdout
+    image = next(line for line in out.stdout.splitlines() if "images/runtime/2.1.0/ubuntu22.04/Dockerfile" in line)
+    assert "--build-arg 'APEX_WHEEL=apex-*.whl'" in image and "--label 'io.ascend-build.apex=apex-*.whl'" in image
+    # without --apex-src: no wheel built yet, and the way to build one (the pipeline's step)
+    out = invoke(*cell, "--python", "3.10", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Build one with `invoke apex --torch 2.1.0 --python 3.10`" in out.stdout
+    out = invoke(*cell, "--python", "3.11", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "the image will have NO apex. Ascend apex 49a7994 builds for Python 3.7, 3.8, 3.9, 3.10 only" in out.stdout
+    assert "--label io.ascend-build.apex=absent" in out.stdout
 
 
 def test_bad_matrix_exits_nonzero_without_traceback(tmp_path):

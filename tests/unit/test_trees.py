@@ -208,8 +208,15 @@ def test_apex_takes_nvidia_apex_from_the_site_and_refuses_what_cannot_be_checked
     got = apex_inputs(m, src, [apex.nvidia], tmp_path / "cache", bcell)
     assert (apex.nvidia / ".git", "/nvidia-apex.git") in [(p, i) for p, i in got.mounts]
     assert "url./nvidia-apex.git.insteadOf https://github.com/NVIDIA/apex.git" in got.script
-    assert "pip install --no-cache-dir --no-deps torch_npu==2.1.0.post8" in got.script   # none built here
+    # as Ascend apex 5.0.0's, the stand-in's setup.py compiles against torch alone: no torch_npu
+    assert "torch_npu" not in got.script and "torch_npu" not in got.key
     assert apex.nvidia_commit in got.key
+    # up to 0027c91 its patch added torch_npu/include: then the released one (none built here)
+    patch = apex.tree / "patch" / "npu.patch"
+    patch.write_text(patch.read_text() + "+    temp_include_dirs.append(os.path.join(package_dir, 'torch_npu/include'))\n")
+    older = apex_inputs(m, src, [apex.nvidia], tmp_path / "cache", bcell)
+    assert "pip install --no-cache-dir --no-deps torch_npu==2.1.0.post8" in older.script
+    assert "torch_npu=2.1.0.post8" in older.key and older.key != got.key
     bundle = sr.bundle(apex.nvidia, tmp_path / "nvidia.bundle")
     from_bundle = apex_inputs(m, src, [bundle], tmp_path / "cache", bcell).mounts[0][0]
     assert from_bundle.is_relative_to(tmp_path / "cache" / "sources")
@@ -220,7 +227,8 @@ def test_apex_takes_nvidia_apex_from_the_site_and_refuses_what_cannot_be_checked
     with pytest.raises(UserError, match=f"has no commit {apex.nvidia_commit}"):
         apex_inputs(m, src, [_without(apex, tmp_path)], tmp_path / "cache", bcell)
     check_python(SOURCE_KINDS["apex"], src, "3.9")
-    with pytest.raises(UserError, match=r"builds for Python 3.7 3.8 3.9, not 3.11"):
+    check_python(SOURCE_KINDS["apex"], src, "3.10")
+    with pytest.raises(UserError, match=r"builds for Python 3.7 3.8 3.9 3.10, not 3.11"):
         check_python(SOURCE_KINDS["apex"], src, "3.11")
 
 

@@ -1,4 +1,4 @@
-/* STAND-IN apex extension (test double): reports the compiler that built it. */
+/* STAND-IN Ascend apex extension change_data_ptr (test double): reports the compiler that built it. */
 #include <Python.h>
 
 static PyObject *compiler(PyObject *self, PyObject *args) {
@@ -10,6 +10,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_standin", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "change_data_ptr", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__standin(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_change_data_ptr(void) { return PyModule_Create(&module); }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal
 
+from .. import console
 from ..errors import EngineError, UserError
 from ..platforms import get as platform_of
 from ..platforms import host
@@ -89,6 +90,22 @@ class RunSpec:
     remove: bool = True
     detach: bool = False
     name: str | None = None
+
+
+# BuildKit's stream to a running step broke (seen once, 2026-11-28, on docker 20.10's built-in
+# BuildKit in a cold CI run, at the first RUN of a builder): the engine's
+# failure, not the Dockerfile's. Only this line counts; a step's own error never matches it.
+ENGINE_DROPPED = re.compile(r"^#\d+ ERROR: rpc error: code = Internal desc = unexpected EOF$", re.M)
+
+
+def dropped_by_engine(log: Path) -> bool:
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 65536))
+            tail = fh.read().decode(errors="replace")
+    except OSError:
+        return False
+    return ENGINE_DROPPED.search(tail) is not None
 
 
 class Engine:
@@ -253,9 +270,17 @@ class Engine:
     def build(self, req: BuildRequest, log: Path | None = None,
               show_line: Callable[[str], str | None] | None = None) -> int:
         """Run the build, its output streamed (and into `log`); its exit code. Ctrl-C:
-        `Interrupted` (engine/interrupts.py), whichever process saw it first."""
+        `Interrupted` (engine/interrupts.py), whichever process saw it first. A build the
+        engine itself dropped (ENGINE_DROPPED in its log) runs once more, from the cache."""
         cmd, env = self.build_command(req)
-        return run(cmd, env, log, show_line=show_line)
+        code = run(cmd, env, log, show_line=show_line)
+        if code != 0 and log is not None and dropped_by_engine(log):
+            kept = log.with_name(log.name + ".dropped")
+            log.replace(kept)
+            console.say(f"the engine dropped the build, not a step of it (BuildKit: \"rpc error: code = Internal desc "
+                        f"= unexpected EOF\"; its log: {kept}): building once more, from the cache")
+            code = run(cmd, env, log, show_line=show_line)
+        return code
 
     # ---------------------------------------------------------------- the image store
     def image(self, ref: str) -> dict | None:

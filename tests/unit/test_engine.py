@@ -196,3 +196,37 @@ def test_a_container_whose_run_is_stopped_is_removed(tmp_path):
         signal.signal(signal.SIGALRM, before)
     calls = record.read_text().split("\n")
     assert any(c.startswith("rm --force ascend-build-") for c in calls), calls
+
+
+# ------------------------------------------------------------------ a build the engine dropped
+DROPPED = "#14 ERROR: rpc error: code = Internal desc = unexpected EOF\n"
+STEP_FAILED = "#14 ERROR: process \"/bin/sh -c apt-get update\" did not complete successfully: exit code: 100\n"
+
+
+@pytest.mark.parametrize("outputs, code, runs", [
+    ([(DROPPED, 1), ("#15 DONE 2.0s\n", 0)], 0, 2),         # the engine's hiccup: built again, from the cache
+    ([(STEP_FAILED, 1)], 1, 1),                              # the Dockerfile's own failure: never again
+    ([(DROPPED, 1), (DROPPED, 1)], 1, 2),                     # dropped twice: that is the failure
+    ([("#14 0.3 echo 'rpc error: code = Internal desc = unexpected EOF'\n", 1)], 1, 1),  # a step's text
+])
+def test_a_build_the_engine_dropped_runs_once_more_and_nothing_else_does(tmp_path, monkeypatch, capsys, outputs,
+                                                                         code, runs):
+    from ascend_build.engine import engine as eng_module
+    calls = []
+
+    def fake_run(cmd, env, log, show_line=None):
+        text, rc = outputs[len(calls)]
+        calls.append(cmd)
+        log.write_text("$ docker build ...\n" + text)
+        return rc
+    monkeypatch.setattr(eng_module, "run", fake_run)
+    engine = Engine("docker", "docker", "classic-buildkit", "20.10.24")
+    log = tmp_path / "build.log"
+    assert engine.build(BuildRequest(Path("Dockerfile"), tmp_path, "linux/arm64"), log) == code
+    assert len(calls) == runs
+    said = capsys.readouterr()
+    if runs == 2:
+        assert (tmp_path / "build.log.dropped").read_text().endswith(DROPPED), "the dropped run's log is kept"
+        assert "the engine dropped the build, not a step of it" in said.out + said.err
+    else:
+        assert not (tmp_path / "build.log.dropped").exists()

@@ -229,18 +229,36 @@ exit 0
 """
 
 
+@functools.lru_cache(maxsize=None)
+def exported() -> dict[str, tuple[str, ...]]:
+    """soname -> the symbols its stub defines: what torch_npu's binaries leave undefined for
+    CANN (cann_exports.txt, read from the wheels by cann_exports.py), so that `import torch_npu`
+    loads on the double; a torch_npu that still fails to import fails for a reason of its own."""
+    out: dict[str, list[str]] = {}
+    for line in Path(__file__).with_name("cann_exports.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, libs = line.split()
+            for lib in libs.split(","):
+                out.setdefault(lib, []).append(name)
+    return {lib: tuple(names) for lib, names in out.items()}
+
+
 def _stub_libs(arch: str, out: Path, sonames: list[str] = TOOLKIT_SONAMES) -> list[Path]:
-    """Compile one tiny shared library per soname, for the target arch."""
+    """Compile one tiny shared library per soname, for the target arch, defining the symbols
+    torch_npu needs from it as functions that do nothing and return 0 (ACL_SUCCESS, HCCL_SUCCESS,
+    a null handle): enough to load, never to run an operator."""
     cc = CROSS_CC[arch] if shutil.which(CROSS_CC[arch]) else ("gcc" if os.uname().machine == arch else None)
     if cc is None:
         from tests.conftest import missing_tool
         missing_tool(f"a C compiler for {arch} ({CROSS_CC[arch]}, Debian: gcc-{arch.replace('_', '-')}-linux-gnu)")
-    src = out / "stub.c"
-    src.write_text("int cann_test_double_stub(void) { return 0; }\n")
     libs = []
     for soname in sonames:
+        src = out / f"{soname}.c"
+        src.write_text("int cann_test_double_stub(void) { return 0; }\n"
+                       + "".join(f"long {name}(void) {{ return 0; }}\n" for name in exported().get(soname, ())))
         lib = out / soname
-        subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(lib), str(src)], check=True)
+        subprocess.run([cc, "-shared", "-fPIC", "-fno-builtin", f"-Wl,-soname,{soname}", "-o", str(lib), str(src)],
+                       check=True)
         libs.append(lib)
     return libs
 
@@ -279,8 +297,9 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
     with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w") as tar:
         if kind == "toolkit":
+            # runtime/ and compiler/ as in the real tree: torch_npu's import checks both are there.
             for d in ("lib64/plugin/opskernel", "lib64/plugin/nnengine", "bin", "compiler/ccec_compiler/bin",
-                      "toolkit", "tools/aml/lib64/plugin", f"opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{arch}",
+                      "runtime/lib64", "toolkit", "tools/aml/lib64/plugin", f"opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{arch}",
                       f"{arch}-linux"):
                 _add_dir(tar, f"{root}/{d}")
             for lib in _stub_libs(arch, workdir):

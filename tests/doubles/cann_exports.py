@@ -1,0 +1,119 @@
+"""Writes tests/doubles/cann_exports.txt: what the CANN TEST DOUBLE's stub libraries export,
+so that `import torch_npu` loads on the double as it does on a real CANN (a stub library
+with one symbol made every real torch_npu fail with `undefined symbol: aclrt...`, and the
+image suite could not tell that from a torch_npu that cannot load at all).
+
+Read from the wheels themselves, by hand, when a new torch_npu joins the suite:
+
+    python tests/doubles/cann_exports.py TORCH_NPU.whl:TORCH.whl [...]
+
+For each ELF file in torch_npu (its lib/*.so and _C), the dynamic symbols it leaves
+undefined (`readelf --dyn-syms`), less the weak ones (they may stay unresolved), the
+versioned ones (glibc, libstdc++, libgcc), Python's C API, and every name that torch's own
+libraries, torch_npu's own, or the target's C library define. What is left is what the
+CANN libraries it links must define; each goes to the CANN sonames that ELF names in
+DT_NEEDED (any of them satisfies the dynamic linker), or to libascendcl.so for an ELF that
+names none (torch_npu's own profiler library, loaded beside libtorch_npu.so).
+
+Names only: facts about the wheels, no CANN or torch_npu code. Standard library and
+binutils' readelf only."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # run as a script from anywhere
+
+OUT = Path(__file__).with_name("cann_exports.txt")
+FALLBACK = "libascendcl.so"
+
+
+def _sonames() -> set[str]:
+    from tests.doubles.cann_double import NNAL_SONAMES, SIP_SONAMES, TOOLKIT_SONAMES
+    return set(TOOLKIT_SONAMES) | set(NNAL_SONAMES) | set(SIP_SONAMES)
+
+
+def dyn_syms(path: Path) -> list[tuple[str, str, str]]:
+    """(bind, section, name) of every dynamic symbol; `name` keeps its @version."""
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        part = line.split()
+        if len(part) >= 8 and part[0].rstrip(":").isdigit():
+            rows.append((part[4], part[6], part[7]))
+    return rows
+
+
+def needed(path: Path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", "-W", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line.split("[", 1)[1].split("]", 1)[0] for line in out.splitlines() if "(NEEDED)" in line]
+
+
+def _elfs(root: Path, package: str) -> list[Path]:
+    return sorted(p for p in (root / package).rglob("*.so*") if p.is_file() and p.read_bytes()[:4] == b"\x7fELF")
+
+
+def _libc_names(machine: str) -> set[str]:
+    """What the target's C library defines (its cross toolchain's copy)."""
+    cc = f"{machine}-linux-gnu-gcc"
+    libc = Path(subprocess.run([cc, "-print-file-name=libc.so.6"], capture_output=True, text=True,
+                               check=True).stdout.strip()).resolve()
+    names: set[str] = set()
+    for lib in libc.parent.glob("lib*.so*"):
+        if lib.is_file() and lib.read_bytes()[:4] == b"\x7fELF":
+            names |= {n.split("@")[0] for _, ndx, n in dyn_syms(lib) if ndx != "UND"}
+    return names
+
+
+def exports(npu_wheel: Path, torch_wheel: Path) -> dict[str, set[str]]:
+    """symbol -> the CANN sonames that may define it, for one torch_npu wheel."""
+    cann = _sonames()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for wheel in (npu_wheel, torch_wheel):
+            with zipfile.ZipFile(wheel) as z:
+                z.extractall(root, [n for n in z.namelist() if ".so" in n])
+        own = _elfs(root, "torch_npu")
+        cann -= {elf.name for elf in own}        # libnpu_profiler.so is torch_npu's own, not CANN's
+        machine = "aarch64" if "aarch64" in npu_wheel.name else "x86_64"
+        defined = _libc_names(machine)
+        for elf in own + _elfs(root, "torch"):
+            defined |= {n.split("@")[0] for _, ndx, n in dyn_syms(elf) if ndx != "UND"}
+        found: dict[str, set[str]] = {}
+        for elf in own:
+            libs = [n for n in needed(elf) if n in cann] or [FALLBACK]
+            for bind, ndx, name in dyn_syms(elf):
+                if (ndx == "UND" and bind != "WEAK" and "@" not in name and name not in defined
+                        and not name.startswith(("Py", "_Py"))):
+                    found.setdefault(name, set()).update(libs)
+        return found
+
+
+def main(argv: list[str]) -> int:
+    if not argv or any(":" not in a for a in argv):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    merged: dict[str, set[str]] = {}
+    heads = []
+    for arg in argv:
+        npu, torch = (Path(p) for p in arg.split(":", 1))
+        for wheel in (npu, torch):
+            heads.append(f"# {wheel.name} sha256={hashlib.sha256(wheel.read_bytes()).hexdigest()}")
+        for name, libs in exports(npu, torch).items():
+            merged.setdefault(name, set()).update(libs)
+    lines = ["# GENERATED by tests/doubles/cann_exports.py from the wheels below: do not edit.",
+             "# <symbol> <CANN sonames whose stub exports it>: what torch_npu leaves undefined for CANN.",
+             *dict.fromkeys(heads)]
+    lines += [f"{name} {','.join(sorted(libs))}" for name, libs in sorted(merged.items())]
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"{OUT.name}: {len(merged)} symbols from {len(argv)} torch_npu wheels")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

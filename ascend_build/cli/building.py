@@ -151,7 +151,7 @@ def build(o: BuildOptions) -> None:
     if o.devel and not o.choice.cann and o.like is None:
         raise UserError("--devel is the devel variant of a CANN-only image: give --cann RELEASE (e.g. --cann 9.0.0)")
     if o.vllm and not o.choice.named():
-        stack = m.serving(o.vllm).stack.name      # the stack the release pins
+        stack = m.serving(o.vllm).stack           # the stack the release pins
     if o.for_host:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
@@ -286,8 +286,9 @@ class ApexOptions(BuilderOptions):
 def builder(o: BuilderOptions) -> None:
     from ..images.sources import build_builder, pick_flavor
     m = load_matrix(o.matrix)
-    flavor = pick_flavor(m, o.torch, o.flavor, o.python, o.platform, o.emulated)
-    build_builder(m, m.builder_cell(o.torch, flavor, o.python, o.platform), o.site(),
+    stack = m.stack(o.torch)
+    flavor = pick_flavor(m, stack, o.flavor, o.python, o.platform, o.emulated)
+    build_builder(m, m.builder_cell(stack, flavor, o.python, o.platform), o.site(),
                   o.engine.for_task(o.dry), o.repository)
 
 
@@ -296,8 +297,8 @@ def wheel(kind: str, o: TorchNpuOptions | ApexOptions) -> None:
     from ..images.sources import WheelRequest, build_wheel, check_source
     check_source("--src", o.src, o.submodule_src or ())      # before the plan: --dry refuses it as the real run
     m = load_matrix(o.matrix)
-    req = WheelRequest(kind, o.torch, o.flavor, o.python, o.platform, None if o.src in (None, "upstream") else o.src,
-                       tuple(o.submodule_src or ()))
+    req = WheelRequest(kind, m.stack(o.torch), o.flavor, o.python, o.platform,
+                       None if o.src in (None, "upstream") else o.src, tuple(o.submodule_src or ()))
     # The stack's builder is built first when it is not here: with the same options as `invoke builder`.
     made = build_wheel(m, req, o.site(), o.engine.for_task(o.dry), o.repository)
     console.show(str(made))

@@ -14,7 +14,7 @@ from ..errors import TestsFailed, UserError
 from ..images import catalog, steps
 from ..images.render import ROOT
 from ..images.serving import suffix_of
-from ..matrix import Cell, Matrix, load_matrix
+from ..matrix import Cell, Matrix, Stack, load_matrix
 from .options import DRY, Choice, Engine, Output, group, matrix_file, opt, required
 from .wrap import exit_with
 
@@ -78,11 +78,13 @@ class PushOptions:
         """The images to push: `images:`, or the one the options name (on each --platform)."""
         choice = Choice(torch=self.torch, mindspore=self.mindspore, cann=self.cann, os=self.os, python=self.python,
                         chip=self.chip)
+        stack: Stack | None
         if self.vllm and not choice.named():
-            choice = Choice(torch=m.serving(self.vllm).stack.name, os=self.os, python=self.python, chip=self.chip)
-        if not (choice.given() or self.platform):
+            stack = m.serving(self.vllm).stack      # the stack the release pins
+        elif choice.given() or self.platform:
+            stack = choice.stack(m)
+        else:
             return m.image_cells()
-        stack = choice.stack(m)
         return [m.cell(stack, self.os, self.python, self.chip, p) for p in (self.platform or [m.defaults.platform])]
 
 

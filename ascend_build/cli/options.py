@@ -17,7 +17,7 @@ from ..engine.network import Network as NetworkRecord
 from ..engine.network import ca_setting, proxy_settings
 from ..errors import UserError
 from ..inputs.options import Site, parse_base_images
-from ..matrix import FRAMEWORKS, Matrix
+from ..matrix import FRAMEWORKS, Matrix, Stack
 
 T = TypeVar("T")
 _OPTION = "ascend_build.option"      # the metadata key of a field that is an option
@@ -263,8 +263,9 @@ class Choice:
         of its name)."""
         return {name: value for name in FRAMEWORKS if (value := getattr(self, name))}
 
-    def stack(self, m: Matrix) -> str | None:
-        """The stack the framework options name (None: the matrix's default), at most one."""
+    def stack(self, m: Matrix) -> Stack | None:
+        """The stack the framework options name (None: the matrix's default), at most one: its
+        record, looked up here once (what builds on it takes the record, not the name)."""
         named = self.named()
         if len(named) > 1:
             raise UserError(f"{' and '.join(FRAMEWORKS[n].flag for n in named)} each name the image's framework: "
@@ -274,8 +275,8 @@ class Choice:
         (name, value), = named.items()
         fw = FRAMEWORKS[name]
         if fw.stack_prefix:          # --mindspore 2.9.0, --cann 8.0.RC3: a key of its framework's section
-            return m.stack_for(fw, value).name
-        return m.stack(value).name   # --torch: any stack by its name (`invoke ci-matrix` names them so)
+            return m.stack_for(fw, value)
+        return m.stack(value)        # --torch: any stack by its name (`invoke ci-matrix` names them so)
 
     def given(self) -> bool:
         return bool(self.named()) or any((self.os, self.python, self.chip, self.platform))

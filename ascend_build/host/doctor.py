@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import chips, console
-from ..matrix import FRAMEWORKS, Framework, Matrix
+from ..matrix import FRAMEWORKS, Framework, Matrix, Stack
 from ..platforms import PLATFORMS
 from .layout import layout_of
 from .run import NPU_SMI, host_cards
@@ -357,17 +357,17 @@ def lines(matrix: Matrix) -> list[Line]:
     return [Line(st.name, st.cann, matrix.cann[st.cann].driver, st.framework) for st in stacks]
 
 
-def for_host(matrix: Matrix, root: Path, torch: str | None, chip: str | None) -> tuple[str, str | None]:
+def for_host(matrix: Matrix, root: Path, torch: Stack | None, chip: str | None) -> tuple[Stack, str | None]:
     """`invoke build --for-host ROOT`: the line and chip for the host below `root`."""
     from ..errors import UserError
     driver = host_driver(root)
     if not driver:
         raise UserError(f"--for-host {root}: no /{DRIVER_INFO} there, so no driver version to match")
     chip = chips.spelling(chip) if chip else host_chip(root)     # --chip a3: the matrix's A3
-    torch, skipped = pick_stack(matrix, driver, chip, torch)
-    console.say(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {torch}"
+    picked, skipped = pick_stack(matrix, driver, chip, torch)
+    console.say(f"for this host (driver {driver}, chip {chip or 'unknown'}): torch line {picked.name}"
                 + "".join(f"\n  skipped {line}" for line in skipped))
-    return torch, chip
+    return picked, chip
 
 
 def cann_runs(cann, driver: str) -> str | None:
@@ -383,14 +383,16 @@ def cann_runs(cann, driver: str) -> str | None:
     return None
 
 
-def pick_stack(matrix: Matrix, driver: str, chip: str | None, torch: str | None = None) -> tuple[str, list[str]]:
-    """The newest line (of `torch`, if given) whose CANN this driver runs, with the chip;
+def pick_stack(matrix: Matrix, driver: str, chip: str | None,
+               torch: Stack | None = None) -> tuple[Stack, list[str]]:
+    """The newest line (of `torch`, if given: by its name, so --torch 2.1.0 takes the 2.1.0
+    release's other stacks too, 2.1.0-cann8.0.0) whose CANN this driver runs, with the chip;
     and why each newer one was skipped. Without `torch`, only the lines' own stacks (not
     variants like 2.12.0-26.1.0) are candidates."""
     skipped = []
     for name, cann, _, _ in reversed(lines(matrix)):
         stack = matrix.stacks[name]
-        if torch and stack.release != torch and name != torch:
+        if torch and stack.release != torch.name and name != torch.name:
             continue
         # without a name: the default line's framework, each line's own stack (a variant only by name)
         if not torch and (stack.key != stack.release or stack.framework is not matrix.stack().framework):
@@ -401,9 +403,9 @@ def pick_stack(matrix: Matrix, driver: str, chip: str | None, torch: str | None 
         elif why:
             skipped.append(f"{name}: {why}")
         else:
-            return name, skipped
+            return stack, skipped
     from ..errors import UserError
-    raise UserError(f"no line{' of torch ' + torch if torch else ''} runs on driver {driver}"
+    raise UserError(f"no line{' of torch ' + torch.name if torch else ''} runs on driver {driver}"
                     + (f" with chip {chip}" if chip else "") + ":\n  " + "\n  ".join(skipped)
                     + "\nUpgrade the driver, or add a stack on an older CANN to matrix.yaml.")
 

@@ -84,7 +84,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.
     network settings) before the first engine command."""
     # The matrix's own stack: a cell's choices (--torch-atb, --no-nnal) are build arguments of
     # the committed Dockerfile, not another file.
-    rendered = runtime_dockerfile(matrix, matrix.stack(cell.stack.name), cell.os)
+    rendered = runtime_dockerfile(matrix, cell.matrix_stack, cell.os)
     dockerfile = steps.current_dockerfile(rendered)
     _refuse_early(cell, site, inputs)
     site = _with_debootstrap(matrix, cell, site)
@@ -264,7 +264,7 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
                         + (f"The Debian cell of this line builds without a registry: "
                            f"`invoke build {cell.stack.flag} --os {other.name} --debootstrap`" if other
                            else ""))
-    return replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
+    return baseimage.on_local_base(site, cell.os.image, cell.os.suite)
 
 
 def _made_here_before(cell: Cell, site: Site, engine: eng.Engine) -> Site:
@@ -273,7 +273,7 @@ def _made_here_before(cell: Cell, site: Site, engine: eng.Engine) -> Site:
     add --debootstrap with the base sitting there)."""
     if site.debootstrap or not cell.os.suite or cell.os.image in site.base_images:
         return site
-    local = replace(site, base_images={**site.base_images, cell.os.image: baseimage.local_pattern(cell.os.suite)})
+    local = baseimage.on_local_base(site, cell.os.image, cell.os.suite)
     try:
         if engine.exists(cell.os.image) or not engine.exists(local.base(cell.os.image, cell.target)):
             return site
@@ -509,7 +509,7 @@ def _source_wheel(kind: str, src: str, matrix: Matrix, cell: Cell, site: Site, i
     """A torch_npu or apex wheel compiled in the stack's builder (`src`: a tree, a URL@ref,
     or "upstream"), from the wheel cache when it was compiled before."""
     from .sources import WheelRequest, build_wheel
-    req = WheelRequest(kind, cell.stack.name, inputs.builder_flavor, cell.python, cell.platform,
+    req = WheelRequest(kind, cell.matrix_stack, inputs.builder_flavor, cell.python, cell.platform,
                        None if src == "upstream" else src)
     return build_wheel(matrix, req, site, engine, inputs.builder_repository)
 

@@ -19,13 +19,13 @@ from .. import engine as eng
 from ..engine import credentials, interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
-from ..inputs.baseimage import advice, debian_base, local_pattern, plan_line
+from ..inputs.baseimage import advice, debian_base, on_local_base, plan_line
 from ..inputs.durations import takes_minutes
 from ..inputs.options import Site
 from ..inputs.trees import ARCHIVES, Checkout, Expected, checkout, parse_source, repository_with
 from ..locking import torch_index
 from ..locking.torch_index import check_mirror
-from ..matrix import BuilderCell, Matrix
+from ..matrix import BuilderCell, Matrix, Stack
 from ..platforms import host as host_platform
 from . import steps
 from .kinds import BUILDER, BuilderFacts, content_tag, readable_tag
@@ -174,11 +174,11 @@ def _debootstrapped(matrix: Matrix, bcell: BuilderCell, site: Site, wanted: str)
         if not suite:
             raise UserError(f"--debootstrap makes Debian bases; builder {bcell.flavor.name} ({wanted}) is not one. "
                             + advice(matrix, wanted, bcell.stack, bcell.platform, task="builder"))
-        site = replace(site, base_images={**site.base_images, wanted: local_pattern(suite)})
+        site = on_local_base(site, wanted, suite)
     cross = bcell.flavor.cross
     cross_suite = matrix.debootstrap_suite(cross) if cross else None
-    if cross and cross_suite and cross not in site.base_images:
-        site = replace(site, base_images={**site.base_images, cross: local_pattern(cross_suite)})
+    if cross and cross_suite:
+        site = on_local_base(site, cross, cross_suite)
     return site
 
 
@@ -199,12 +199,11 @@ def _check_bases(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Eng
 
 # ---------------------------------------------------------------------------- sources
 
-def default_source(matrix: Matrix, kind: str, stack_name: str) -> tuple[str, str]:
+def default_source(matrix: Matrix, kind: str, st: Stack) -> tuple[str, str]:
     """The upstream repository and the ref a release builds from: torch_npu's release tag
     (torch_npu_tags; never its branch, which moves on), apex's pinned commit."""
     src = matrix.sources[kind]
     if kind == "torch_npu":
-        st = matrix.stacks[stack_name]
         tag = matrix.torch_npu_tags.get(st.package)
         if not tag:
             raise UserError(_no_tag(matrix, st.package))
@@ -247,10 +246,9 @@ def _no_tag(matrix: Matrix, version: str) -> str:
             + ". Pass --src with a tree that builds it, or take the released wheel")
 
 
-def expected(matrix: Matrix, kind: str, stack_name: str) -> Expected:
+def expected(matrix: Matrix, kind: str, st: Stack) -> Expected:
     """What the source of `kind` for this stack must be."""
     if kind == "torch_npu":
-        st = matrix.stacks[stack_name]
         tag = matrix.torch_npu_tags.get(st.package)
         if not tag:
             return Expected(f"torch_npu {st.package}", version=st.package)
@@ -264,7 +262,7 @@ def expected(matrix: Matrix, kind: str, stack_name: str) -> Expected:
 @dataclass(frozen=True)
 class WheelRequest:
     kind: str
-    stack: str | None = None
+    stack: Stack | None = None     # None: the matrix's default line
     flavor: str | None = None
     python: str | None = None
     platform: str | None = None
@@ -298,7 +296,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
     check_network(site.net)
     bcell = _builder_cell(matrix, req, site.emulated)
     python = bcell.pythons[0]
-    location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack.name)
+    location, ref = parse_source(req.source) if req.source else default_source(matrix, req.kind, bcell.stack)
     apex = matrix.sources["apex"]
     if kind.name == "apex" and (location, ref) == (apex.repo, apex.ref) and not apex.builds_for(python):
         # the pinned apex's script would refuse it after the builder's build: say so first
@@ -313,7 +311,7 @@ def build_wheel(matrix: Matrix, req: WheelRequest, site: Site, engine: eng.Engin
         console.show(_compile_minutes(kind, bcell, site))
         return wheel_cache(site.cache_dir, req.kind) / "<key>" / f"{kind.wheel_prefix}*.whl"
 
-    want = expected(matrix, req.kind, bcell.stack.name)
+    want = expected(matrix, req.kind, bcell.stack)
     given = [Path(p) for p in req.submodule_sources]
     src = checkout(location, ref, site.cache_dir, want, [] if kind.name == "apex" else given)
     check_python(kind, src, python)
@@ -438,7 +436,7 @@ def check_version(kind: SourceKind, wheel: Path, want: Expected) -> None:
                           f"is {want.version} ({want.what}); nothing was cached")
 
 
-def pick_flavor(matrix: Matrix, stack: str | None, flavor: str | None, python: str | None, platform: str | None,
+def pick_flavor(matrix: Matrix, st: Stack, flavor: str | None, python: str | None, platform: str | None,
                 emulated: bool = False) -> str | None:
     """The builder flavor: --flavor when given (or --emulated, which asks for qemu); else the
     stack's own, unless this machine would run it under qemu with no cross compiler and a
@@ -446,7 +444,6 @@ def pick_flavor(matrix: Matrix, stack: str | None, flavor: str | None, python: s
     said with why (None: the stack's own)."""
     if flavor or emulated:
         return flavor
-    st = matrix.stack(stack)
     if st.torch is None or not matrix.platform(platform).emulated():
         return None
     own = matrix.builders[st.torch.builder]
@@ -466,7 +463,7 @@ def pick_flavor(matrix: Matrix, stack: str | None, flavor: str | None, python: s
 def _builder_cell(matrix: Matrix, req: WheelRequest, emulated: bool = False) -> BuilderCell:
     """The builder for one wheel (its flavor as pick_flavor says): the request's Python, else
     the stack's default where the builder has it, else the builder's first."""
-    stack = req.stack or matrix.defaults.stack
+    stack = req.stack or matrix.stack()
     flavor = pick_flavor(matrix, stack, req.flavor, req.python, req.platform, emulated)
     full = matrix.builder_cell(stack, flavor, None, req.platform)
     python = req.python or (full.stack.python_default if full.stack.python_default in full.pythons else full.pythons[0])

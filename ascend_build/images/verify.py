@@ -55,12 +55,14 @@ def recorded(engine: eng.Engine, ref: str) -> Recorded:
                     labels.get("org.opencontainers.image.base.name"), labels.get(label("lock")) != "none")
 
 
-def _recorded_base(cell: Cell, base: str) -> tuple[str, bool]:
+def _recorded_base(cell: Cell, base: str) -> tuple[str, str | None]:
     """(the base as a --base-image pattern: its arch as {arch} again, so that a cross build's
-    build-machine base is the same name for that machine's arch; made here by --debootstrap)."""
+    build-machine base is the same name for that machine's arch; the Debian suite where it is
+    the base --debootstrap makes of that suite here, else None)."""
     suffix = cell.target.suffix
     pattern = base[:-len(suffix)] + "{arch}" if base.endswith("-" + suffix) else base
-    return pattern, cell.os.suite is not None and pattern == baseimage.local_pattern(cell.os.suite)
+    suite = cell.os.suite
+    return pattern, suite if suite is not None and pattern == baseimage.local_pattern(suite) else None
 
 
 def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
@@ -69,19 +71,20 @@ def with_recorded_base(site: Site, cell: Cell, base: str | None) -> Site:
     on the matrix's name."""
     if not base or cell.os.image in site.base_images or base == site.base(cell.os.image, cell.target):
         return site
-    pattern, made_here = _recorded_base(cell, base)
+    pattern, suite = _recorded_base(cell, base)
     console.say(f"base image: {base}, as the image's label records"
-                + (" (made by --debootstrap; made again here if it is gone)" if made_here else ""))
-    return replace(site, base_images={**site.base_images, cell.os.image: pattern},
-                   debootstrap=site.debootstrap or made_here)
+                + (" (made by --debootstrap; made again here if it is gone)" if suite else ""))
+    if suite:
+        return replace(baseimage.on_local_base(site, cell.os.image, suite), debootstrap=True)
+    return replace(site, base_images={**site.base_images, cell.os.image: pattern})      # a mirror's
 
 
 def _base_option(cell: Cell, base: str | None) -> str:
     """The option that builds on the base the image records (none: the matrix's own)."""
     if not base or base == cell.os.image:
         return ""
-    pattern, made_here = _recorded_base(cell, base)
-    return " --debootstrap" if made_here else f" --base-image {cell.os.image}={pattern}"
+    pattern, suite = _recorded_base(cell, base)
+    return " --debootstrap" if suite else f" --base-image {cell.os.image}={pattern}"
 
 
 def repository(engine: eng.Engine, ref: str, platform: str) -> str:
@@ -135,7 +138,7 @@ def verify(matrix: Matrix, image: str, site: Site, inputs: Inputs, engine: eng.E
                        no_nnal=rec.no_nnal)
     if rec.epoch is None:
         raise UserError(f"{image} was not built with --reproducible: its layers hold the times of its own build, "
-                        f"so no rebuild can match it. Build it with `invoke build {matrix.stack(rec.stack).flag} --os {rec.os} "
+                        f"so no rebuild can match it. Build it with `invoke build {cell.stack.flag} --os {rec.os} "
                         f"--python {rec.python} --platform {rec.platform}{_base_option(cell, rec.base)} --reproducible`, "
                         f"then verify that image")
     repo = repository(engine, image, rec.platform)

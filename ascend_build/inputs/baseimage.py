@@ -8,6 +8,7 @@ the stages where pip runs natively (the fast path). So the bases are made per pl
 named by one tag pattern with `{arch}` in it, which `--base-image FROM=PATTERN` maps."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ from ..matrix import Matrix, Stack
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
 from .durations import TIMES, takes_minutes
+from .options import Site
 
 # What debootstrap leaves that a base image should not carry (the official Debian images
 # ship without it): package lists and caches, which every image step would otherwise
@@ -39,6 +41,15 @@ _REFERENCE = re.compile(r"[a-z0-9]+([._/:-][a-z0-9]+)*(:[A-Za-z0-9_.{}-]{1,128})
 def local_pattern(suite: str) -> str:
     """Where `invoke build --debootstrap` keeps the bases it makes."""
     return f"ascend-build/debian:{suite}-{{arch}}"
+
+
+def on_local_base(site: Site, image: str, suite: str) -> Site:
+    """The site building on the base debootstrap makes of `suite` here in place of `image`
+    (under local_pattern: both arches a cross build needs), unless it maps `image` itself:
+    its --base-image wins."""
+    if image in site.base_images:
+        return site
+    return dataclasses.replace(site, base_images={**site.base_images, image: local_pattern(suite)})
 
 
 def default_platforms(target: str = "linux/arm64") -> list[str]:

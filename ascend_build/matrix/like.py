@@ -11,19 +11,20 @@ from .eras import cann_key
 from .frameworks import CANN, TORCH
 from .model import Matrix
 from .official import CANN_FORM, TORCH_NPU_FORM, OfficialTag, cann_tag, torch_npu_tag
+from .records import Stack
 
 
 @dataclass(frozen=True)
 class Like:
     """The cell an official tag names: the stack, OS, Python and chip to build."""
-    stack: str
+    stack: Stack
     os: str
     python: str
     chip: str
     devel: bool = False     # a cann:<tag>-devel: the CANN-only image and its devel image on it
 
     def __str__(self) -> str:
-        return (f"stack {self.stack}, --os {self.os}, --python {self.python}, --chip {self.chip}"
+        return (f"stack {self.stack.name}, --os {self.os}, --python {self.python}, --chip {self.chip}"
                 + (", --devel" if self.devel else ""))
 
 
@@ -52,7 +53,7 @@ def resolve(matrix: Matrix, ref: str) -> Like:
                         + ("; ".join(filter(None, [", ".join(same_package), ", ".join(same_cann)]))
                            or "none: `invoke matrix` lists the stacks"))
     _os(matrix, ref, found)
-    return Like(exact[0].name, found.os, found.python, found.chip)
+    return Like(exact[0], found.os, found.python, found.chip)
 
 
 def _cann_only(matrix: Matrix, ref: str, tag: str) -> Like:
@@ -74,7 +75,7 @@ def _cann_only(matrix: Matrix, ref: str, tag: str) -> Like:
                         f"{', '.join(have) or 'none'}); add that entry"
                         + (f", or build a framework image on it: {', '.join(on)}" if on else ""))
     _os(matrix, ref, found)
-    return Like(stack.name, found.os, found.python, found.chip, devel=found.devel)
+    return Like(stack, found.os, found.python, found.chip, devel=found.devel)
 
 
 def _pre_release(matrix: Matrix, ref: str, found: OfficialTag) -> str:

@@ -124,6 +124,12 @@ class Matrix:
         fw = prefixed[0] if prefixed else FRAMEWORKS["torch"]
         raise UserError(self._unknown(fw, name[len(fw.stack_prefix):]))
 
+    def _record(self, stack: Stack | str | None) -> Stack:
+        """The stack a cell or builder is asked for: the record itself where the caller resolved
+        it (a task's options, once, at the command line), else looked up by the name the data
+        spell (`images:`, an image's labels; None: the default line)."""
+        return stack if isinstance(stack, Stack) else self.stack(stack)
+
     def stack_for(self, framework: Framework, key: str) -> Stack:
         """The stack an option names: `--mindspore 2.9.0` is mindspore_stacks' 2.9.0."""
         name = framework.stack_name(key)
@@ -236,9 +242,9 @@ class Matrix:
         return get_platform(name or self.defaults.platform)
 
     # ------------------------------------------------------------ builders
-    def builder_cell(self, stack: str | None = None, flavor: str | None = None, python: str | None = None,
+    def builder_cell(self, stack: Stack | str | None = None, flavor: str | None = None, python: str | None = None,
                      platform: str | None = None) -> BuilderCell:
-        st = self.stack(stack)
+        st = self._record(stack)
         if st.torch is None:
             builds = [n for n, x in self.stacks.items() if x.framework.has_builder]
             has = "take the released wheel" if st.framework.layers else "have no framework"
@@ -273,15 +279,16 @@ class Matrix:
         return b
 
     # ------------------------------------------------------------ images
-    def cell(self, stack: str | None = None, os: str | None = None, python: str | None = None,
+    def cell(self, stack: Stack | str | None = None, os: str | None = None, python: str | None = None,
              chip: str | None = None, platform: str | None = None, torch_atb: bool = False,
              run_as: str | None = None, no_nnal: bool = False) -> Cell:
-        """One image, every choice made; `torch_atb` asks for NNAL's Python plugin as well
-        (`invoke build --torch-atb`), as the stack's `torch_atb: true` does; `run_as`: who
-        its containers run as (default: the matrix's defaults.run_as). The cell carries the
-        alias `images:` gives this very image."""
+        """One image, every choice made. `stack`: the record a task resolved from its options,
+        or a name as the data spell it (None: the default line); `torch_atb` asks for NNAL's
+        Python plugin as well (`invoke build --torch-atb`), as the stack's `torch_atb: true`
+        does; `run_as`: who its containers run as (default: the matrix's defaults.run_as). The
+        cell carries the alias `images:` gives this very image."""
         run_as = parse_run_as(run_as or self.defaults.run_as)
-        st = self.stack(stack)
+        held = st = self._record(stack)
         if torch_atb and st.torch is None:
             raise UserError(f"--torch-atb: torch_atb is NNAL's plugin for torch, and stack {st.name} is {st.title}, "
                             f"which has no torch; build a torch stack with it (--torch)")
@@ -319,7 +326,7 @@ class Matrix:
         kind = (self.pairing(st) or ("published", ""))[0]
         return Cell(stack=st, os=base, python=python, python_source=source, chip=chip, target=target, cann=cann,
                     toolkit=cann.toolkit[target.arch], kernels=kernels,
-                    pins=tuple(f"{name}{spec}" for name, spec in sorted(st.pins.items())),
+                    pins=tuple(f"{name}{spec}" for name, spec in sorted(st.pins.items())), matrix_stack=held,
                     alias=self._alias(st, base, python, chip, target), nnal=nnal, pairing=kind, run_as=run_as,
                     nnal_left_out=no_nnal)
 

@@ -333,7 +333,7 @@ class ImageSpec:
 @dataclass(frozen=True)
 class Cell:
     """One image to build: every choice made, every file named."""
-    stack: Stack
+    stack: Stack                         # the stack with this image's choices made (--torch-atb, --no-nnal)
     os: OSBase
     python: str
     python_source: PythonSource | None   # None: the distro's python3
@@ -343,6 +343,9 @@ class Cell:
     toolkit: CannFile
     kernels: CannFile
     pins: tuple[str, ...]                # pip requirement strings
+    # The stack as the matrix holds it, before those choices: the image's Dockerfile is the one
+    # committed for it (the choices are build arguments of that file, not another file).
+    matrix_stack: Stack
     alias: str | None = None             # the short tag `images:` gives this very image
     layers: tuple[UserLayer, ...] = ()   # user layers `images:` builds on it
     nnal: CannFile | None = None         # NNAL (ATB) installed after the operator package

@@ -320,12 +320,12 @@ def test_a_cann_only_stack_has_no_builder():
 
 def test_like_an_official_cann_tag_builds_its_cann_only_cell():
     like = resolve(MATRIX, "quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11")
-    assert (like.stack, like.os, like.python, like.chip) == ("cann8.0.RC3", "debian12", "3.11", "910b")
-    assert resolve(MATRIX, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11").stack == "cann8.5.0"   # derived
+    assert (like.stack.name, like.os, like.python, like.chip) == ("cann8.0.RC3", "debian12", "3.11", "910b")
+    assert resolve(MATRIX, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11").stack.name == "cann8.5.0"   # derived
     with pytest.raises(UserError, match="no CANN-only stack of CANN 8.0.0: .* --torch 2.1.0-cann8.0.0"):
         resolve(MATRIX, "quay.io/ascend/cann:8.0.0-910b-ubuntu22.04-py3.11")
     devel = resolve(MATRIX, "quay.io/ascend/cann:9.0.0-910b-ubuntu22.04-py3.11-devel")    # its devel twin
-    assert devel.devel and (devel.stack, devel.os) == ("cann9.0.0", "ubuntu22.04")
+    assert devel.devel and (devel.stack.name, devel.os) == ("cann9.0.0", "ubuntu22.04")
     out = invoke("build", "--like", "quay.io/ascend/cann:9.1.0-a3-ubuntu22.04-py3.10", "--dry")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ascend-runtime:cann9.1.0-a3-ubuntu22.04-py3.10-arm64" in out.stdout

@@ -159,8 +159,8 @@ def test_doctor_task_on_stand_in_roots_exits_on_blocking_problems(tmp_path):
     ("25.5.0", "A3", None, "2.12.0", None),
 ])
 def test_for_host_picks_the_newest_line_the_driver_runs(driver, chip, torch, expected, skipped):
-    name, notes = doc.pick_stack(MATRIX, driver, chip, torch)
-    assert name == expected
+    picked, notes = doc.pick_stack(MATRIX, driver, chip, torch and MATRIX.stacks[torch])
+    assert picked.name == expected
     if skipped:
         assert skipped in notes
 
@@ -256,11 +256,11 @@ def test_build_for_host_on_a_310b_board_takes_the_newest_line_with_310b_kernels(
     on driver 24.1.0 the newest line is 2.4.0 on 8.0.0; newer lines say why they were
     skipped (their CANN needs a newer driver, or has no 310b packages)."""
     from tests.doubles.host_roots import make_board
-    name, skipped = doc.pick_stack(MATRIX, "24.1.0", "310b")
-    assert name == "2.4.0"
+    picked, skipped = doc.pick_stack(MATRIX, "24.1.0", "310b")
+    assert picked.name == "2.4.0"
     assert any(s.startswith("2.5.1: ") and "310b" not in s for s in skipped), skipped
     assert "2.14.0: CANN 9.2.0 has no packages for chip 310b" in skipped
-    assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch="2.1.0")[0] == "2.1.0-cann8.0.0"
+    assert doc.pick_stack(MATRIX, "24.1.0", "310b", torch=MATRIX.stacks["2.1.0"])[0].name == "2.1.0-cann8.0.0"
     root = make_board(tmp_path / "board", driver="24.1.0")
     out = forked.invoke("build", "--for-host", str(root), "--dry", "--packages", str(tmp_path),
                         env={**__import__("os").environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})

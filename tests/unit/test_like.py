@@ -26,10 +26,10 @@ def test_every_26_1_0_tag_resolves_to_its_stack():
     assert len(TAGS_26_1_0) == 40
     for tag in TAGS_26_1_0:
         like = resolve(MATRIX, tag)
-        st = MATRIX.stacks[like.stack]
+        st = like.stack
         assert st.cann == "9.1.0" and tag.split(":")[1].startswith(st.package + "-cann"), (tag, like)
         assert like.python == "3.12" and like.os in tag and like.chip in tag
-    assert {resolve(MATRIX, t).stack for t in TAGS_26_1_0} == {
+    assert {resolve(MATRIX, t).stack.name for t in TAGS_26_1_0} == {
         "2.7.1-26.1.0", "2.9.0-26.1.0", "2.10.0-26.1.0", "2.11.0-26.1.0", "2.12.0-26.1.0"}
 
 
@@ -121,7 +121,7 @@ def test_build_like_dry_plans_every_26_1_0_tag_and_every_official_cann_tag_as_th
         parts = re.fullmatch(r"(?:(?P<npu>[^-]+)-cann)?(?P<cann>[0-9.RCrc]+)-(?P<chip>[^-]+)-(?P<os>[a-z]+[0-9.]+)"
                              r"-py(?P<py>3\.[0-9]+)", name)
         assert parts, tag
-        if spelling(parts["chip"]) not in MATRIX.cann[MATRIX.stack(resolve(MATRIX, tag).stack).cann].kernels:
+        if spelling(parts["chip"]) not in MATRIX.cann[resolve(MATRIX, tag).stack.cann].kernels:
             with pytest.raises(UserError, match="chips with kernels"):
                 building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
             continue
@@ -153,7 +153,7 @@ def test_every_devel_twin_of_an_official_cann_tag_plans_the_devel_image_on_its_c
     monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
     monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
         "docker", "docker", "buildx", "?"))
-    twins = [t + "-devel" for t in CANN_TAGS if cann_key(MATRIX.stack(resolve(MATRIX, t).stack).cann) >= cann_key("9.0.0")]
+    twins = [t + "-devel" for t in CANN_TAGS if cann_key(resolve(MATRIX, t).stack.cann) >= cann_key("9.0.0")]
     assert len(twins) == 60
     for tag in twins:
         found = resolve(MATRIX, tag)
@@ -164,7 +164,7 @@ def test_every_devel_twin_of_an_official_cann_tag_plans_the_devel_image_on_its_c
         devel = plan[plan.index("images/devel/"):]
         assert f"images/devel/{found.os}/Dockerfile" in plan and "io.ascend-build.kind=devel" in devel, tag
         assert f"--build-arg RUNTIME_IMAGE=ascend-runtime:{runtime}-arm64" in devel, tag
-        assert f"ascend-runtime:{found.stack}-{found.chip.lower()}-{found.os}-py{found.python}-devel-arm64" in devel, tag
+        assert f"ascend-runtime:{found.stack.name}-{found.chip.lower()}-{found.os}-py{found.python}-devel-arm64" in devel, tag
 
 
 def test_the_import_lists_every_released_official_cann_image_from_8_1_rc1():
@@ -188,7 +188,7 @@ def test_every_official_cann_tag_plans_its_cell_or_is_refused_naming_the_chips_t
     for ref in CANN_TAGS:
         tag = ref.split(":", 1)[1]
         like = resolve(MATRIX, ref)
-        st = MATRIX.stack(like.stack)
+        st = like.stack
         assert st.framework.name == "cann" and st.cann.lower() == tag.split("-")[0], ref
         assert like.os == tag.split("-")[2] and like.python == tag.split("-py")[1] and like.chip == tag.split("-")[1]
         release = MATRIX.cann[st.cann]

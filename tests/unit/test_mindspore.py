@@ -170,3 +170,18 @@ def test_no_nnal_where_there_is_none_or_torch_atb_needs_it_is_refused(args, mess
     from tests.forked import invoke
     out = invoke("build", *args, "--dry", "--no-nnal")
     assert out.returncode == 2 and message in out.stderr, out.stdout + out.stderr
+
+
+def test_the_stack_a_task_names_is_looked_up_once_and_travels_as_its_record(monkeypatch):
+    """--mindspore 2.9.0 is the matrix's record from the options on: the cell takes it as
+    given (no lookup by name again), and keeps it beside the stack with --no-nnal made, so
+    the image's Dockerfile is still the committed one of the line."""
+    from ascend_build.cli.options import Choice
+    m = load_matrix(ROOT / "matrix.yaml")
+    st = Choice(mindspore="2.9.0").stack(m)
+    assert st is m.stacks["mindspore2.9.0"] and Choice().stack(m) is None
+    monkeypatch.setattr(m, "stack", lambda name=None: pytest.fail(f"stack {name} looked up again by its name"))
+    cell = m.cell(st, "debian12", no_nnal=True)
+    assert cell.matrix_stack is st and st.nnal is not False and cell.stack.nnal is False
+    committed = ROOT / "images" / "runtime" / st.name / "debian12" / "Dockerfile"
+    assert runtime_dockerfile(m, cell.matrix_stack, cell.os).text == committed.read_text()

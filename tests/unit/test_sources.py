@@ -147,8 +147,8 @@ done
     opts = Site(cache=tmp_path / "cache", work=tmp_path / "work",
                 net=Network(ca_bundle=ca, pip_index_url="https://u:idx-pw@mirror/simple", mode="host",
                             proxy={"https_proxy": "http://u:px-pw@127.0.0.1:3128"}))
-    wheel = build_wheel(load_matrix(ROOT / "matrix.yaml"), WheelRequest("torch_npu", "2.1.0", "debian11", "3.9", None,
-                                                                       str(src)),
+    m = load_matrix(ROOT / "matrix.yaml")
+    wheel = build_wheel(m, WheelRequest("torch_npu", m.stacks["2.1.0"], "debian11", "3.9", None, str(src)),
                         opts, Engine("docker", str(client), "classic-buildkit", "20.10"))
     assert wheel.name.startswith("torch_npu-2.1.0.post8")
     args = record.read_text().splitlines()

@@ -130,14 +130,14 @@ def test_invoke_update_writes_the_tags_into_a_matrix(repos, tmp_path):
     assert path.read_bytes() == hand
     m = load_matrix(path)
     assert m.torch_npu_tags["2.1.0.post8"].commit == repos.tag_commit
-    assert default_source(m, "torch_npu", "2.1.0") == ("https://github.com/Ascend/pytorch.git", sr.TAG)
-    assert expected(m, "torch_npu", "2.1.0").submodules == {sr.SUBMODULE: repos.op_plugin_commit}
+    assert default_source(m, "torch_npu", m.stacks["2.1.0"]) == ("https://github.com/Ascend/pytorch.git", sr.TAG)
+    assert expected(m, "torch_npu", m.stacks["2.1.0"]).submodules == {sr.SUBMODULE: repos.op_plugin_commit}
     assert any("stacks' torch_npu with a tag: 1 of" in n for n in notes)
 
 
 def test_a_stack_whose_release_no_tag_builds_is_refused():
     m = load_matrix(ROOT / "matrix.yaml")
-    missing = next(n for n, st in m.stacks.items() if st.torch and st.package not in m.torch_npu_tags)
+    missing = next(st for st in m.stacks.values() if st.torch and st.package not in m.torch_npu_tags)
     with pytest.raises(UserError, match=r"no release tag builds torch_npu .*Pass --src"):
         default_source(m, "torch_npu", missing)
 
@@ -146,7 +146,7 @@ def test_the_committed_tags_name_the_release_not_the_branch():
     m = load_matrix(ROOT / "matrix.yaml")
     assert m.torch_npu_tags["2.1.0.post8"].tag == "v6.0.rc3-pytorch2.1.0"
     assert m.torch_npu_tags["2.1.0.post8"].commit.startswith("1fa937ac")
-    assert default_source(m, "torch_npu", "2.1.0")[1] == "v6.0.rc3-pytorch2.1.0"
+    assert default_source(m, "torch_npu", m.stacks["2.1.0"])[1] == "v6.0.rc3-pytorch2.1.0"
 
 
 def test_offline_flags_only_where_the_tree_takes_them(tmp_path):

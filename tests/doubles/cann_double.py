@@ -340,6 +340,13 @@ def _payload(kind: str, version: str, arch: str, chip: str, pad_bytes: int, work
     return buf.getvalue()
 
 
+def make_packages(out_dir: Path, version: str = "8.0.RC3", arch: str = "aarch64", chip: str = "910b") -> Path:
+    """A packages folder as the README's build reads it: the toolkit and the chip's kernels."""
+    make_run(out_dir, "toolkit", version, arch)
+    make_run(out_dir, "kernels", version, arch, chip=chip)
+    return out_dir
+
+
 def make_run(out_dir: Path, kind: str, version: str, arch: str, chip: str = "910b", pad_bytes: int = 0,
              name: str | None = None) -> Path:
     """Write one double installer into out_dir, named as the real file would be

@@ -20,7 +20,7 @@ from ascend_build.hashing import sha256_of
 from ascend_build.inputs.baseimage import debian_base
 from ascend_build.locking.torch_index import TEST_ONLY_SWITCH
 from tests.conftest import committed_imported_text, copy_matrix, in_ci, link_locks, once
-from tests.doubles.cann_double import make_run
+from tests.doubles.cann_double import make_packages, make_run
 from tests.doubles.net_doubles import IndexDouble, ProxyDouble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,10 +86,7 @@ def trixie_arm64_base(engine, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def packages(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cann-double")
-    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
-    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
-    return folder
+    return make_packages(tmp_path_factory.mktemp("cann-double"))
 
 
 @pytest.fixture(scope="session")

@@ -60,3 +60,27 @@ def checkout(tmp_path_factory) -> Path:
         (folder / name).symlink_to(ROOT / name)
     (folder / "matrix.yaml").write_text(committed_matrix_text())
     return folder
+
+
+# ------------------------------------------- the gate's fixtures (test_gate, the kinds' tests)
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory) -> Path:
+    """The CANN 8.0.RC3 toolkit and 910B kernels doubles (aarch64): a module's own folder."""
+    from tests.doubles.cann_double import make_packages
+    return make_packages(tmp_path_factory.mktemp("cann"))
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    """matrix.yaml copied with the project's locks linked beside it, loaded: a module's own
+    (a test may write a lock beside it)."""
+    from ascend_build.matrix import load_matrix
+    from tests.conftest import copy_matrix, link_locks
+    return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
+
+
+@pytest.fixture
+def site(tmp_path, packages):
+    """Offline, on those packages, with a test's own cache and work folders."""
+    from ascend_build.inputs.options import Site
+    return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")

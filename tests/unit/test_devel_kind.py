@@ -21,9 +21,9 @@ from ascend_build.locking import lock as locks
 from ascend_build.locking.layerlock import LayerLock
 from ascend_build.matrix import load_matrix
 from tests import forked
-from tests.conftest import copy_matrix, link_locks
-from tests.doubles.cann_double import make_run
+from tests.conftest import copy_matrix
 from tests.doubles.engine_double import EngineDouble
+from tests.doubles.suite_double import SuiteDouble
 
 CANN_ONLY = dict(stack="cann8.0.RC3", os="debian12", python="3.11", platform="linux/arm64")
 BASE = "debian:bookworm"
@@ -54,34 +54,6 @@ def test_one_dockerfile_per_os_with_its_familys_tools_and_each_is_committed_curr
 
 
 # ------------------------------------------------------------------ the build, on the engine double
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cann")
-    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
-    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
-
-
-@pytest.fixture
-def site(tmp_path, packages) -> Site:
-    return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")
-
-
-class SuiteDouble:
-    """Stands in for the image suites: records the images it ran on, answers `verdict`."""
-    def __init__(self, verdict: int = 0):
-        self.verdict, self.ran = verdict, []
-
-    def __call__(self, image, matrix_path, engine) -> int:
-        self.ran.append(image)
-        return self.verdict
-
-
 LOCK_TEXT = "--require-hashes\n# held: numpy==1.26.4\nsetuptools==67.4.0 \\\n    --hash=sha256:" + "a" * 64 + "\n"
 
 

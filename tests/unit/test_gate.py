@@ -25,33 +25,20 @@ from ascend_build.errors import TestsFailed as SuiteFailed
 from ascend_build.images import batch, registry, steps, verify
 from ascend_build.images import build as runtime_build
 from ascend_build.images.kinds import label
-from ascend_build.inputs.options import Inputs, Site
+from ascend_build.inputs.options import Inputs
 from ascend_build.matrix import load_matrix
-from tests.conftest import copy_matrix, link_locks
-from tests.doubles.cann_double import make_run
+from tests.conftest import copy_matrix
 from tests.doubles.engine_double import EngineDouble
+from tests.doubles.suite_double import SuiteDouble
 
 STACK = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
 BASE = "debian:bookworm"
 
 
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cann")
-    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
-    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
-
-
 def test_push_takes_a_serving_image_by_its_suffix_and_refuses_one_without_kernels_unless_told(matrix, site, engine):
     """A serving image is tagged <runtime name>-vllm<release>-<arch> (serving.suffix_of): push
     takes it by that name, with no alias; one built --no-kernels only with --without-kernels-ok."""
-    built = build(matrix, site, engine, Suite(0))
+    built = build(matrix, site, engine, SuiteDouble(0))
     cell = matrix.cell(**STACK)
     local = f"ascend-runtime:{cell.tag_name}-vllm0.23.0-arm64"
     served = engine.relabel(built.image_id, {label("kind"): "serving", label("kernels"): "no"})
@@ -67,27 +54,10 @@ def test_push_takes_a_serving_image_by_its_suffix_and_refuses_one_without_kernel
 
 
 @pytest.fixture
-def site(tmp_path, packages) -> Site:
-    return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")
-
-
-@pytest.fixture
 def engine() -> EngineDouble:
     double = EngineDouble()
     double.add(BASE, platform="linux/arm64")       # the image's base (and, on the fast path, the build machine's)
     return double
-
-
-class Suite:
-    """The image suite as the gate runs it: records each image it was run on; `verdict`
-    is its exit code."""
-
-    def __init__(self, verdict: int = 0):
-        self.verdict, self.ran = verdict, []
-
-    def __call__(self, image, matrix_path, engine) -> int:
-        self.ran.append(image)
-        return self.verdict
 
 
 def build(matrix, site, engine, suite, **cell):
@@ -102,7 +72,7 @@ def plan_tags(matrix, site, engine, **cell):
 
 
 def test_a_passing_suite_tags_every_tag_on_the_image_it_tested(matrix, site, engine):
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     built = build(matrix, site, engine, suite)
     tags = list(built.tags)
     assert len(tags) >= 2 and all(engine.tags.get(t) == built.image_id for t in tags)
@@ -113,7 +83,7 @@ def test_a_passing_suite_tags_every_tag_on_the_image_it_tested(matrix, site, eng
 
 
 def test_a_failing_suite_tags_nothing_and_removes_what_it_built(matrix, site, engine):
-    suite = Suite(1)
+    suite = SuiteDouble(1)
     with pytest.raises(SuiteFailed, match="nothing was tagged and the image was removed"):
         build(matrix, site, engine, suite)
     tags = plan_tags(matrix, site, engine)
@@ -124,7 +94,7 @@ def test_a_failing_suite_tags_nothing_and_removes_what_it_built(matrix, site, en
 
 def test_keep_failed_keeps_the_untagged_candidate_to_debug(matrix, site, engine):
     with pytest.raises(SuiteFailed, match="It is kept") as kept:
-        build(matrix, dataclasses.replace(site, keep_failed=True), engine, Suite(1))
+        build(matrix, dataclasses.replace(site, keep_failed=True), engine, SuiteDouble(1))
     image = str(kept.value).split("image tests failed for ")[1].split()[0]
     assert image in engine.untagged() and not any(t in engine.tags for t in plan_tags(matrix, site, engine))
 
@@ -132,16 +102,16 @@ def test_keep_failed_keeps_the_untagged_candidate_to_debug(matrix, site, engine)
 def test_a_failed_build_tags_nothing_and_runs_no_suite(matrix, site, packages, tmp_path):
     engine = EngineDouble(fail_build=lambda req: True)
     engine.add(BASE)
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     with pytest.raises(BuildFailed, match="nothing was tagged"):
         build(matrix, site, engine, suite)
     assert suite.ran == [] and engine.tags == {BASE: engine.tags[BASE]}
 
 
 def test_a_tested_image_is_reused_without_a_build_and_retest_runs_its_suite(matrix, site, engine):
-    first = build(matrix, site, engine, Suite(0))
+    first = build(matrix, site, engine, SuiteDouble(0))
     builds = len(engine.called("build"))
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     again = build(matrix, site, engine, suite)
     assert again.image_id == first.image_id
     # Its log says so, beside the first build's log, which stays (CI uploads both kinds).
@@ -149,20 +119,20 @@ def test_a_tested_image_is_reused_without_a_build_and_retest_runs_its_suite(matr
     assert "nothing built" in again.log.read_text() and first.tags.content in again.log.read_text()
     assert len(engine.called("build")) == builds and suite.ran == [], "no build, no suite: reused as tested"
     # --retest: the suite runs on it again; passing, it keeps its tags.
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     build(matrix, dataclasses.replace(site, retest=True), engine, suite)
     assert suite.ran == [first.image_id] and len(engine.called("build")) == builds
     # Failing again, its tags are taken away.
     with pytest.raises(SuiteFailed, match=r"failed its suite again \(the suite ended with exit 1: tests failed\); "
                                           r"its tags were removed$"):
-        build(matrix, dataclasses.replace(site, retest=True), engine, Suite(1))
+        build(matrix, dataclasses.replace(site, retest=True), engine, SuiteDouble(1))
     assert not any(t in engine.tags for t in first.tags)
 
 
 def test_no_cache_builds_again_and_tests_before_moving_the_tags(matrix, site, engine, capsys):
-    first = build(matrix, site, engine, Suite(0))
+    first = build(matrix, site, engine, SuiteDouble(0))
     capsys.readouterr()
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     again = build(matrix, dataclasses.replace(site, no_cache=True), engine, suite)
     assert again.image_id != first.image_id, "every step again: the double writes its clock into the layer"
     assert suite.ran == [again.image_id] and all(engine.tags[t] == again.image_id for t in again.tags)
@@ -177,14 +147,14 @@ def test_an_image_under_the_content_tag_that_is_not_ours_is_not_reused(matrix, s
     built and tested, not taken."""
     tags = plan_tags(matrix, site, engine)
     engine.add(tags[1] if tags[1].split(":")[1].startswith("sha-") else tags[0], labels={label("content-tag"): "x"})
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     built = build(matrix, site, engine, suite)
     assert suite.ran == [built.image_id]
 
 
 def test_build_all_goes_on_past_a_failed_cell_and_reports_it(matrix, site, engine):
     cells = [matrix.cell("2.1.0", "ubuntu22.04", "3.10", None, "linux/arm64"), matrix.cell(**STACK)]
-    outcomes = batch.build_many(matrix, cells, site, Inputs(repository="ascend-runtime"), engine, Suite(0))
+    outcomes = batch.build_many(matrix, cells, site, Inputs(repository="ascend-runtime"), engine, SuiteDouble(0))
     assert [o.status for o in outcomes] == ["failed", "tagged"]
     assert "base image ubuntu:22.04 is not here and cannot be pulled" in outcomes[0].detail
     assert "ubuntu" not in " ".join(engine.called("build")), "the failed cell was refused before its build"
@@ -206,7 +176,7 @@ def unlocked_matrix(tmp_path_factory):
 
 
 def test_a_cell_without_a_lock_is_refused_before_the_engine_unless_unlocked(unlocked_matrix, site, engine, capsys):
-    before, suite = dict(engine.tags), Suite(0)
+    before, suite = dict(engine.tags), SuiteDouble(0)
     with pytest.raises(UserError) as refused:
         build(unlocked_matrix, site, engine, suite)
     assert refused.value.exit_code == 2 and not isinstance(refused.value, BuildFailed)
@@ -223,14 +193,14 @@ def test_a_cell_without_a_lock_is_refused_before_the_engine_unless_unlocked(unlo
 
 def test_verify_rebuilds_an_unlocked_image_unlocked_as_its_label_says(unlocked_matrix, site, engine):
     """`invoke verify` has no --unlocked: the image's lock label (none) decides."""
-    built = build(unlocked_matrix, dataclasses.replace(site, unlocked=True, epoch=1700000000), engine, Suite(0))
+    built = build(unlocked_matrix, dataclasses.replace(site, unlocked=True, epoch=1700000000), engine, SuiteDouble(0))
     lines = verify.verify(unlocked_matrix, built.tags.readable, site, Inputs(), engine)
     assert any(line.startswith("image ID: the same") for line in lines), lines
 
 
 def test_build_all_fails_the_row_of_a_cell_without_a_lock_and_builds_the_others(matrix, site, engine):
     cells = [matrix.cell(**{**STACK, "platform": "linux/amd64"}), matrix.cell(**STACK)]   # no x86_64 locks
-    outcomes = batch.build_many(matrix, cells, site, Inputs(repository="ascend-runtime"), engine, Suite(0))
+    outcomes = batch.build_many(matrix, cells, site, Inputs(repository="ascend-runtime"), engine, SuiteDouble(0))
     assert [o.status for o in outcomes] == ["failed", "tagged"]
     assert outcomes[0].detail.startswith("stack 2.1.0 / Python 3.11 / x86_64 has no lock")
     assert not any(t.endswith("-amd64") for t in engine.tags), "the refused cell tagged nothing"
@@ -247,7 +217,7 @@ def ctrl_c():
 def _calls_of_a_whole_build(matrix, site, packages, tmp_path) -> int:
     engine = EngineDouble()
     engine.add(BASE)
-    build(matrix, dataclasses.replace(site, work=tmp_path / "count"), engine, Suite(0))
+    build(matrix, dataclasses.replace(site, work=tmp_path / "count"), engine, SuiteDouble(0))
     return len(engine.calls)
 
 
@@ -261,7 +231,7 @@ def test_ctrl_c_at_each_step_tags_nothing_and_leaves_nothing(matrix, site, packa
     for n in range(1, total + 1):
         engine = EngineDouble(interrupt_at=n + 1)       # the first call is the base image's add below
         engine.add(BASE)
-        suite = Suite(0)
+        suite = SuiteDouble(0)
         tags = plan_tags(matrix, site, EngineDouble())
         try:
             build(matrix, dataclasses.replace(site, work=tmp_path / f"n{n}"), engine, suite)
@@ -289,7 +259,7 @@ def test_ctrl_c_during_the_suite_tags_nothing_and_removes_the_candidate(matrix, 
 
 
 def test_push_skips_content_the_registry_has(matrix, site, engine):
-    built = build(matrix, site, engine, Suite(0))
+    built = build(matrix, site, engine, SuiteDouble(0))
     cell = matrix.cell(**STACK)
     first = registry.push(engine, [cell], "ascend-runtime", "127.0.0.1:5000/ascend")
     assert first.pushed and not first.skipped
@@ -301,7 +271,7 @@ def test_push_skips_content_the_registry_has(matrix, site, engine):
 
 
 def test_push_and_join_refuse_a_test_only_image(matrix, site, engine):
-    built = build(matrix, site, engine, Suite(0))
+    built = build(matrix, site, engine, SuiteDouble(0))
     cell = matrix.cell(**STACK)
     image = engine.relabel(built.image_id, {label("test-only"): "torch from PyPI (switch): not an image to ship"})
     with pytest.raises(UserError, match=f"carries the label {label('test-only')}"):
@@ -319,7 +289,7 @@ def test_push_and_join_refuse_a_test_only_image(matrix, site, engine):
 def reproducible(matrix, site, engine):
     """A --reproducible build of the cell, tested and tagged."""
     site = dataclasses.replace(site, epoch=1700000000)
-    return site, build(matrix, site, engine, Suite(0))
+    return site, build(matrix, site, engine, SuiteDouble(0))
 
 
 def test_verify_of_the_same_inputs_is_the_same_image(matrix, reproducible, engine):
@@ -344,7 +314,7 @@ def test_verify_names_a_difference_with_exit_7(matrix, reproducible, engine):
 
 
 def test_verify_refuses_what_it_cannot_check_with_exit_2(matrix, site, engine):
-    built = build(matrix, site, engine, Suite(0))           # not --reproducible
+    built = build(matrix, site, engine, SuiteDouble(0))           # not --reproducible
     with pytest.raises(UserError, match="was not built with --reproducible"):
         verify.verify(matrix, built.tags.readable, site, Inputs(), engine)
     with pytest.raises(UserError, match="no image nowhere/missing:1"):
@@ -359,7 +329,7 @@ def test_verify_rebuilds_on_the_base_the_image_records(matrix, site, engine, cap
     for arch in ("arm64", "amd64"):      # the image's and the build machine's, as --debootstrap made them
         engine.add(f"ascend-build/debian:bookworm-{arch}", platform=f"linux/{arch}")
     made = dataclasses.replace(site, epoch=1700000000, debootstrap=True)
-    built = build(matrix, made, engine, Suite(0))
+    built = build(matrix, made, engine, SuiteDouble(0))
     assert engine.labels(built.image_id)["org.opencontainers.image.base.name"] == "ascend-build/debian:bookworm-arm64"
     capsys.readouterr()
     plain = dataclasses.replace(site, epoch=None)       # what `invoke verify --image` alone gives
@@ -381,16 +351,16 @@ def test_a_base_made_by_debootstrap_is_found_again_by_a_build_without_the_flag(m
     engine = EngineDouble()             # no debian:bookworm here: no registry, as on such a site
     for arch in ("arm64", "amd64"):
         engine.add(f"ascend-build/debian:bookworm-{arch}", platform=f"linux/{arch}")
-    first = build(matrix, dataclasses.replace(site, debootstrap=True), engine, Suite(0))
+    first = build(matrix, dataclasses.replace(site, debootstrap=True), engine, SuiteDouble(0))
     capsys.readouterr()
-    again = build(matrix, site, engine, Suite(0))
+    again = build(matrix, site, engine, SuiteDouble(0))
     said = capsys.readouterr()
     assert "base: ascend-build/debian:bookworm-arm64 (made here by an earlier --debootstrap; debian:bookworm " \
            "is not in the engine)" in said.out + said.err
     assert again.content_tag == first.content_tag and again.image_id == first.image_id
     # Where the matrix's base is in the engine, that one is taken, as before.
     engine.add(BASE, platform="linux/arm64")
-    own = build(matrix, site, engine, Suite(0))
+    own = build(matrix, site, engine, SuiteDouble(0))
     assert own.content_tag != first.content_tag
     assert engine.labels(own.image_id)["org.opencontainers.image.base.name"] == BASE
 
@@ -532,10 +502,10 @@ def test_an_image_someones_container_uses_is_left_untagged_and_named(matrix, sit
     """--no-cache moves the tags to a new image; the one they moved from is removed, but not
     while a container that was not the suite's uses it (a training job, stopped or not):
     the engine refuses, the container stays, and a warning names the image left."""
-    first = build(matrix, site, engine, Suite(0))
+    first = build(matrix, site, engine, SuiteDouble(0))
     job = engine.add_container(first.image_id, running=False)
     capsys.readouterr()
-    again = build(matrix, dataclasses.replace(site, no_cache=True), engine, Suite(0))
+    again = build(matrix, dataclasses.replace(site, no_cache=True), engine, SuiteDouble(0))
     assert again.image_id != first.image_id and all(engine.tags[t] == again.image_id for t in again.tags)
     assert engine.untagged() == {first.image_id} and list(engine.containers) == [job]
     assert engine.refusals == [f"Error response from daemon: conflict: unable to delete {first.image_id[7:19]} "
@@ -548,10 +518,10 @@ def test_an_image_someones_container_uses_is_left_untagged_and_named(matrix, sit
 def test_retest_failing_says_which_tag_the_engine_keeps_for_a_container(matrix, site, engine):
     """docker keeps the last tag of an image a container uses (`rmi` without force): the
     message says which, rather than that every tag went."""
-    first = build(matrix, site, engine, Suite(0))
+    first = build(matrix, site, engine, SuiteDouble(0))
     job = engine.add_container(first.image_id)
     with pytest.raises(SuiteFailed) as failed:
-        build(matrix, dataclasses.replace(site, retest=True), engine, Suite(1))
+        build(matrix, dataclasses.replace(site, retest=True), engine, SuiteDouble(1))
     kept = [t for t in first.tags if t in engine.tags]
     assert len(kept) == 1 and str(failed.value).endswith(
         f"(the suite ended with exit 1: tests failed); its tags were removed but {kept[0]}, which the engine keeps "

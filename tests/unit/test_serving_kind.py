@@ -26,10 +26,10 @@ from ascend_build.locking import serving_lock
 from ascend_build.locking.layerlock import LayerLock
 from ascend_build.matrix import load_matrix
 from tests import forked
-from tests.conftest import copy_matrix, link_locks
-from tests.doubles.cann_double import make_run
+from tests.conftest import copy_matrix
 from tests.doubles.engine_double import EngineDouble
 from tests.doubles.net_doubles import PackageIndexDouble
+from tests.doubles.suite_double import SuiteDouble
 
 CELL = dict(stack="2.1.0", os="debian12", python="3.11", platform="linux/arm64")
 BASE = "debian:bookworm"
@@ -75,33 +75,6 @@ def test_every_kind_is_a_module_with_its_kind_and_its_dockerfiles():
 
 
 # ------------------------------------------------------------------ the build, on the engine double
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cann")
-    make_run(folder, "toolkit", "8.0.RC3", "aarch64")
-    make_run(folder, "kernels", "8.0.RC3", "aarch64", chip="910b")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    return load_matrix(link_locks(copy_matrix(tmp_path_factory.mktemp("matrix"))))
-
-
-@pytest.fixture
-def site(tmp_path, packages) -> Site:
-    return Site(packages=(packages,), offline=True, cache=tmp_path / "cache", work=tmp_path / "work")
-
-
-class Suite:
-    def __init__(self, verdict: int = 0):
-        self.verdict, self.ran = verdict, []
-
-    def __call__(self, image, matrix_path, engine) -> int:
-        self.ran.append(image)
-        return self.verdict
-
-
 def _request(plugin_sha: str, vllm_sha: str) -> serving.ServingRequest:
     return serving.ServingRequest(release="0.23.0", vllm="0.23.0", soc_version="ascend910b1", kernels=False,
                                   plugin_file=None, plugin_sdist="vllm_ascend-0.23.0.tar.gz",
@@ -112,7 +85,7 @@ def _request(plugin_sha: str, vllm_sha: str) -> serving.ServingRequest:
 def _serving_build(matrix, site, engine, tmp_path, suite):
     cell = matrix.cell(**CELL)
     inputs = Inputs(repository="ascend-runtime")
-    runtime = runtime_build.build(matrix, cell, site, inputs, engine, Suite(0))
+    runtime = runtime_build.build(matrix, cell, site, inputs, engine, SuiteDouble(0))
     (tmp_path / "rel").mkdir(exist_ok=True)
     vllm, plugin = tmp_path / "rel" / "vllm-0.23.0.tar.gz", tmp_path / "rel" / "vllm_ascend-0.23.0.tar.gz"
     vllm.write_bytes(VLLM_SDIST)
@@ -135,7 +108,7 @@ def test_a_serving_image_stands_on_the_tested_runtime_and_is_tagged_after_its_su
         return False
     engine = EngineDouble(fail_build=look)
     engine.add(BASE, platform="linux/arm64")
-    suite = Suite(0)
+    suite = SuiteDouble(0)
     runtime, built, req = _serving_build(matrix, site, engine, tmp_path, suite)
     cell = matrix.cell(**CELL)
     # FROM the runtime's content tag: one tested image, whose layers are all beneath, unchanged
@@ -161,7 +134,7 @@ def test_a_failing_serving_suite_tags_nothing(matrix, site, tmp_path):
     engine = EngineDouble()
     engine.add(BASE, platform="linux/arm64")
     with pytest.raises(SuiteFailed, match="nothing was tagged"):
-        _serving_build(matrix, site, engine, tmp_path, Suite(1))
+        _serving_build(matrix, site, engine, tmp_path, SuiteDouble(1))
     assert not [t for t in engine.tags if "-vllm0.23.0-" in t]
     assert engine.untagged() == set()
 

@@ -66,8 +66,9 @@ def ci_matrix(path: str) -> None:
 def render(path: str, check: bool, tasks: ModuleType) -> None:
     """images/ and docs/support.md from the matrix, the tasks page and README's task table
     from the tasks themselves (`tasks`: the module invoke loaded them from)."""
-    report = rnd.render(load_matrix(path), check=check)
-    made = pages.render(tasks, ROOT, check)
+    m = load_matrix(path)
+    report = rnd.render(m, check=check)
+    made = pages.render(tasks, m, ROOT, check)
     stale, written = report.stale + made, ([] if check else report.written + made)
     if check:
         bad = stale + report.extra

@@ -13,6 +13,7 @@ from invoke.parser import ParserContext
 
 from .. import atomic
 from ..errors import EXIT_CODES
+from ..matrix import Matrix
 from . import siteconfig
 from .options import flags
 
@@ -134,10 +135,13 @@ def _readme(root: Path, module: ModuleType) -> str:
     return head + readme_table(module) + rest.split(README_END, 1)[1]
 
 
-def render(module: ModuleType, root: Path, check: bool) -> list[Path]:
-    """Write (or with `check`, compare) the pages; the ones that were stale."""
+def render(module: ModuleType, matrix: Matrix, root: Path, check: bool) -> list[Path]:
+    """Write (or with `check`, compare) the pages: the tasks page and README's table from the
+    tasks, the support page from the matrix; the ones that were stale."""
+    from .support import PAGE as SUPPORT
+    from .support import support_page
     stale = []
-    for path, text in ((PAGE, tasks_page(module)), (README, _readme(root, module))):
+    for path, text in ((PAGE, tasks_page(module)), (README, _readme(root, module)), (SUPPORT, support_page(matrix))):
         target = root / path
         if target.exists() and target.read_text() == text:
             continue

@@ -51,10 +51,8 @@ class RenderReport:
 
 
 def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
-    """Write (or with `check`, compare) every generated file: the Dockerfiles and the
-    support page."""
-    from .support import PAGE, support_page
-    outputs = render_all(matrix) + [Rendered(PAGE, support_page(matrix))]
+    """Write (or with `check`, compare) every generated Dockerfile."""
+    outputs = render_all(matrix)
     wanted = {r.path for r in outputs}
     stale, written = [], []
     for r in outputs:

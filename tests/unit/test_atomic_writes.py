@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from ascend_build import atomic
+from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDERS = 4
+MATRIX = load_matrix(ROOT / "matrix.yaml")
 
 
 def _scratch_checkout(where: Path) -> Path:
@@ -70,11 +72,11 @@ def _write_pages(root: str, start) -> None:
     import tasks
     from ascend_build.cli import pages
     start.wait()
-    pages.render(tasks, Path(root), check=False)
+    pages.render(tasks, MATRIX, Path(root), check=False)
 
 
 def test_four_processes_writing_the_pages_at_once_all_succeed(tmp_path):
-    """The tasks page and README's table, stale, written by four processes let go at once,
+    """The tasks page, README's table and the support page, stale, written by four processes let go at once,
     ten times over: none fails, and what they leave is what rendering gives."""
     import tasks
     from ascend_build.cli import pages
@@ -85,6 +87,7 @@ def test_four_processes_writing_the_pages_at_once_all_succeed(tmp_path):
     for _ in range(10):
         (tmp_path / pages.README).write_text(stale)
         (tmp_path / pages.PAGE).unlink(missing_ok=True)
+        (tmp_path / "docs" / "support.md").unlink(missing_ok=True)
         start = fork.Barrier(RENDERS)
         procs = [fork.Process(target=_write_pages, args=(str(tmp_path), start)) for _ in range(RENDERS)]
         for p in procs:
@@ -92,8 +95,9 @@ def test_four_processes_writing_the_pages_at_once_all_succeed(tmp_path):
         for p in procs:
             p.join()
         assert [p.exitcode for p in procs] == [0] * RENDERS
-        assert pages.render(tasks, tmp_path, check=True) == []
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "docs", "tasks.md"], "no temporary left"
+        assert pages.render(tasks, MATRIX, tmp_path, check=True) == []
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "docs", "support.md", "tasks.md"], \
+        "no temporary left"
 
 
 def _versions(size: int) -> list[bytes]:

@@ -13,13 +13,13 @@ import yaml
 from ascend_build import chips
 from ascend_build.chips import Chip, known
 from ascend_build.cli import hosts
+from ascend_build.cli.support import chip_rows, support_page
 from ascend_build.cluster import k8s
 from ascend_build.cluster import ranktable as rt
 from ascend_build.cluster.facts import Card, HostFacts
 from ascend_build.errors import UserError
 from ascend_build.host import doctor as doc
 from ascend_build.host.layout import BOARD_310B, SERVER, for_chip, layout_of
-from ascend_build.images.support import chip_rows, support_page
 from ascend_build.inputs.packages import chip_of_folder
 from ascend_build.matrix import imported, load_matrix
 from ascend_build.upstream import cann_images, deployer

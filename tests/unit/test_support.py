@@ -6,8 +6,10 @@ import re
 import shutil
 from pathlib import Path
 
+import tasks
+from ascend_build.cli import pages
+from ascend_build.cli.support import PAGE, TESTED_HERE, support_page
 from ascend_build.images.catalog import render
-from ascend_build.images.support import PAGE, TESTED_HERE, support_page
 from ascend_build.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,13 +27,15 @@ def test_a_matrix_change_makes_the_page_stale_and_render_rewrites_it(tmp_path):
     (tmp_path / "locks").symlink_to(ROOT / "locks", target_is_directory=True)
     shutil.copytree(ROOT / "images", tmp_path / "images")
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     text = (ROOT / "imported.yaml").read_text()
     assert "driver: 24.1.RC3" in text
     (tmp_path / "imported.yaml").write_text(text.replace("driver: 24.1.RC3", "driver: 24.1.RC9", 1))
     m = load_matrix(tmp_path / "matrix.yaml")
-    assert PAGE in render(m, tmp_path, check=True).stale
-    render(m, tmp_path)
-    assert "24.1.RC9" in (tmp_path / PAGE).read_text() and render(m, tmp_path, check=True).stale == []
+    # The page is rendered with the tasks' pages (cli/pages.py), not with the Dockerfiles.
+    assert PAGE in pages.render(tasks, m, tmp_path, check=True) and PAGE not in render(m, tmp_path, check=True).stale
+    pages.render(tasks, m, tmp_path, check=False)
+    assert "24.1.RC9" in (tmp_path / PAGE).read_text() and pages.render(tasks, m, tmp_path, check=True) == []
 
 
 def test_every_line_and_every_image_of_the_matrix_is_on_the_page():

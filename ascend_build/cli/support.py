@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import known
+from ..images.kinds import RUNTIME, readable_tag
 from ..matrix import Cell, Matrix
 from ..matrix.report import mindspore_rows, mindspore_unpaired, stack_rows
-from .kinds import RUNTIME, readable_tag
 
 PAGE = Path("docs/support.md")
 

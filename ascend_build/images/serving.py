@@ -15,14 +15,16 @@ from pathlib import Path
 from .. import console
 from .. import engine as eng
 from ..errors import UserError
+from ..inputs import baseimage
 from ..inputs.options import Inputs, Site
 from ..locking import layerlock, serving_lock
 from ..locking import lock as locks
 from ..locking.resolve import Index, target_tags, wheel_hashes
 from ..matrix import Cell, Matrix
+from ..platforms import host as host_platform
 from . import finish, steps
 from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
-from .render import ROOT, Rendered, plain_dockerfile
+from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
 from .steps import Built, Extension
 
 
@@ -52,9 +54,11 @@ KIND: ImageKind[ServingFacts] = ImageKind("serving", "serving.Dockerfile.j2", "r
 
 
 def render(matrix: Matrix) -> list[Rendered]:
-    """One Dockerfile for every serving image: the runtime, the releases and the chip are
-    build arguments and staged files."""
-    return [plain_dockerfile(KIND.template, "images/serving/Dockerfile")]
+    """One Dockerfile per OS (its build-machine stages install the OS's Python, as the
+    runtime's fast path does): the runtime, the releases and the chip are build arguments
+    and staged files."""
+    return [plain_dockerfile(KIND.template, f"images/serving/{os.name}/Dockerfile", os=os, packages=PACKAGES[os.family])
+            for os in matrix.os.values()]
 
 
 def suffix_of(release: str) -> str:
@@ -190,7 +194,7 @@ def _plugin(req: ServingRequest, cell: Cell, site: Site) -> tuple[str, str]:
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: ServingRequest,
           prepared: tuple[layerlock.LayerLock, Release | None], engine: eng.Engine, run_tests=None) -> Built:
     lock, release = prepared
-    rendered = render(matrix)[0]
+    rendered = next(r for r in render(matrix) if r.path.parent.name == cell.os.name)
     dockerfile = steps.current_dockerfile(rendered)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     plugin_name = release.plugin.name if release else (req.plugin_file or req.plugin_sdist)
@@ -198,14 +202,23 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
                   "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0", "VLLM_SDIST": req.vllm_sdist,
                   "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch, "TORCH_NPU_VERSION": req.torch_npu}
     sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else ""}
-    content = content_tag(rendered.text, build_args, {"lock/serving.txt": lock.sha256, **sums})
+    content = content_tag(rendered.text, build_args, {"requirements/serving.txt": lock.sha256, **sums})
     tags = KIND.tags(inputs.repository, f"{cell.name}-{req.suffix}", content, cell.target)
     labels = KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels, req.plugin_from,
                                       f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.suffix}", engine.kind)
+    host_args = _pip_args(site, cell)
     plan = steps.OnRuntime(KIND, cell, dockerfile, build_args, content, tags, labels, work,
                            f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})",
-                           f"{lock.path} as lock/serving.txt, {req.vllm_sdist} and {plugin_name} in release/")
+                           f"{lock.path} as requirements/serving.txt, {req.vllm_sdist} and {plugin_name} in release/",
+                           host_args)
+    if host_args["PIP_ON"] == "native" and not site.dry:
+        make = None
+        if site.debootstrap and cell.os.suite:
+            suite = cell.os.suite
+            make = lambda ref, platform: baseimage.debian_base(engine, suite, platform, ref)   # noqa: E731
+        steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(host_platform()),
+                         baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform), make)
     test = run_tests or partial(steps.run_image_tests, kind=KIND)
 
     def stage(ctx: Path) -> None:
@@ -216,17 +229,26 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
                                                      own="serving").image)
 
 
+def _pip_args(site: Site, cell: Cell) -> dict[str, str]:
+    """Where the serving lock's pip runs: on the build machine for the image's machine on a
+    cross-arch build (the runtime's fast path), unless the runtime's Python is built from
+    source (its build-machine twin would be compiled again: pip runs in the image)."""
+    if cell.python_source:
+        return {"PIP_ON": "target"}
+    return site.pip_args(cell.target, cell.os.image)
+
+
 def _build_on(matrix, cell, site, inputs, req, ready, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
     return build(matrix, cell, site, inputs, runtime, req, ready, engine, run_tests)
 
 
 def _stage(ctx: Path, lock: layerlock.LayerLock, release: Release, sums: dict[str, str],
            wheelhouse: Path | None = None) -> None:
-    """lock/serving.txt, the two release files and their SHA256SUMS (checked again in the build),
+    """requirements/serving.txt, the two release files and their SHA256SUMS (checked again in the build),
     and the wheelhouse's wheels the lock names."""
-    (ctx / "lock").mkdir(parents=True)
-    (ctx / "lock" / "serving.txt").write_text(lock.text)
-    for script in ("wheel_arch.py", "serving_check.py"):
+    (ctx / "requirements").mkdir(parents=True)
+    (ctx / "requirements" / "serving.txt").write_text(lock.text)
+    for script in ("wheel_arch.py", "serving_check.py", "pip_for_target.py"):
         shutil.copy2(Path(__file__).with_name(script), ctx / script)
     (ctx / "wheels").mkdir()
     for wheel in layerlock.named_wheels(lock.text, wheelhouse):

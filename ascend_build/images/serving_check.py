@@ -1,4 +1,4 @@
-"""The serving image's own refusals, run by its last build step (images/serving/Dockerfile)
+"""The serving image's own refusals, run by its last build step (images/serving/<os>/Dockerfile)
 after vLLM-Ascend is installed, before the suites and any tag:
 
     python3 serving_check.py TORCH_VERSION TORCH_NPU_VERSION

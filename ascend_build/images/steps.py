@@ -10,7 +10,7 @@ import signal
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
@@ -282,6 +282,7 @@ class OnRuntime:
     work: Path
     what: str
     staged: str                     # what a dry run says goes into the context
+    host_args: dict[str, str] = field(default_factory=dict)     # how this machine builds it: not content
 
 
 def build_on(plan: OnRuntime, site: Any, engine: eng.Engine, test: Callable[[str], int],
@@ -295,7 +296,7 @@ def build_on(plan: OnRuntime, site: Any, engine: eng.Engine, test: Callable[[str
     ctx = plan.work / "context"
     with secrets(site.net, fresh=site.no_cache) as secret:
         breq = eng.BuildRequest(dockerfile=plan.dockerfile, context=ctx, platform=plan.cell.platform,
-                                build_args=plan.build_args, secrets=secret, labels=plan.labels,
+                                build_args={**plan.build_args, **plan.host_args}, secrets=secret, labels=plan.labels,
                                 iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.net.mode)
         if site.dry:
             console.show(f"# stage {plan.staged} -> {ctx}")

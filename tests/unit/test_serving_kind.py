@@ -11,6 +11,7 @@ import os
 import re
 import tarfile
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from ascend_build.inputs.options import Inputs, Site
 from ascend_build.locking import serving_lock
 from ascend_build.locking.layerlock import LayerLock
 from ascend_build.matrix import load_matrix
+from ascend_build.platforms import host as host_platform
 from tests import forked
 from tests.conftest import copy_matrix
 from tests.doubles.engine_double import EngineDouble
@@ -70,7 +72,7 @@ def test_every_kind_is_a_module_with_its_kind_and_its_dockerfiles():
     for module in catalog.MODULES:
         rendered = module.render(matrix)
         assert rendered and all(r.path.parts[0] == "images" for r in rendered), module.KIND.name
-    assert [r.path.as_posix() for r in serving.render(matrix)] == ["images/serving/Dockerfile"]
+    assert [r.path.as_posix() for r in serving.render(matrix)] == [f"images/serving/{o}/Dockerfile" for o in matrix.os]
     assert suites(serving.KIND) == ["serving_image", "image"]    # its own first, then the runtime's
 
 
@@ -100,11 +102,13 @@ def _serving_build(matrix, site, engine, tmp_path, suite):
 
 def test_a_serving_image_stands_on_the_tested_runtime_and_is_tagged_after_its_suite(matrix, site, tmp_path):
     staged: dict[str, str] = {}
+    args: dict[str, str] = {}
 
     def look(req) -> bool:        # what the build's context holds, as the engine gets it
         if "RUNTIME_IMAGE" in req.build_args:
             staged.update({p.relative_to(req.context).as_posix(): p.read_text(errors="replace")
                            for p in Path(req.context).rglob("*") if p.is_file()})
+            args.update(req.build_args, DOCKERFILE=str(req.dockerfile))
         return False
     engine = EngineDouble(fail_build=look)
     engine.add(BASE, platform="linux/arm64")
@@ -114,8 +118,14 @@ def test_a_serving_image_stands_on_the_tested_runtime_and_is_tagged_after_its_su
     # FROM the runtime's content tag: one tested image, whose layers are all beneath, unchanged
     assert staged["release/SHA256SUMS"] == (f"{_sha(VLLM_SDIST)}  vllm-0.23.0.tar.gz\n"
                                             f"{_sha(PLUGIN_SDIST)}  vllm_ascend-0.23.0.tar.gz\n")
-    assert "lock/serving.txt" in staged and "release/vllm-0.23.0.tar.gz" in staged
-    assert "serving_check.py" in staged and "wheel_arch.py" in staged     # the scripts the steps run
+    assert "requirements/serving.txt" in staged and "release/vllm-0.23.0.tar.gz" in staged
+    assert {"serving_check.py", "wheel_arch.py", "pip_for_target.py"} <= set(staged)    # the scripts the steps run
+    # arm64 on this machine: the lock's packages installed by pip on the build machine, for the
+    # image's (the runtime's fast path), FROM the same OS release for the build machine
+    if host_platform() is not None and host_platform().arch != "aarch64":
+        assert args["PIP_ON"] == "native" and args["TARGET_MACHINE"] == "aarch64"
+        assert args["BUILD_BASE_IMAGE"] == site.base(cell.os.image, host_platform())
+    assert args["DOCKERFILE"].endswith(f"images/serving/{cell.os.name}/Dockerfile")       # its OS's
     runtime_layers = engine.images[runtime.image_id].layers
     assert engine.images[built.image_id].layers[:len(runtime_layers)] == runtime_layers
     labels = engine.images[built.image_id].config["config"]["Labels"]
@@ -328,3 +338,17 @@ def test_the_builds_own_check_refuses_a_moved_torch_cuda_triton_and_a_missing_en
     _site_packages(tmp_path, monkeypatch, dists, plugin)
     assert serving_check.refusals("2.10.0", "2.10.0.post4") == said
     assert serving_check.main(["serving_check.py", "2.10.0", "2.10.0.post4"]) == (1 if said else 0)
+
+
+def test_the_lock_installs_on_the_build_machine_only_where_the_runtimes_python_is_the_distros(matrix, site):
+    """A runtime whose Python is built from source would need it built again for the build
+    machine: its serving lock installs in the image (PIP_ON=target); a distro Python's on the
+    build machine when the image is another arch's (as the runtime's fast path)."""
+    from ascend_build.images.serving import _pip_args
+    source = matrix.cell("2.10.0-26.1.0", "ubuntu22.04", "3.11", platform="linux/arm64")
+    distro = matrix.cell("2.10.0-26.1.0", "debian13", "3.13", platform="linux/arm64")
+    assert source.python_source and not distro.python_source
+    assert _pip_args(site, source) == {"PIP_ON": "target"}
+    native = host_platform() is not None and host_platform().arch != "aarch64"
+    assert _pip_args(site, distro)["PIP_ON"] == ("native" if native else "target")
+    assert _pip_args(replace(site, pip_on="target"), distro) == {"PIP_ON": "target"}

@@ -287,10 +287,7 @@ def _made_here_before(cell: Cell, site: Site, engine: eng.Engine) -> Site:
 def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, site: Site) -> None:
     """Both base images (the image's and, on the fast path, the build machine's) are here
     or can be had, before the build: pulled, or made by debootstrap with --debootstrap."""
-    make = None
-    if site.debootstrap and cell.os.suite:
-        suite = cell.os.suite
-        make = lambda ref, platform: baseimage.debian_base(engine, suite, platform, ref)   # noqa: E731
+    make = baseimage.made_here(engine, site, cell.os.suite)
     advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
     steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
     if plan.host_args["PIP_ON"] == "native":

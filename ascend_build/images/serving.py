@@ -212,17 +212,14 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
                            f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})",
                            f"{lock.path} as requirements/serving.txt, {req.vllm_sdist} and {plugin_name} in release/",
                            host_args)
-    if host_args["PIP_ON"] == "native" and not site.dry:
-        make = None
-        if site.debootstrap and cell.os.suite:
-            suite = cell.os.suite
-            make = lambda ref, platform: baseimage.debian_base(engine, suite, platform, ref)   # noqa: E731
-        steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(host_platform()),
-                         baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform), make)
     test = run_tests or partial(steps.run_image_tests, kind=KIND)
 
     def stage(ctx: Path) -> None:
         assert release is not None      # a real run fetched them (prepare)
+        if host_args["PIP_ON"] == "native":     # only when it is built: a reused image needs no base
+            steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(host_platform()),
+                             baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform),
+                             baseimage.made_here(engine, site, cell.os.suite))
         _stage(ctx, lock, release, sums, req.wheelhouse)
     return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine), stage,
                           lambda image: finish.layer(engine, image, cell, req.suffix, lock.text, tags.readable, work,

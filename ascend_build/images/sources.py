@@ -19,7 +19,7 @@ from .. import engine as eng
 from ..engine import credentials, interrupts
 from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
-from ..inputs.baseimage import advice, debian_base, on_local_base, plan_line
+from ..inputs.baseimage import advice, made_here, on_local_base, plan_line
 from ..inputs.durations import takes_minutes
 from ..inputs.options import Site
 from ..inputs.trees import ARCHIVES, Checkout, Expected, checkout, parse_source, repository_with
@@ -186,8 +186,7 @@ def _check_bases(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Eng
                  wanted: str) -> None:
     """Every base the build needs is here or can be had (pulled, or made by debootstrap)."""
     def maker(image: str):
-        suite = matrix.debootstrap_suite(image) if image else None
-        return (lambda ref, platform: debian_base(engine, suite, platform, ref)) if site.debootstrap and suite else None
+        return made_here(engine, site, matrix.debootstrap_suite(image) if image else None)
     said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
     here = str(host_platform())
     steps.check_base(engine, args["BASE_IMAGE"], bcell.platform, said, maker(wanted))

@@ -18,6 +18,7 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Callable
 
 from .. import console
 from .. import engine as eng
@@ -89,6 +90,14 @@ def make_bases(engine: eng.Engine, suite: str, platforms: list[str], tag: str,
         debian_base(engine, suite, p, ref, mirror, dry)
         made.append(ref)
     return made
+
+
+def made_here(engine: eng.Engine, site: Site, suite: str | None) -> Callable[[str, str], None] | None:
+    """What makes a missing base of this Debian suite here (debootstrap), where the site asked
+    for it (--debootstrap); None: a missing base is pulled."""
+    if not (site.debootstrap and suite):
+        return None
+    return lambda ref, platform: debian_base(engine, suite, platform, ref)
 
 
 def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,

@@ -149,6 +149,20 @@ def test_a_failing_serving_suite_tags_nothing(matrix, site, tmp_path):
     assert engine.untagged() == set()
 
 
+def test_a_reused_serving_image_needs_no_build_machine_base(matrix, site, tmp_path):
+    """The build machine's base is checked (pulled, or made) only when the image is built:
+    once it is here and tested, a second build takes it as it is, base gone or not (an
+    air-gapped host that was sent the images, not the bases)."""
+    engine = EngineDouble()
+    engine.add(BASE, platform="linux/arm64")
+    _, first, _ = _serving_build(matrix, site, engine, tmp_path, SuiteDouble(0))
+    assert engine.remove(BASE, force=True) and not engine.exists(BASE)
+    pulls = len(engine.called("pull"))
+    _, again, _ = _serving_build(matrix, site, engine, tmp_path, SuiteDouble(0))
+    assert again.image_id == first.image_id and again.log is None     # reused, not built
+    assert len(engine.called("pull")) == pulls
+
+
 # ------------------------------------------------------------------ the lock's lines and the release files
 def test_the_lock_lines_come_from_the_files_themselves(tmp_path):
     vllm = tmp_path / "vllm-0.23.0.tar.gz"

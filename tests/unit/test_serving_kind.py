@@ -19,8 +19,8 @@ import pytest
 from ascend_build.engine.network import Network
 from ascend_build.errors import TestsFailed as SuiteFailed
 from ascend_build.errors import UserError
+from ascend_build.images import batch, catalog, serving
 from ascend_build.images import build as runtime_build
-from ascend_build.images import catalog, serving
 from ascend_build.images.kinds import label, readable_tag, suites
 from ascend_build.inputs.options import Inputs, Site
 from ascend_build.locking import serving_lock
@@ -96,7 +96,8 @@ def _serving_build(matrix, site, engine, tmp_path, suite):
                                                "    --hash=sha256:" + "a" * 64 + "\n")
     req = _request(_sha(PLUGIN_SDIST), _sha(VLLM_SDIST))
     release = serving.Release(vllm, plugin, _sha(PLUGIN_SDIST))
-    built = serving.build(matrix, cell, site, inputs, runtime, req, (lock, release), engine, suite)
+    built = batch.build_on_runtime(matrix, cell, site, inputs, batch.Extension(serving, serving.Ready(req, lock, release)),
+                                   runtime, engine, suite)
     return runtime, built, req
 
 
@@ -281,11 +282,12 @@ def _prepare(tmp_path, plugin: bytes, vllm: bytes = VLLM_SDIST_NO_PROTOBUF):
     with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (vllm, "")},
                              "vllm-ascend": {"vllm_ascend-0.23.0.tar.gz": (plugin, "")}}) as index:
         site = Site(cache=tmp_path / "cache", work=tmp_path / "work", net=Network(pip_index_url=index.url))
-        return m, serving.prepare(m, cell, site, Inputs(), req)
+        return m, serving.prepare(m, cell, site, req)
 
 
 def test_prepare_fetches_both_files_and_locks_what_they_need_holding_the_runtime(tmp_path, uv):
-    m, (lock, release) = _prepare(tmp_path, _plugin_sdist(["numba", "vllm==0.23.0", "regex"]))
+    m, ready = _prepare(tmp_path, _plugin_sdist(["numba", "vllm==0.23.0", "regex"]))
+    lock, release = ready.lock, ready.release
     assert release is not None and release.vllm.read_bytes() == VLLM_SDIST_NO_PROTOBUF
     written = m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.in"
     lines = [line for line in written.read_text().splitlines() if not line.startswith("#")]

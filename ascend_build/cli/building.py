@@ -180,11 +180,12 @@ def _like(m: Matrix, o: BuildOptions) -> Like | None:
     return found
 
 
-def _refuse_kind_options(o: BuildOptions) -> None:
-    """Each kind's options refused as its module declares them: with --all, unless --all takes
-    them (their images stand on one runtime image); without what they need."""
-    declared = flags(BuildOptions)
-    given = {x.name for x in declared if functools.reduce(getattr, x.path, o) != x.default}
+def _refuse_kind_options(o: Any) -> None:
+    """Each kind's options (the groups under `o.kinds`) refused as its module declares them:
+    with --all, unless --all takes them (their images stand on one runtime image); without
+    one of the options they need."""
+    declared = flags(type(o))
+    given = {x.name for x in declared if _given(functools.reduce(getattr, x.path, o), x.default)}
     for x in declared:
         if x.path[0] != "kinds" or x.name not in given:
             continue
@@ -194,6 +195,11 @@ def _refuse_kind_options(o: BuildOptions) -> None:
             raise UserError(f"{flag} builds on one runtime image: drop --all")
         if said.needs and not given & set(said.needs):
             raise UserError(f"{flag} {said.unmet}")
+
+
+def _given(value: Any, default: Any) -> bool:
+    """An option the command line gave: not its default, nor empty (a repeatable one not given is [])."""
+    return value != default and value not in (None, False, [])
 
 
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:

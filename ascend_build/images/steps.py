@@ -265,16 +265,16 @@ SCRIPTS = Path(__file__).parent       # the scripts a build's steps run (wheel_a
 
 @dataclass(frozen=True)
 class OnRuntime:
-    """One image of a kind built FROM a cell's tested runtime image (a user layer, a serving
-    image, a devel image), as its module declares it (catalog.OnRuntimeModule's `image`),
-    every input decided: the one build path (batch.build_on_runtime, then `build_on` below)
-    makes its content tag, tags, labels and work folder from it, stages its context, and
-    builds, tests and tags it the same way for every such kind."""
+    """One image of a kind built FROM a cell's tested runtime image (catalog.ON_RUNTIME), as
+    its module declares it (catalog.OnRuntimeModule's `image`), every input decided: the
+    one build path (batch.build_on_runtime, then `build_on` below) makes its content tag,
+    tags, labels and work folder from it, stages its context, and builds, tests and tags it
+    the same way for every such kind."""
     kind: ImageKind[Any]                # its labels, its tags, its suites (then those of the kinds it extends)
     suffix: str                         # what its name adds to the runtime's: <runtime name>-<suffix>-<arch>
     rendered: Rendered                  # its Dockerfile (the committed one, refused when stale)
     lock: LayerLock                     # its packages, locked with the runtime's held
-    own: str                            # its lock's name among the image's requirements (layer-<name>, serving, ...)
+    own: str                            # its lock's name among the image's requirements (layer-<name>, ...)
     build_args: dict[str, str]          # beside RUNTIME_IMAGE, the tested runtime image by its content tag
     hashes: dict[str, str]              # the content tag's inputs beside the Dockerfile and build args
     labels: Callable[[str, str], dict[str, str]]    # its labels, from its content tag and the runtime it is built on

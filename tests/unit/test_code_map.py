@@ -1,9 +1,9 @@
 """docs/code.md, the map of the code, held to the tree: every room and every module of the
-package named (in its room's entry, outside the parentheses that describe it; the kinds'
-modules by the catalog, images/catalog.py's MODULES, which the map points to rather than
-repeat), nothing named that is not there, every folder of tests/ named, every path it gives
-in backticks there, and the sizes it gives true. Adding a module without naming it fails
-here."""
+package named (in its room's entry, outside the parentheses that describe it), nothing
+named that is not there, every folder of tests/ named, every path it gives in backticks
+there, and the sizes it gives true; the kinds' modules and their suites' folders by the
+catalog (images/catalog.py's MODULES), which the map points to rather than repeat. Adding
+a module without naming it fails here."""
 from __future__ import annotations
 
 import re
@@ -93,7 +93,10 @@ def problems(text: str, package: Path, root: Path, tests: Path) -> list[str]:
     found += [f"the room {r}/ is not named in docs/code.md" for r in sorted(rooms) if f"{r}/" not in seen]
     found += [f"{m}.py is not named in docs/code.md" for m in sorted(modules) if f"{m}.py" not in seen]
     given = {name for names, _ in entries(files) for name in names}
-    found += [f"docs/code.md names {n}, which is not there" for n in sorted(given) if not (root / n).exists()]
+    found += [f"docs/code.md names {n}, which is not there" for n in sorted(given)
+              if "<" not in n and not (root / n).exists()]
+    if "tests/<suite>" in given:        # the kinds' suites, named by the catalog the map points to
+        given |= {f"tests/{kind.suite}" for kind in catalog.KINDS.values()}
     folders = {f"tests/{d.name}" for d in tests.iterdir() if d.is_dir() and d.name != "__pycache__"}
     found += [f"{f} is not named in docs/code.md" for f in sorted(folders - given)]
     for path in sorted(set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", text))):

@@ -367,3 +367,24 @@ def test_the_lock_installs_on_the_build_machine_only_where_the_runtimes_python_i
     native = host_platform() is not None and host_platform().arch != "aarch64"
     assert _pip_args(site, distro)["PIP_ON"] == ("native" if native else "target")
     assert _pip_args(replace(site, pip_on="target"), distro) == {"PIP_ON": "target"}
+
+
+def test_the_release_is_looked_up_once_for_its_stack_and_its_request(monkeypatch, capsys):
+    """`build --vllm` without --torch builds the stack the release pins, and its request is
+    made from the same record: the data is asked once (it was asked twice, by the command
+    line and by the request)."""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    from ascend_build.matrix.model import Matrix
+    asked: list[str] = []
+    real = Matrix.serving
+    monkeypatch.setattr(Matrix, "serving", lambda self, version: asked.append(version) or real(self, version))
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    options = building.BuildOptions(
+        choice=building.Choice(os="debian13", python="3.13", chip="a3"), dry=True, unlocked=True,
+        kinds=building.KindOptions(**{k.KIND.name: k.Options(**({"vllm": "0.23.0"} if k is serving else {}))
+                                      for k in catalog.ON_RUNTIME}))
+    building.build(options)
+    assert "-vllm0.23.0-arm64" in capsys.readouterr().out
+    assert asked == ["0.23.0"]

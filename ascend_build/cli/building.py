@@ -14,7 +14,7 @@ from .. import console
 from ..errors import BuildFailed, UserError
 from ..images import batch, catalog, finish
 from ..images.catalog import OnRuntimeModule
-from ..images.kinds import options_of
+from ..images.kinds import Asked, options_of
 from ..inputs.options import Inputs, Site
 from ..matrix import Matrix, load_matrix
 from ..matrix.like import Like
@@ -145,8 +145,7 @@ def build(o: BuildOptions) -> None:
     if o.all:
         return _build_all(m, o, site, inputs)
     found = _like(m, o)
-    asked = [(kind, a) for kind in catalog.ON_RUNTIME
-             if (a := kind.ask(m, getattr(o.kinds, kind.KIND.name), found)) is not None]
+    asked = _asked(m, o, found)
     # the stack a kind's release pins (a vLLM-Ascend release), when no framework option names one
     stack = o.choice.stack(m) or next((a.stack for _, a in asked if a.stack), None)
     chip = o.choice.chip
@@ -164,6 +163,12 @@ def build(o: BuildOptions) -> None:
     requests = [(kind, kind.request(m, cell, a.what)) for kind, a in asked]    # every refusal before any lock
     ready = batch.prepare(m, cell, site, requests)
     batch.build_cell(m, cell, site, inputs, ready, o.engine.for_task(o.dry))
+
+
+def _asked(m: Matrix, o: BuildOptions, like: Like | None) -> list[tuple[OnRuntimeModule, Asked]]:
+    """What each kind's options ask for (its module's `ask`), in the catalog's order."""
+    return [(kind, a) for kind in catalog.ON_RUNTIME
+            if (a := kind.ask(m, getattr(o.kinds, kind.KIND.name), like)) is not None]
 
 
 def _like(m: Matrix, o: BuildOptions) -> Like | None:
@@ -206,7 +211,9 @@ def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
-    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry))
+    # the kinds whose options --all takes (the others were refused): on each image of `images:`
+    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry),
+                                asked=_asked(m, o, None))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
     if failed and o.dry:

@@ -19,7 +19,7 @@ from ..matrix import Cell, Matrix
 from . import build as runtime_build
 from . import finish, steps, userlayer
 from .catalog import OnRuntimeModule
-from .kinds import content_tag, readable_tag
+from .kinds import Asked, content_tag, readable_tag
 from .steps import Built
 
 Status = Literal["tagged", "failed"]
@@ -84,15 +84,16 @@ def build_cell(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, extension
 
 
 def build_many(matrix: Matrix, cells: list[Cell], site: Site, inputs: Inputs, engine: Engine,
-               run_tests=None) -> list[Outcome]:
-    """Every cell and its layers (`images:` ... `layers:`); one failing does not stop the
-    others. Ctrl-C stops them all (nothing half-built is tagged) and names the ones not built."""
+               run_tests=None, asked: Sequence[tuple[OnRuntimeModule, Asked]] = ()) -> list[Outcome]:
+    """Every cell, its layers (`images:` ... `layers:`) and what `asked` asks of each kind on
+    it (the options `--all` takes); one failing does not stop the others. Ctrl-C stops them
+    all (nothing half-built is tagged) and names the ones not built."""
     outcomes: list[Outcome] = []
     for index, cell in enumerate(cells):
         log = runtime_build.work_dir(site, cell, engine.kind) / "build.log"
         log.unlink(missing_ok=True)
         try:
-            ready = _prepare_each(matrix, cell, site, outcomes)
+            ready = _prepare_each(matrix, cell, site, outcomes, asked)
             runtime = _attempt(outcomes, cell.name, cell.platform, log,
                                partial(runtime_build.build, matrix, cell, site, inputs, engine, run_tests))
             for name, ext in ready:
@@ -133,15 +134,24 @@ def worst(outcomes: list[Outcome]) -> int:
     return max((o.code for o in outcomes if o.status == "failed"), default=0)
 
 
-def _prepare_each(matrix: Matrix, cell: Cell, site: Site, outcomes: list[Outcome]) -> list[tuple[str, Extension]]:
-    """The cell's layers (`images:` ... `layers:`) by their rows' names, each locked or
-    refused; a refused one is a failed row, and the runtime image is built all the same."""
+def _prepare_each(matrix: Matrix, cell: Cell, site: Site, outcomes: list[Outcome],
+                  asked: Sequence[tuple[OnRuntimeModule, Asked]]) -> list[tuple[str, Extension]]:
+    """The cell's layers (`images:` ... `layers:`), then each kind's request, by their rows'
+    names, each locked or refused; a refused one is a failed row, and the runtime image is
+    built all the same."""
     ready = []
     for layer in cell.layers:
         name = f"{cell.name}-{layer.name or Path(layer.requirements).stem}"
         try:
             req = userlayer.LayerRequest.of(matrix.path.parent / layer.requirements, layer.name)
             ready.append((name, Extension(userlayer, userlayer.prepare(matrix, cell, site, req))))
+        except UserError as exc:
+            outcomes.append(_failed(name, cell.platform, exc, None))
+    for kind, wanted in asked:
+        name = f"{cell.name}-{kind.KIND.name}"
+        try:
+            request = kind.request(matrix, cell, wanted.what)
+            ready.append((name, Extension(kind, kind.prepare(matrix, cell, site, request))))
         except UserError as exc:
             outcomes.append(_failed(name, cell.platform, exc, None))
     return ready

@@ -154,7 +154,8 @@ class KindOption:
     help: str
     needs: tuple[str, ...] = ()     # options of `invoke build`, one of which it goes with (--no-kernels: --vllm)
     unmet: str = ""                 # what is said after its name when none of them is given
-    with_all: bool = False          # `--all` takes it; else refused there (its image stands on one runtime)
+    with_all: bool = False          # `--all` takes it: the kind's image on each image of `images:` (else
+                                    # refused there: its image stands on one runtime image)
 
 
 def option(default: Any, help: str, *, needs: tuple[str, ...] = (), unmet: str = "", with_all: bool = False) -> Any:

@@ -224,3 +224,26 @@ def test_the_build_tasks_command_line_names_no_kinds_option(tmp_path):
     building_py.write_text(building_py.read_text() + f"\n\ndef planted(o):\n    if o.kinds.x.{name}:\n"
                            f"        raise ValueError('--{name.replace('_', '-')} planted')\n")
     assert len(names_of_kind_options(copy)) == 2
+
+
+def test_all_builds_the_image_of_a_kind_it_takes_on_every_image_a_refused_cell_a_failed_row(monkeypatch, capsys):
+    """An option --all takes (the devel kind's, declared so here): each image of `images:`
+    gets the kind's image on it, planned after its runtime's; a cell the kind refuses is a
+    failed row, and the others are built all the same."""
+    from ascend_build import engine as eng
+    from ascend_build.matrix import load_matrix
+    declared = building.options_of
+    monkeypatch.setattr(building, "options_of", lambda record: {
+        name: dataclasses.replace(said, with_all=True, needs=(), unmet="") for name, said in declared(record).items()})
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    with pytest.raises(UserError, match="would be refused"):
+        building.build(_options_with(devel=True, all=True, dry=True, unlocked=True))
+    rows = {line.split()[0]: line.split()[2] for line in capsys.readouterr().out.splitlines()
+            if len(line.split()) > 2 and line.split()[2] in ("tagged", "failed")}
+    cells = load_matrix(ROOT / "matrix.yaml").image_cells()
+    cann_only = [c for c in cells if c.stack.framework.name == "cann"]
+    assert cann_only and len(cann_only) < len(cells)
+    for cell in cells:
+        assert rows[cell.name] == "tagged", cell.name             # every runtime image planned
+        assert rows[f"{cell.name}-devel"] == ("tagged" if cell in cann_only else "failed"), cell.name

@@ -26,7 +26,7 @@ def _after_dashes(c) -> list[str]:
 def build(c, o: building.BuildOptions):
     """Build a runtime image, test it, and tag it only if the tests pass.
 
-    With --requirements, then a user layer on it, the same way."""
+    With a kind's options (listed by kind below), then its image on the runtime image, the same way."""
     building.build(o)
 
 

@@ -1,21 +1,23 @@
-"""The tasks that build: runtime images (one, or every image of `images:`) with their user
-layers, the check of a reproducible image against its rebuild, builder images and the
-wheels compiled in them, Debian base images."""
+"""The tasks that build: runtime images (one, or every image of `images:`) and the images
+of the kinds built on them (their options collected from the catalog, each kind's declared
+in its module), the check of a reproducible image against its rebuild, builder images and
+the wheels compiled in them, Debian base images."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import console
 from ..errors import BuildFailed, UserError
-from ..images import batch, finish
-from ..images.devel import DevelRequest
-from ..images.serving import ServingRequest
-from ..images.userlayer import LayerRequest
+from ..images import batch, catalog, finish
+from ..images.catalog import OnRuntimeModule
+from ..images.kinds import Asked, options_of
 from ..inputs.options import Inputs, Site
-from ..matrix import load_matrix
+from ..matrix import Matrix, load_matrix
+from ..matrix.like import Like
 from .options import DRY, Choice, Engine, Network, Output, flags, group, help_of, matrix_file, opt, path
 
 
@@ -60,6 +62,18 @@ class Steps:
         return dict(retest=self.retest, keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on)
 
 
+def _heading(kind: OnRuntimeModule) -> str:
+    """The help's heading of a kind's options: its name, and what its Options record says."""
+    said = " ".join((kind.Options.__doc__ or "").split()).rstrip(".")
+    return f"the {kind.KIND.name} kind" + (f" ({said[:1].lower()}{said[1:]})" if said else "")
+
+
+# The options of every kind built on a runtime image, its module's `Options` record a group
+# under its kind's name (the help lists each group under its heading), in the catalog's order.
+KindOptions = dataclasses.make_dataclass(
+    "KindOptions", [(k.KIND.name, k.Options, group(k.Options, _heading(k))) for k in catalog.ON_RUNTIME], frozen=True)
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     choice: Choice = group(Choice)
@@ -98,28 +112,12 @@ class BuildOptions:
                                      "runs, for its chip; the value is the host's root folder (/ for this machine)")
     cache_registry: str | None = opt(None, "registry repository for layer cache (buildx: cache tags; classic: "
                                            "inline cache of pushed images)", site=True)
-    requirements: str | None = opt(None, "a requirements file: build a user layer on top of the runtime image, "
-                                         "locked (FILE.lock/) with every runtime package held, tested, tagged "
-                                         "<runtime name>-<layer>-<arch>")
-    layer_name: str | None = opt(None, "the user layer's name in its tag (default: the requirements file's name)")
-    layer_wheelhouse: str | None = opt(None, "folder of the team's own wheels the requirements may name (for the "
-                                             "user layer only)")
-    vllm: str | None = opt(None, "build a serving image: vLLM and vLLM-Ascend of this release (0.23.0) on the tested "
-                                 "runtime image of the stack the release pins (--torch may be left out), locked "
-                                 "with the runtime's packages held, tested, tagged <runtime name>-vllm<release>-<arch>")
-    no_kernels: bool = opt(False, "with --vllm, where vLLM-Ascend is built from its sdist: without its custom kernels "
-                                  "(labelled; `invoke run` warns)")
-    serving_wheelhouse: str | None = opt(None, "with --vllm: a folder of wheels the serving lock may take where the "
-                                               "index has none (triton-ascend from Huawei's index, arctic-inference "
-                                               "built by your team)")
-    devel: bool = opt(False, "with --cann: build its devel image too, as Huawei's cann:<tag>-devel (root, bash as "
-                             "/bin/sh, build tools, gtest, nlohmann-json, Python build pins) on the tested CANN-only "
-                             "image, locked with its packages held, tested, tagged <CANN-only name>-devel-<arch>")
     debootstrap: bool = opt(False, "make a missing Debian base image here with debootstrap (this arch's and, for a "
                                    "cross build, the build machine's): a Debian cell needs no registry")
     run_as: str | None = opt(None, "who containers run as: root, or UID:GID of the hosts' HwHiAiUser, e.g. "
                                    "1000:1000 (default: defaults.run_as in the matrix); the image's name ends "
                                    "with -uidUID")
+    kinds: Any = group(KindOptions)      # each kind's own, declared in its module
 
     def site(self) -> Site:
         if self.files.require_pins and self.unlocked:
@@ -139,57 +137,83 @@ class BuildOptions:
 
 
 def build(o: BuildOptions) -> None:
-    """One runtime image (and a user layer on it), or every image of `images:` (--all)."""
+    """One runtime image and the images its kinds' options ask for on it, or every image of
+    `images:` (--all)."""
     site, inputs = o.site(), o.inputs()
     m = load_matrix(o.matrix)
+    _refuse_kind_options(o)
     if o.all:
         return _build_all(m, o, site, inputs)
-    stack, chip = o.choice.stack(m), o.choice.chip
-    if (o.no_kernels or o.serving_wheelhouse) and not o.vllm:
-        raise UserError(f"{'--no-kernels' if o.no_kernels else '--serving-wheelhouse'} is for a serving image: give "
-                        "--vllm RELEASE")
-    if o.devel and not o.choice.cann and o.like is None:
-        raise UserError("--devel is the devel variant of a CANN-only image: give --cann RELEASE (e.g. --cann 9.0.0)")
-    if o.vllm and not o.choice.named():
-        stack = m.serving(o.vllm).stack           # the stack the release pins
+    found = _like(m, o)
+    asked = _asked(m, o, found)
+    # the stack a kind's release pins (a vLLM-Ascend release), when no framework option names one
+    stack = o.choice.stack(m) or next((a.stack for _, a in asked if a.stack), None)
+    chip = o.choice.chip
     if o.for_host:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
-    c = o.choice
-    os_name, python = c.os, c.python
-    if o.like is not None:      # '' too: refused by resolve, never the default image (options.refuse_empty)
-        if o.for_host or c.named() or any((c.os, c.python, c.chip)):
-            raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --cann, "
-                            "--os, --python, --chip and --for-host (--platform picks the arch)")
-        from ..matrix.like import resolve
-        found = resolve(m, o.like)
-        console.say(f"--like {o.like}: {found}")
+    os_name, python = o.choice.os, o.choice.python
+    if found is not None:
         stack, os_name, python, chip = found.stack, found.os, found.python, found.chip
-        if found.devel and not o.devel:        # cann:<tag>-devel: the devel image, on its CANN-only one
-            o = dataclasses.replace(o, devel=True)
-    cell = m.cell(stack, os_name, python, chip, c.platform, torch_atb=o.torch_atb, run_as=o.run_as,
+    cell = m.cell(stack, os_name, python, chip, o.choice.platform, torch_atb=o.torch_atb, run_as=o.run_as,
                   no_nnal=o.no_nnal)
-    if o.reproducible and o.requirements:
-        console.note("note: --reproducible makes the runtime image's bits identical; the user layer on it is built "
-                     "as always (its times are its build's)")
-    requests: list[batch.Request] = [*LayerRequest.from_options(o.requirements, o.layer_name, o.layer_wheelhouse)]
-    if o.vllm:
-        requests.append(ServingRequest.of(m, cell, o.vllm, kernels=not o.no_kernels, wheelhouse=o.serving_wheelhouse))
-    if o.devel:
-        requests.append(DevelRequest.of(m, cell))
-    ready = batch.prepare(m, cell, site, inputs, requests)
+    if o.reproducible and asked:
+        console.note("note: --reproducible makes the runtime image's bits identical; the images built on it are "
+                     "built as always (their times are their builds')")
+    requests = [(kind, kind.request(m, cell, a.what)) for kind, a in asked]    # every refusal before any lock
+    ready = batch.prepare(m, cell, site, requests)
     batch.build_cell(m, cell, site, inputs, ready, o.engine.for_task(o.dry))
 
 
+def _asked(m: Matrix, o: BuildOptions, like: Like | None) -> list[tuple[OnRuntimeModule, Asked]]:
+    """What each kind's options ask for (its module's `ask`), in the catalog's order."""
+    return [(kind, a) for kind in catalog.ON_RUNTIME
+            if (a := kind.ask(m, getattr(o.kinds, kind.KIND.name), like)) is not None]
+
+
+def _like(m: Matrix, o: BuildOptions) -> Like | None:
+    """The cell an official image's tag names (`--like`), or None."""
+    if o.like is None:          # '' too: refused by resolve, never the default image (options.refuse_empty)
+        return None
+    c = o.choice
+    if o.for_host or c.named() or any((c.os, c.python, c.chip)):
+        raise UserError("--like names the stack, OS, Python and chip: leave out --torch, --mindspore, --cann, "
+                        "--os, --python, --chip and --for-host (--platform picks the arch)")
+    from ..matrix.like import resolve
+    found = resolve(m, o.like)
+    console.say(f"--like {o.like}: {found}")
+    return found
+
+
+def _refuse_kind_options(o: Any) -> None:
+    """Each kind's options (the groups under `o.kinds`) refused as its module declares them:
+    with --all, unless --all takes them (their images stand on one runtime image); without
+    one of the options they need."""
+    declared = flags(type(o))
+    given = {x.name for x in declared if _given(functools.reduce(getattr, x.path, o), x.default)}
+    for x in declared:
+        if x.path[0] != "kinds" or x.name not in given:
+            continue
+        said = options_of(type(getattr(o.kinds, x.path[1])))[x.name]
+        flag = "--" + x.name.replace("_", "-")
+        if o.all and not said.with_all:
+            raise UserError(f"{flag} builds on one runtime image: drop --all")
+        if said.needs and not given & set(said.needs):
+            raise UserError(f"{flag} {said.unmet}")
+
+
+def _given(value: Any, default: Any) -> bool:
+    """An option the command line gave: not its default, nor empty (a repeatable one not given is [])."""
+    return value != default and value not in (None, False, [])
+
+
 def _build_all(m, o: BuildOptions, site, inputs: Inputs) -> None:
-    extends = next((flag for flag, given in (("--requirements", o.requirements), ("--vllm", o.vllm),
-                                             ("--devel", o.devel)) if given), None)
-    if extends:
-        raise UserError(f"{extends} builds on one runtime image: drop --all")
     if o.choice.given():
         raise UserError("--all builds every image of `images:`; drop --torch/--mindspore/--cann/--os/--python/"
                         "--chip/--platform")
-    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry))
+    # the kinds whose options --all takes (the others were refused): on each image of `images:`
+    outcomes = batch.build_many(m, m.image_cells(o.run_as), site, inputs, o.engine.for_task(o.dry),
+                                asked=_asked(m, o, None))
     console.show("\n" + batch.summary(outcomes))
     failed = [x for x in outcomes if x.status != "tagged"]
     if failed and o.dry:

@@ -270,6 +270,28 @@ class AscendProgram(Program):
         kwargs.setdefault("binary", NAME)
         super().__init__(**kwargs)
 
+    def print_task_help(self, name: str) -> None:
+        """invoke's help of a task, its options in sections: the task's own, then each kind's
+        (`invoke build`: the options of the kinds built on a runtime image, pages.option_sections)."""
+        from invoke.parser import ParserContext
+
+        from .pages import option_sections
+        sections = option_sections(self.collection[name])
+        if len(sections) < 2:
+            return super().print_task_help(name)
+        own = {flags.split("=")[0] for flags, _ in sections[0][1]}
+        whole = self.parser.contexts[name]
+        # invoke prints the task's usage, its docstring and its own options as always
+        self.parser.contexts[name] = ParserContext(name=name, args=[
+            a for a in whole.args.values() if f"--{a.name.replace('_', '-')}" in own])
+        try:
+            super().print_task_help(name)
+        finally:
+            self.parser.contexts[name] = whole
+        for heading, rows in sections[1:]:
+            print(f"Options of {heading}:")
+            self.print_columns(rows)
+
     def parse_core(self, argv: Any) -> None:
         self._parsing(lambda: super(AscendProgram, self).parse_core(argv))
 

@@ -16,12 +16,14 @@ from .. import engine as eng
 from ..engine.network import Network as NetworkRecord
 from ..engine.network import ca_setting, proxy_settings
 from ..errors import UserError
+from ..images.kinds import OPTION as KIND_OPTION
 from ..inputs.options import Site, parse_base_images
 from ..matrix import FRAMEWORKS, Matrix, Stack
 
 T = TypeVar("T")
 _OPTION = "ascend_build.option"      # the metadata key of a field that is an option
 _GROUP = "ascend_build.group"        # ... of a field that is a nested record of options
+_HEADING = "ascend_build.heading"    # ... the heading a group's options are listed under in the help
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Flag:
     empty: bool = False             # an empty value means something of its own (not the default)
     site: bool = False              # a site may set it once, in invoke's config (cli/siteconfig.py)
     url: bool = False               # its value is a URL: a site's setting is checked for its shape
+    heading: str = ""               # the help lists it under this heading (a kind's options), "": the task's own
 
 
 def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = None, empty: bool = False,
@@ -59,10 +62,21 @@ def opt(default: Any, help: str, *, iterable: bool = False, name: str | None = N
     return dataclasses.field(default=default, metadata={_OPTION: meta})
 
 
-def group(record: type) -> Any:
+def group(record: type, heading: str = "") -> Any:
     """A field that is a record of options shared by several tasks (Network, Output, ...): its
-    options are the task's own, by their names."""
-    return dataclasses.field(default_factory=record, metadata={_GROUP: record})
+    options are the task's own, by their names. `heading`: the help lists them apart, under it
+    (the options a kind adds to `invoke build`)."""
+    return dataclasses.field(default_factory=record, metadata={_GROUP: record, _HEADING: heading})
+
+
+def _declared(f: dataclasses.Field) -> Flag | None:
+    """A field's option: declared here (opt), or by a kind in its module (images/kinds.py's
+    option: its default and help; cli/building.py reads when it is refused)."""
+    if _OPTION in f.metadata:
+        return f.metadata[_OPTION]
+    if KIND_OPTION in f.metadata:
+        return Flag("", f.default, f.metadata[KIND_OPTION].help)
+    return None
 
 
 def flags(record: type) -> list[Flag]:
@@ -71,10 +85,11 @@ def flags(record: type) -> list[Flag]:
     options of one name."""
     found: list[Flag] = []
     for f in dataclasses.fields(record):
+        meta = _declared(f)
         if _GROUP in f.metadata:
-            found += [dataclasses.replace(x, path=(f.name, *x.path)) for x in flags(f.metadata[_GROUP])]
-        elif _OPTION in f.metadata:
-            meta = f.metadata[_OPTION]
+            found += [dataclasses.replace(x, path=(f.name, *x.path), heading=x.heading or f.metadata[_HEADING])
+                      for x in flags(f.metadata[_GROUP])]
+        elif meta is not None:
             found.append(dataclasses.replace(meta, name=meta.name or f.name, path=(f.name,)))
         else:
             raise TypeError(f"{record.__name__}.{f.name}: a field with no help; declare it with "
@@ -103,13 +118,16 @@ def record_of(record: type[T], given: Mapping[str, Any], without: tuple[str, ...
         if _GROUP in f.metadata:
             values[f.name] = record_of(f.metadata[_GROUP], given, without)
             continue
-        name = f.metadata[_OPTION].name or f.name
+        meta = _declared(f)
+        if meta is None:
+            raise TypeError(f"{record.__name__}.{f.name}: a field with no help (flags() says so)")
+        name = meta.name or f.name
         if name in without:
             continue
         if name not in given:
             raise TypeError(f"{record.__name__}.{f.name}: the task has no option --{name.replace('_', '-')}; "
                             f"add it, or name it in without=")
-        if not f.metadata[_OPTION].empty:
+        if not meta.empty:
             refuse_empty(name, given[name])
         values[f.name] = given[name]
     return record(**values)

@@ -59,15 +59,26 @@ def summary(task) -> str:
     return " ".join((inspect.getdoc(task.body) or "").split("\n\n")[0].split())
 
 
-def _options(task) -> list[tuple[str, str]]:
+def option_sections(task) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The task's options as its help lists them: (heading, [(flags, help)]), its own first
+    (heading "", there even when it has none), then each group its record gives a heading
+    (the options of each kind `invoke build` takes), in the record's order; within each, in
+    invoke's order."""
     args = task.get_arguments()
     written = getattr(task, "option_help", {})      # the help as given (invoke's parser took its copy)
+    record = getattr(task, "record", None)
+    headings = {x.name: x.heading for x in flags(record)} if record else {}
     for arg in args:
         # by its name, or the name without the _ that keeps a keyword free (from_ -> --from)
         name = arg.attr_name or arg.name
         arg.help = arg.help or written.get(name) or written.get(name.rstrip("_"))
-    context = ParserContext(name=task.name, args=args)
-    return [(flags, " ".join((text or "").split())) for flags, text in context.help_tuples()]
+    order = list(dict.fromkeys(["", *headings.values()]))
+    sections = []
+    for heading in order:
+        mine = [a for a in args if headings.get((a.attr_name or a.name).rstrip("_"), "") == heading]
+        context = ParserContext(name=task.name, args=mine)
+        sections.append((heading, [(flags, " ".join((text or "").split())) for flags, text in context.help_tuples()]))
+    return [(heading, rows) for heading, rows in sections if rows or not heading]
 
 
 def without_matrix(module: ModuleType) -> list[str]:
@@ -112,8 +123,10 @@ def tasks_page(module: ModuleType) -> str:
         doc = (inspect.getdoc(t.body) or "").split("\n\n")
         out += ["", f"## invoke {_name(t)}", "", summary(t)]
         out += ["", " ".join(" ".join(p.split()) for p in doc[1:])] if len(doc) > 1 else []
-        out += ["", "| option | what it does |", "|---|---|"]
-        out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in _options(t)]
+        for heading, rows in option_sections(t):
+            out += ["", f"Options of {heading}:"] if heading else []
+            out += ["", "| option | what it does |", "|---|---|"]
+            out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in rows]
     out += ["", *site_settings(module)]
     out += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
     out += [f"| {e.code} | {_cell(e.meaning)} |" for e in EXIT_CODES]

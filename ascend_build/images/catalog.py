@@ -1,27 +1,31 @@
 """The kinds of image this project builds, each one module, listed once (as cibuildwheel
 lists its platform modules): `invoke render` writes what each renders, the suites an
-image passes follow its kind, and `invoke test --image` finds the kind by its label. A
-new kind is a module with the attributes below, one template and one test folder, and
-one line in MODULES (docs/adding.md, "An image kind")."""
+image passes follow its kind, `invoke test --image` finds the kind by its label, and
+`invoke build` takes the options of each kind built on a tested runtime image and builds
+it through one path. A new kind is a module with the attributes below, one template and
+one test folder, and one line in MODULES (docs/adding.md, "An image kind")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .. import atomic
 from .. import engine as eng
-from ..matrix import Matrix
+from ..inputs.options import Site
+from ..matrix import Cell, Matrix
+from ..matrix.like import Like
 from . import build, devel, serving, sources, userlayer
-from .kinds import ImageKind
+from .kinds import Asked, ImageKind
 from .render import ROOT, Rendered, finish_dockerfile
-from .steps import label_of
+from .steps import OnRuntime, label_of
 
 
 class KindModule(Protocol):
-    """What catalog.py asks of a kind's module. Its builds (a runtime cell, a builder cell,
-    a request on a tested runtime image) differ in what they take, so each is called by the
-    task that asks for it; what every kind shares is here."""
+    """What catalog.py asks of every kind's module. The runtime's and the builder's builds
+    (a cell, a builder cell) differ in what they take, so each is called by the task that
+    asks for it; the kinds built on a tested runtime image are built through one path
+    (OnRuntimeModule)."""
     KIND: ImageKind[Any]
 
     def render(self, matrix: Matrix) -> list[Rendered]:
@@ -29,9 +33,42 @@ class KindModule(Protocol):
         ...
 
 
+@runtime_checkable
+class OnRuntimeModule(KindModule, Protocol):
+    """A kind built FROM a cell's tested runtime image (its KIND extends the runtime's): what
+    it adds to `invoke build`, and how its image is built. `invoke build` (cli/building.py)
+    asks each such kind, in MODULES' order: `ask` (from its options), `request` (on the cell),
+    `prepare` (every one before anything is built, images/batch.py), and after the runtime
+    image is built and tested, `image`, which the one build path (batch.build_on_runtime)
+    stages, builds, tests and tags. The kind's own records pass between them."""
+    Options: type[Any]      # its options of `invoke build`: a record of kinds.option fields
+
+    def ask(self, matrix: Matrix, options: Any, like: Like | None) -> Asked | None:
+        """What its options (an `Options` record) ask for, None: nothing. `like`: the official
+        image `--like` names, whose tag may ask for this kind (cann:<tag>-devel)."""
+        ...
+
+    def request(self, matrix: Matrix, cell: Cell, asked: Any) -> Any:
+        """Its request on the cell (from `Asked.what`): every refusal the data gives (exit 2),
+        before anything is locked or fetched."""
+        ...
+
+    def prepare(self, matrix: Matrix, cell: Cell, site: Site, request: Any) -> Any:
+        """Locked and fetched, or refused, before anything is built; a dry run fetches and
+        writes nothing."""
+        ...
+
+    def image(self, matrix: Matrix, cell: Cell, site: Site, ready: Any) -> OnRuntime:
+        """What its image on the cell's runtime takes and how it is built (from what `prepare`
+        returned): its Dockerfile, build args, context, lock and labels."""
+        ...
+
+
 # In the order `invoke render` writes them (and the suites' parents before their children).
 MODULES: tuple[KindModule, ...] = (build, sources, userlayer, serving, devel)
 KINDS: dict[str, ImageKind[Any]] = {m.KIND.name: m.KIND for m in MODULES}
+# The kinds built on a tested runtime image: `invoke build` takes their options, in this order.
+ON_RUNTIME: tuple[OnRuntimeModule, ...] = tuple(m for m in MODULES if isinstance(m, OnRuntimeModule))
 
 
 def kind_of(engine: eng.Engine, image: str) -> ImageKind[Any]:

@@ -7,25 +7,22 @@ package of the CANN-only image held), WORKDIR /opt; tested with its suite and th
 CANN-only image's, and tagged `<CANN-only image name>-devel-<arch>`."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
 from .. import atomic, console
-from .. import engine as eng
 from ..errors import UserError
-from ..inputs.options import Inputs, Site
+from ..inputs.options import Site
 from ..locking import layerlock
 from ..locking import lock as locks
 from ..matrix import Cell, Matrix, OSBase
 from ..matrix.frameworks import CANN
-from . import finish, steps
-from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
+from ..matrix.like import Like
+from .kinds import RUNTIME, Asked, ImageKind, label, option
 from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
-from .steps import Built, Extension
+from .steps import SCRIPTS, OnRuntime
 
 SUFFIX = "devel"        # <CANN-only image name>-devel-<arch>
 # Its lock is a layer lock (locking/layerlock.py) made by this command.
@@ -86,13 +83,27 @@ def render(matrix: Matrix) -> list[Rendered]:
 
 
 @dataclass(frozen=True)
+class Options:
+    """A devel image, the twin of Huawei's cann:<tag>-devel on the tested CANN-only image."""
+    devel: bool = option(False, "with --cann: build its devel image too, as Huawei's cann:<tag>-devel (root, bash as "
+                                "/bin/sh, build tools, gtest, nlohmann-json, Python build pins) on the tested CANN-only "
+                                "image, locked with its packages held, tested, tagged <CANN-only name>-devel-<arch>",
+                         needs=("cann", "like"), unmet="is the devel variant of a CANN-only image: give --cann RELEASE "
+                                                       "(e.g. --cann 9.0.0)")
+
+
+def ask(matrix: Matrix, options: Options, like: Like | None) -> Asked | None:
+    """`--devel`, or `--like` an official cann:<tag>-devel (the devel image, on its CANN-only one)."""
+    return Asked() if options.devel or (like is not None and like.devel) else None
+
+
+@dataclass(frozen=True)
 class DevelRequest:
     """`--devel` on one CANN-only cell."""
 
     @classmethod
     def of(cls, matrix: Matrix, cell: Cell) -> DevelRequest:
-        """The request for a cell (also what `--like <tag>-devel` makes); refused unless the
-        cell is a CANN-only image (exit 2), naming the releases that have one."""
+        """Refused unless the cell is a CANN-only image (exit 2), naming the releases that have one."""
         if cell.stack.framework is not CANN:
             releases = [st.key for st in (*matrix.stacks.values(), *matrix.derived.values()) if st.framework is CANN]
             raise UserError(f"--devel is the devel variant of a CANN-only image; {cell.stack.name} is a "
@@ -100,10 +111,9 @@ class DevelRequest:
                             f"{', '.join(releases)} (cann_stacks: and those derived from the official images)")
         return cls()
 
-    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
-        """Locked (or refused) now; built on the CANN-only image later (batch.py)."""
-        lock = prepare(matrix, cell, site)
-        return Extension(f"{cell.name}-{SUFFIX}", partial(_build_on, matrix, cell, site, inputs, lock))
+
+def request(matrix: Matrix, cell: Cell, asked: None) -> DevelRequest:
+    return DevelRequest.of(matrix, cell)
 
 
 def lock_input(matrix: Matrix) -> Path:
@@ -130,7 +140,7 @@ def split_held(lines: list[layerlock.Line], held: dict[str, str]) -> tuple[list[
     return [line for line in lines if line.name not in held], kept
 
 
-def prepare(matrix: Matrix, cell: Cell, site: Site) -> layerlock.LayerLock:
+def prepare(matrix: Matrix, cell: Cell, site: Site, request: DevelRequest) -> layerlock.LayerLock:
     """The pins locked with the CANN-only image's packages held, or refused, before anything
     is built. A dry run resolves and writes nothing: it says what the real run does."""
     path = lock_input(matrix)
@@ -161,29 +171,11 @@ def prepare(matrix: Matrix, cell: Cell, site: Site) -> layerlock.LayerLock:
     return lock
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, lock: layerlock.LayerLock,
-          engine: eng.Engine, run_tests=None) -> Built:
-    rendered = dockerfile(cell.os)
-    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
-    build_args = {"RUNTIME_IMAGE": base}
-    content = content_tag(rendered.text, build_args, {"lock/devel.txt": lock.sha256})
-    tags = KIND.tags(inputs.repository, f"{cell.name}-{SUFFIX}", content, cell.target)
-    labels = KIND.labels(DevelFacts(f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
-    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{SUFFIX}", engine.kind)
-    plan = steps.OnRuntime(KIND, cell, steps.current_dockerfile(rendered), build_args, content, tags, labels, work,
-                           f"devel image on {cell.name} ({cell.platform})", f"{lock.path} as lock/devel.txt")
-    test = run_tests or partial(steps.run_image_tests, kind=KIND)
-    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine),
-                          lambda ctx: _stage(ctx, lock),
-                          lambda image: finish.layer(engine, image, cell, SUFFIX, lock.text, tags.readable, work,
-                                                     own="devel").image)
-
-
-def _build_on(matrix, cell, site, inputs, lock, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
-    return build(matrix, cell, site, inputs, runtime, lock, engine, run_tests)
-
-
-def _stage(ctx: Path, lock: layerlock.LayerLock) -> None:
-    (ctx / "lock").mkdir(parents=True)
-    (ctx / "lock" / "devel.txt").write_text(lock.text)
-    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
+def image(matrix: Matrix, cell: Cell, site: Site, lock: layerlock.LayerLock) -> OnRuntime:
+    """Its OS's Dockerfile; its lock as lock/devel.txt."""
+    return OnRuntime(
+        KIND, suffix=SUFFIX, rendered=dockerfile(cell.os), lock=lock, own="devel", build_args={},
+        hashes={"lock/devel.txt": lock.sha256},
+        labels=lambda content, base: KIND.labels(DevelFacts(lock.label, content, base)),
+        what="devel image", staged=f"{lock.path} as lock/devel.txt",
+        context={"lock/devel.txt": lock.text, "wheel_arch.py": SCRIPTS / "wheel_arch.py"})

@@ -1,16 +1,18 @@
 """What every kind of image has (cibuildwheel's platform data): its template, the kind it
-takes input from and the one it is built FROM, its labels, its test suite and its tags.
-The kinds themselves are modules (build.py: runtime, sources.py: builder, userlayer.py:
-layer, serving.py: serving), each holding its ImageKind; catalog.py lists them, and
-rendering, building, testing and tagging loop over that list."""
+takes input from and the one it is built FROM, its labels, its test suite and its tags;
+and what a kind built on a tested runtime image declares of the command line: its options
+(`option`) and what they ask for (`Asked`). The kinds themselves are modules, each holding
+its ImageKind; catalog.py lists them, and rendering, building, testing and tagging loop
+over that list."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from ..matrix import BuilderCell, Cell
+from ..matrix import BuilderCell, Cell, Stack
 from ..platforms import Platform
 from ..provenance.labels import LABEL_PREFIX, label  # noqa: F401  (named below the builds; importers read them here too)
 
@@ -138,3 +140,49 @@ def suites(kind: ImageKind[Any]) -> list[str]:
     """The test suites an image of this kind passes: its own first (what the image adds, the
     likelier to fail and the quicker to say so), then those of the kinds it extends."""
     return [kind.suite] + (suites(kind.extends) if kind.extends else [])
+
+
+# ------------------------------------------------------------------ a kind's options of `invoke build`
+OPTION = "ascend_build.kind_option"      # the metadata key of a field that is a kind's option
+
+
+@dataclass(frozen=True)
+class KindOption:
+    """An option a kind adds to `invoke build`, declared in its module (a field of its
+    `Options` record: `option`); the command line collects them from the catalog, as
+    cibuildwheel collects its platforms, and refuses them as declared here."""
+    help: str
+    needs: tuple[str, ...] = ()     # options of `invoke build`, one of which it goes with (--no-kernels: --vllm)
+    unmet: str = ""                 # what is said after its name when none of them is given
+    with_all: bool = False          # `--all` takes it: the kind's image on each image of `images:` (else
+                                    # refused there: its image stands on one runtime image)
+
+
+def option(default: Any, help: str, *, needs: tuple[str, ...] = (), unmet: str = "", with_all: bool = False) -> Any:
+    """A field of a kind's `Options` record that is an option of `invoke build`: its default and
+    help, what it needs and whether `--all` takes it, once."""
+    if not help.strip():
+        raise TypeError("an option's help says what it does: give option() its text")
+    if isinstance(default, str) and not default.strip():
+        raise TypeError("an option's default is None or a value, never empty text (cli/options.py's opt says why)")
+    if bool(needs) != bool(unmet.strip()):
+        raise TypeError("an option that needs others says what a command line without them is told: give "
+                        "option() both needs= and unmet=")
+    return dataclasses.field(default=default, metadata={OPTION: KindOption(help, tuple(needs), unmet, with_all)})
+
+
+def options_of(record: type) -> dict[str, KindOption]:
+    """A kind's `Options` record, field by field (each declared with `option`)."""
+    found = {}
+    for f in dataclasses.fields(record):
+        if OPTION not in f.metadata:
+            raise TypeError(f"{record.__name__}.{f.name}: declare a kind's option with option(default, help)")
+        found[f.name] = f.metadata[OPTION]
+    return found
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a kind's options ask for (its module's `ask`), before the cell is resolved."""
+    what: Any = None                # the kind's own record of it, which its `request` takes
+    stack: Stack | None = None      # the stack it is made for, where it pins one (a vLLM-Ascend release)

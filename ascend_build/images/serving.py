@@ -7,25 +7,24 @@ locked as a user layer is, tested with its suite and then the runtime's, and tag
 `<runtime name>-vllm<release>-<arch>`."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from .. import console
 from .. import engine as eng
 from ..errors import UserError
 from ..inputs import baseimage
-from ..inputs.options import Inputs, Site
+from ..inputs.options import Site
 from ..locking import layerlock, serving_lock
 from ..locking import lock as locks
 from ..locking.resolve import Index, target_tags, wheel_hashes
-from ..matrix import Cell, Matrix
+from ..matrix import Cell, Matrix, ServingRelease
+from ..matrix.like import Like
 from ..platforms import host as host_platform
-from . import finish, steps
-from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
+from . import steps
+from .kinds import RUNTIME, Asked, ImageKind, label, option
 from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
-from .steps import Built, Extension
+from .steps import SCRIPTS, OnRuntime
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,45 @@ def render(matrix: Matrix) -> list[Rendered]:
             for os in matrix.os.values()]
 
 
+NEEDS_VLLM = "is for a serving image: give --vllm RELEASE"
+
+
+@dataclass(frozen=True)
+class Options:
+    """A serving image, vLLM and vLLM-Ascend on the tested runtime image."""
+    vllm: str | None = option(None, "build a serving image: vLLM and vLLM-Ascend of this release (0.23.0) on the "
+                                    "tested runtime image of the stack the release pins (--torch may be left out), "
+                                    "locked with the runtime's packages held, tested, tagged "
+                                    "<runtime name>-vllm<release>-<arch>")
+    no_kernels: bool = option(False, "with --vllm, where vLLM-Ascend is built from its sdist: without its custom "
+                                     "kernels (labelled; `invoke run` warns)", needs=("vllm",), unmet=NEEDS_VLLM)
+    serving_wheelhouse: str | None = option(None, "with --vllm: a folder of wheels the serving lock may take where "
+                                                  "the index has none (triton-ascend from Huawei's index, "
+                                                  "arctic-inference built by your team)", needs=("vllm",),
+                                            unmet=NEEDS_VLLM)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """`--vllm RELEASE` as asked, its release looked up once (it names the stack)."""
+    release: ServingRelease
+    kernels: bool
+    wheelhouse: str | None
+
+
+def ask(matrix: Matrix, options: Options, like: Like | None) -> Asked | None:
+    """The release `--vllm` names, from the data; its stack is the one built when no
+    framework option names one."""
+    if not options.vllm:
+        return None
+    rel = matrix.serving(options.vllm)
+    return Asked(Wanted(rel, not options.no_kernels, options.serving_wheelhouse), stack=rel.stack)
+
+
+def request(matrix: Matrix, cell: Cell, asked: Wanted) -> ServingRequest:
+    return ServingRequest.of(matrix, cell, asked.release, asked.kernels, asked.wheelhouse)
+
+
 def suffix_of(release: str) -> str:
     """What a serving image's name adds to its runtime's: <runtime name>-vllm0.23.0-<arch>."""
     return f"vllm{release}"
@@ -86,20 +124,14 @@ class ServingRequest:
     def suffix(self) -> str:
         return suffix_of(self.release)
 
-    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
-        """Fetched, checked and locked (or refused) now; built on the runtime later (batch.py)."""
-        ready = prepare(matrix, cell, site, inputs, self)
-        return Extension(f"{cell.name}-{self.suffix}", partial(_build_on, matrix, cell, site, inputs, self, ready))
-
     @property
     def plugin_from(self) -> str:
         return "wheel" if self.plugin_file else "sdist"
 
     @classmethod
-    def of(cls, matrix: Matrix, cell: Cell, release: str, kernels: bool = True, wheelhouse: str | None = None
+    def of(cls, matrix: Matrix, cell: Cell, rel: ServingRelease, kernels: bool = True, wheelhouse: str | None = None
            ) -> ServingRequest:
-        """Every refusal the data can give, naming what would work (exit 2)."""
-        rel = matrix.serving(release)
+        """Every refusal the data can give on the cell, naming what would work (exit 2)."""
         if rel.stack.name != cell.stack.name:
             raise UserError(f"vLLM-Ascend {rel.version} pins torch {rel.pins['torch']} and torch_npu "
                             f"{rel.pins['torch_npu']}: the stack {rel.stack.name}, not {cell.stack.name}; "
@@ -148,8 +180,14 @@ def _lock_input(matrix: Matrix, req: ServingRequest) -> Path:
     return matrix.path.parent / "locks" / "serving" / f"vllm-ascend-{req.release}.in"
 
 
-def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: ServingRequest
-            ) -> tuple[layerlock.LayerLock, Release | None]:
+@dataclass(frozen=True)
+class Ready:
+    request: ServingRequest
+    lock: layerlock.LayerLock
+    release: Release | None         # None: a dry run, which fetches nothing
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, req: ServingRequest) -> Ready:
     """The release files fetched and checked, the lock made or reused: every refusal before
     anything is built. A dry run fetches and writes nothing."""
     path = _lock_input(matrix, req)
@@ -159,7 +197,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: Serving
         lock_path = layerlock.path_for(path, cell)
         console.show(f"# serving: the real run fetches both release files (sha256-checked) and checks or makes "
                      f"{lock_path}")
-        return layerlock.read(lock_path) or layerlock.LayerLock(lock_path, ""), None
+        return Ready(req, layerlock.read(lock_path) or layerlock.LayerLock(lock_path, ""), None)
     hold = layerlock.held(cell, locks.find(matrix, cell, ROOT).lock)
     cache = site.cache_dir / "serving"
     vllm = serving_lock.release_file(site.net, "vllm", req.vllm_sdist, req.vllm_sdist_sha256, cache)
@@ -176,7 +214,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: Serving
                              kind=serving_lock.SERVING_LAYER)
     for line in said:
         console.say(line)
-    return lock, Release(vllm, plugin, plugin_sha)
+    return Ready(req, lock, Release(vllm, plugin, plugin_sha))
 
 
 def _plugin(req: ServingRequest, cell: Cell, site: Site) -> tuple[str, str]:
@@ -191,39 +229,38 @@ def _plugin(req: ServingRequest, cell: Cell, site: Site) -> tuple[str, str]:
     return picked[0]
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: ServingRequest,
-          prepared: tuple[layerlock.LayerLock, Release | None], engine: eng.Engine, run_tests=None) -> Built:
-    lock, release = prepared
-    rendered = next(r for r in render(matrix) if r.path.parent.name == cell.os.name)
-    dockerfile = steps.current_dockerfile(rendered)
-    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
+def image(matrix: Matrix, cell: Cell, site: Site, ready: Ready) -> OnRuntime:
+    """Its OS's Dockerfile; the lock as requirements/serving.txt, the two release files and
+    their SHA256SUMS (checked again in the build) in release/, the wheelhouse's wheels the
+    lock names; the build machine's base checked (pulled or made) when it is built."""
+    req, lock, release = ready.request, ready.lock, ready.release
     plugin_name = release.plugin.name if release else (req.plugin_file or req.plugin_sdist)
-    build_args = {"RUNTIME_IMAGE": base, "SOC_VERSION": req.soc_version,
-                  "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0", "VLLM_SDIST": req.vllm_sdist,
-                  "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch, "TORCH_NPU_VERSION": req.torch_npu}
     sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else ""}
-    content = content_tag(rendered.text, build_args, {"requirements/serving.txt": lock.sha256, **sums})
-    tags = KIND.tags(inputs.repository, f"{cell.name}-{req.suffix}", content, cell.target)
-    labels = KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels, req.plugin_from,
-                                      f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
-    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.suffix}", engine.kind)
     host_args = _pip_args(site, cell)
-    plan = steps.OnRuntime(KIND, cell, dockerfile, build_args, content, tags, labels, work,
-                           f"serving image vLLM-Ascend {req.release} on {cell.name} ({cell.platform})",
-                           f"{lock.path} as requirements/serving.txt, {req.vllm_sdist} and {plugin_name} in release/",
-                           host_args)
-    test = run_tests or partial(steps.run_image_tests, kind=KIND)
 
-    def stage(ctx: Path) -> None:
-        assert release is not None      # a real run fetched them (prepare)
-        if host_args["PIP_ON"] == "native":     # only when it is built: a reused image needs no base
+    def check_base(engine: eng.Engine) -> None:
+        if host_args["PIP_ON"] == "native":
             steps.check_base(engine, host_args["BUILD_BASE_IMAGE"], str(host_platform()),
                              baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform),
                              baseimage.made_here(engine, site, cell.os.suite))
-        _stage(ctx, lock, release, sums, req.wheelhouse)
-    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine), stage,
-                          lambda image: finish.layer(engine, image, cell, req.suffix, lock.text, tags.readable, work,
-                                                     own="serving").image)
+    files = {f"release/{path.name}": path for path in (release.vllm, release.plugin)} if release else {}
+    return OnRuntime(
+        KIND, suffix=req.suffix, rendered=next(r for r in render(matrix) if r.path.parent.name == cell.os.name),
+        lock=lock, own="serving",
+        build_args={"SOC_VERSION": req.soc_version, "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0",
+                    "VLLM_SDIST": req.vllm_sdist, "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch,
+                    "TORCH_NPU_VERSION": req.torch_npu},
+        hashes={"requirements/serving.txt": lock.sha256, **sums},
+        labels=lambda content, base: KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels,
+                                                              req.plugin_from, lock.label, content, base)),
+        what=f"serving image vLLM-Ascend {req.release}",
+        staged=f"{lock.path} as requirements/serving.txt, {req.vllm_sdist} and {plugin_name} in release/",
+        context={"requirements/serving.txt": lock.text,
+                 **{script: SCRIPTS / script for script in ("wheel_arch.py", "serving_check.py", "pip_for_target.py")},
+                 **{f"wheels/{wheel.name}": wheel for wheel in layerlock.named_wheels(lock.text, req.wheelhouse)},
+                 **files,
+                 "release/SHA256SUMS": "".join(f"{sha}  {name}\n" for name, sha in sorted(sums.items()))},
+        folders=("wheels", "release"), host_args=host_args, before=check_base)
 
 
 def _pip_args(site: Site, cell: Cell) -> dict[str, str]:
@@ -233,25 +270,3 @@ def _pip_args(site: Site, cell: Cell) -> dict[str, str]:
     if cell.python_source:
         return {"PIP_ON": "target"}
     return site.pip_args(cell.target, cell.os.image)
-
-
-def _build_on(matrix, cell, site, inputs, req, ready, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
-    return build(matrix, cell, site, inputs, runtime, req, ready, engine, run_tests)
-
-
-def _stage(ctx: Path, lock: layerlock.LayerLock, release: Release, sums: dict[str, str],
-           wheelhouse: Path | None = None) -> None:
-    """requirements/serving.txt, the two release files and their SHA256SUMS (checked again in the build),
-    and the wheelhouse's wheels the lock names."""
-    (ctx / "requirements").mkdir(parents=True)
-    (ctx / "requirements" / "serving.txt").write_text(lock.text)
-    for script in ("wheel_arch.py", "serving_check.py", "pip_for_target.py"):
-        shutil.copy2(Path(__file__).with_name(script), ctx / script)
-    (ctx / "wheels").mkdir()
-    for wheel in layerlock.named_wheels(lock.text, wheelhouse):
-        shutil.copy2(wheel, ctx / "wheels" / wheel.name)
-    (ctx / "release").mkdir()
-    for path in (release.vllm, release.plugin):
-        shutil.copy2(path, ctx / "release" / path.name)
-    (ctx / "release" / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sorted(sums.items())))
-

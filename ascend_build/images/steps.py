@@ -1,7 +1,8 @@
 """The steps every image kind goes through, whatever it is: the committed Dockerfile
 checked against the matrix, an untagged candidate built, its kind's test suite run on
-it, and the tags set only after the tests passed. Runtime builds (build.py) and builder
-and wheel builds (sources.py) both stand on this module; it knows neither."""
+it, and the tags set only after the tests passed. Runtime builds (build.py), builder and
+wheel builds (sources.py) and every kind built on a tested runtime image stand on this
+module; it knows none of them (a kind on a runtime declares its image: `OnRuntime`)."""
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
+from ..locking.layerlock import LayerLock
 from .kinds import ImageKind, Tags, label, suites
 from .render import ROOT, Rendered
 
@@ -33,16 +35,6 @@ class Built:
     log: Path | None
     content_tag: str
     stop: UserError | None = None     # a dry run: where the real one would stop (the plan is shown all the same)
-
-
-@dataclass(frozen=True)
-class Extension:
-    """An image of a kind built FROM a cell's tested runtime image (a user layer, a serving
-    image), prepared (locked, or refused) before anything is built: what is left is its build
-    on that runtime. Each such kind's request makes one (`request.prepare(...)`); batch.py
-    builds them without knowing their kinds."""
-    name: str                                 # its row: <runtime name>-<its suffix>
-    build: Callable[..., Built]               # (runtime: Built, engine, run_tests) -> Built
 
 
 def current_dockerfile(rendered: Rendered) -> Path:
@@ -268,11 +260,36 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
     return 0
 
 
+SCRIPTS = Path(__file__).parent       # the scripts a build's steps run (wheel_arch.py, ...), staged by name
+
+
 @dataclass(frozen=True)
 class OnRuntime:
-    """An image built FROM a tested runtime image (a user layer, a serving image), every input
-    decided: what `build_on` builds, tests and tags the same way for each such kind."""
-    kind: ImageKind[Any]
+    """One image of a kind built FROM a cell's tested runtime image (catalog.ON_RUNTIME), as
+    its module declares it (catalog.OnRuntimeModule's `image`), every input decided: the
+    one build path (batch.build_on_runtime, then `build_on` below) makes its content tag,
+    tags, labels and work folder from it, stages its context, and builds, tests and tags it
+    the same way for every such kind."""
+    kind: ImageKind[Any]                # its labels, its tags, its suites (then those of the kinds it extends)
+    suffix: str                         # what its name adds to the runtime's: <runtime name>-<suffix>-<arch>
+    rendered: Rendered                  # its Dockerfile (the committed one, refused when stale)
+    lock: LayerLock                     # its packages, locked with the runtime's held
+    own: str                            # its lock's name among the image's requirements (layer-<name>, ...)
+    build_args: dict[str, str]          # beside RUNTIME_IMAGE, the tested runtime image by its content tag
+    hashes: dict[str, str]              # the content tag's inputs beside the Dockerfile and build args
+    labels: Callable[[str, str], dict[str, str]]    # its labels, from its content tag and the runtime it is built on
+    what: str                           # how its messages name it ("user layer nlp")
+    staged: str                         # what a dry run says goes into its context
+    context: dict[str, str | Path] = field(default_factory=dict)    # its context: a file's text, or the file copied
+    folders: tuple[str, ...] = ()       # folders in its context even when empty (a mount's source)
+    host_args: dict[str, str] = field(default_factory=dict)     # how this machine builds it: not content
+    before: Callable[[eng.Engine], None] | None = None     # checked when it is built (not when reused)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An image on a runtime, every name decided: what `build_on` builds, tests and tags."""
+    image: OnRuntime
     cell: Any
     dockerfile: Path
     build_args: dict[str, str]
@@ -281,14 +298,26 @@ class OnRuntime:
     labels: dict[str, str]
     work: Path
     what: str
-    staged: str                     # what a dry run says goes into the context
-    host_args: dict[str, str] = field(default_factory=dict)     # how this machine builds it: not content
 
 
-def build_on(plan: OnRuntime, site: Any, engine: eng.Engine, test: Callable[[str], int],
-             stage: Callable[[Path], None], finish: Callable[[str], str]) -> Built:
+def stage(ctx: Path, image: OnRuntime) -> None:
+    """Its context as declared: each file written from its text or copied, each folder made."""
+    for folder in image.folders:
+        (ctx / folder).mkdir(parents=True, exist_ok=True)
+    for name, source in image.context.items():
+        target = ctx / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(source, Path):
+            shutil.copy2(source, target)
+        else:
+            target.write_text(source)
+
+
+def build_on(plan: Plan, site: Any, engine: eng.Engine, test: Callable[[str], int],
+             finish: Callable[[str], str]) -> Built:
     """Reused when its content is here and tested; else its context staged, the candidate
     built, its suites run, then the project's files added (`finish`) and the tags set."""
+    image = plan.image
     if not site.dry and not site.no_cache:
         reused = reuse(engine, plan.tags, plan.content, plan.what, site.retest, test)
         if reused:
@@ -296,17 +325,19 @@ def build_on(plan: OnRuntime, site: Any, engine: eng.Engine, test: Callable[[str
     ctx = plan.work / "context"
     with secrets(site.net, fresh=site.no_cache) as secret:
         breq = eng.BuildRequest(dockerfile=plan.dockerfile, context=ctx, platform=plan.cell.platform,
-                                build_args={**plan.build_args, **plan.host_args}, secrets=secret, labels=plan.labels,
+                                build_args={**plan.build_args, **image.host_args}, secrets=secret, labels=plan.labels,
                                 iidfile=plan.work / "image-id", no_cache=site.no_cache, network=site.net.mode)
         if site.dry:
-            console.show(f"# stage {plan.staged} -> {ctx}")
-            show_dry(engine, breq, plan.tags, plan.kind)
+            console.show(f"# stage {image.staged} -> {ctx}")
+            show_dry(engine, breq, plan.tags, image.kind)
             return Built(plan.cell, None, plan.tags, None, plan.content)
         plan.work.mkdir(parents=True, exist_ok=True)
         try:
             if ctx.exists():
                 shutil.rmtree(ctx)
-            stage(ctx)
+            if image.before is not None:
+                image.before(engine)
+            stage(ctx, image)
             image_id = build_test_tag(engine, breq, plan.what, plan.tags, plan.work / "build.log", test, finish,
                                       keep_failed=site.keep_failed)
         finally:

@@ -7,22 +7,19 @@ a content tag."""
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from .. import console
-from .. import engine as eng
 from ..errors import UserError
-from ..inputs.options import Inputs, Site
+from ..inputs.options import Site
 from ..locking import layerlock
 from ..locking import lock as locks
 from ..matrix import Cell, Matrix
-from . import finish, steps
-from .kinds import LAYER, LayerFacts, content_tag, readable_tag
+from ..matrix.like import Like
+from .kinds import LAYER, Asked, LayerFacts, option
 from .render import ROOT, Rendered, layer_dockerfile
-from .steps import Built, Extension
+from .steps import SCRIPTS, OnRuntime
 
 KIND = LAYER        # this module is the user layer kind (catalog.py)
 
@@ -30,6 +27,21 @@ KIND = LAYER        # this module is the user layer kind (catalog.py)
 def render(matrix: Matrix) -> list[Rendered]:
     """One Dockerfile for every user layer (the runtime and the lock are a build arg and a file)."""
     return [layer_dockerfile(matrix)]
+
+
+NEEDS_FILE = "is for a user layer: give its --requirements FILE"
+
+
+@dataclass(frozen=True)
+class Options:
+    """A user layer, a team's own packages on the tested runtime image."""
+    requirements: str | None = option(None, "a requirements file: build a user layer on top of the runtime image, "
+                                            "locked (FILE.lock/) with every runtime package held, tested, tagged "
+                                            "<runtime name>-<layer>-<arch>")
+    layer_name: str | None = option(None, "the user layer's name in its tag (default: the requirements file's name)",
+                                    needs=("requirements",), unmet=NEEDS_FILE)
+    layer_wheelhouse: str | None = option(None, "folder of the team's own wheels the requirements may name (for the "
+                                                "user layer only)", needs=("requirements",), unmet=NEEDS_FILE)
 
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
@@ -53,26 +65,26 @@ class LayerRequest:
                             "part of the image tag); pass --layer-name NAME")
         return cls(path, name, Path(wheelhouse) if wheelhouse else None)
 
-    @classmethod
-    def from_options(cls, requirements: str | None, name: str | None = None, wheelhouse: str | None = None
-                     ) -> list[LayerRequest]:
-        """`invoke build --requirements FILE [--layer-name] [--layer-wheelhouse]`: the one
-        layer asked for, or none; the layer options without a file are refused."""
-        if not requirements:
-            if name or wheelhouse:
-                raise UserError("--layer-name and --layer-wheelhouse are for a user layer: give its --requirements "
-                                "FILE")
-            return []
-        return [cls.of(requirements, name, wheelhouse)]
 
-    def prepare(self, matrix: Matrix, cell: Cell, site: Site, inputs: Inputs) -> Extension:
-        """Locked (or refused) now; built on the runtime later (batch.py)."""
-        lock = prepare(matrix, cell, site, inputs, self)[0]
-        return Extension(f"{cell.name}-{self.name}", partial(_build_on, matrix, cell, site, inputs, self, lock))
+def ask(matrix: Matrix, options: Options, like: Like | None) -> Asked | None:
+    """`--requirements FILE [--layer-name] [--layer-wheelhouse]`: the one layer asked for, or none."""
+    if not options.requirements:
+        return None
+    return Asked(LayerRequest.of(options.requirements, options.layer_name, options.layer_wheelhouse))
 
 
-def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRequest
-            ) -> tuple[layerlock.LayerLock, list[layerlock.Line]]:
+def request(matrix: Matrix, cell: Cell, asked: LayerRequest) -> LayerRequest:
+    """A layer fits any runtime: what it asks is checked against the runtime's lock (`prepare`)."""
+    return asked
+
+
+@dataclass(frozen=True)
+class Ready:
+    request: LayerRequest
+    lock: layerlock.LayerLock
+
+
+def prepare(matrix: Matrix, cell: Cell, site: Site, req: LayerRequest) -> Ready:
     """Parse, check and lock the layer: every refusal happens here, before the runtime or
     the layer is built."""
     lines = layerlock.parse(req.requirements)
@@ -84,7 +96,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, req: LayerRe
     lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)
     for line in said:
         console.say(line)
-    return lock, lines
+    return Ready(req, lock)
 
 
 def _lock(req, lines, cell, hold, net, wheelhouse, dry):
@@ -100,35 +112,14 @@ def _lock(req, lines, cell, hold, net, wheelhouse, dry):
     return lock_layer(req.name, req.requirements, lines, cell, hold, net, wheelhouse)
 
 
-def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built, req: LayerRequest,
-          lock: layerlock.LayerLock, engine: eng.Engine, run_tests=None) -> Built:
-    rendered = layer_dockerfile(matrix)
-    base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
-    build_args = {"RUNTIME_IMAGE": base}
-    content = content_tag(rendered.text, build_args, {"lock/layer.txt": lock.sha256, "layer-name": req.name})
-    tags = LAYER.tags(inputs.repository, f"{cell.name}-{req.name}", content, cell.target)
-    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.name}", engine.kind)
-    plan = steps.OnRuntime(KIND, cell, steps.current_dockerfile(rendered), build_args, content, tags,
-                           LAYER.labels(LayerFacts(req.name, f"{lock.path.name} sha256:{lock.sha256[:16]}", content,
-                                                   base)),
-                           work, f"user layer {req.name} on {cell.name} ({cell.platform})", f"{lock.path} as lock/layer.txt")
-    test = run_tests or partial(steps.run_image_tests, kind=KIND)
-    return steps.build_on(plan, site, engine, lambda image: test(image, matrix.path, engine),
-                          lambda ctx: _stage(ctx, lock, req.wheelhouse),
-                          lambda image: finish.layer(engine, image, cell, req.name, lock.text, tags.readable,
-                                                     work).image)
-
-
-def _build_on(matrix, cell, site, inputs, req, lock, runtime: Built, engine: eng.Engine, run_tests=None) -> Built:
-    return build(matrix, cell, site, inputs, runtime, req, lock, engine, run_tests)
-
-
-def _stage(ctx: Path, lock: layerlock.LayerLock, wheelhouse: Path | None) -> None:
-    """lock/layer.txt, and the layer wheelhouse's wheels the lock names (a team's own)."""
-    (ctx / "lock").mkdir(parents=True)
-    (ctx / "lock" / "layer.txt").write_text(lock.text)
-    shutil.copy2(Path(__file__).with_name("wheel_arch.py"), ctx / "wheel_arch.py")
-    (ctx / "wheels").mkdir()
-    for wheel in layerlock.named_wheels(lock.text, wheelhouse):
-        shutil.copy2(wheel, ctx / "wheels" / wheel.name)
-
+def image(matrix: Matrix, cell: Cell, site: Site, ready: Ready) -> OnRuntime:
+    """Its lock as lock/layer.txt, and the layer wheelhouse's wheels the lock names (a team's own)."""
+    req, lock = ready.request, ready.lock
+    wheels = layerlock.named_wheels(lock.text, req.wheelhouse)
+    return OnRuntime(
+        KIND, suffix=req.name, rendered=layer_dockerfile(matrix), lock=lock, own=f"layer-{req.name}", build_args={},
+        hashes={"lock/layer.txt": lock.sha256, "layer-name": req.name},
+        labels=lambda content, base: KIND.labels(LayerFacts(req.name, lock.label, content, base)),
+        what=f"user layer {req.name}", staged=f"{lock.path} as lock/layer.txt",
+        context={"lock/layer.txt": lock.text, "wheel_arch.py": SCRIPTS / "wheel_arch.py",
+                 **{f"wheels/{wheel.name}": wheel for wheel in wheels}}, folders=("wheels",))

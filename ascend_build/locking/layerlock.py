@@ -153,6 +153,11 @@ class LayerLock:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
+    @property
+    def label(self) -> str:
+        """How the label of an image built with it names it: its file and its sha256's start."""
+        return f"{self.path.name} sha256:{self.sha256[:16]}"
+
 
 def read(path: Path) -> LayerLock | None:
     return LayerLock(path, path.read_text()) if path.is_file() else None

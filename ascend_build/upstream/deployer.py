@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from ..chips import known
 from ..engine import credentials
 from ..errors import UserError
+from ..matrix.frameworks import MINDSPORE, TORCH, Framework
 from ..platforms import ARCHES
 
 PACKAGE = "ascend-deployer"
@@ -118,13 +119,51 @@ class MindSporeData:
     pypi_pythons: dict[str, list[str]] = field(default_factory=dict)
 
 
+ReleaseData = TorchNpuData | MindSporeData
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A framework whose package Huawei pairs with CANN releases, as `invoke update` reads it:
+    its record (matrix/frameworks.py), ascend-deployer's word for it (version_match.json's
+    keys, software/'s files), the projects whose wheel sums those files list, the record of
+    one release, and whether the index's pre-releases are releases."""
+    framework: Framework
+    word: str                                   # Torch-npu_2.1.0.post8, software/Torch-npu_*.json
+    wheels: tuple[str, ...]                     # the projects of its wheel sums
+    release: type[TorchNpuData] | type[MindSporeData]
+    pre: bool = False                           # MindSpore: the index's 2.6.0rc1 is Huawei's 2.6.0-rc1
+
+    @property
+    def field(self) -> str:
+        """Its package, which names its releases in DeployerData and update.Merged."""
+        return self.framework.package
+
+    @property
+    def section(self) -> str:
+        """imported.yaml's section of its releases."""
+        return self.framework.releases
+
+    @property
+    def index_source(self) -> str:
+        """The source of a release only the index serves."""
+        return f"PyPI index (simple page of {self.field.replace('_', '-')})"
+
+
+# The frameworks the import reads releases of, in the order imported.yaml writes them.
+PAIRED: tuple[Paired, ...] = (Paired(TORCH, "Torch-npu", ("torch", "torch_npu"), TorchNpuData),
+                              Paired(MINDSPORE, "MindSpore", ("mindspore",), MindSporeData, pre=True))
+
+
 @dataclass
 class DeployerData:
     version: str
     cann: dict[str, CannData]
-    torch_npu: dict[str, TorchNpuData]
+    paired: dict[str, dict[str, ReleaseData]]      # each framework's releases, by its record's field
     archive_sha256: str | None = None      # of the wheel it was read from
-    mindspore: dict[str, MindSporeData] = field(default_factory=dict)
+
+    def releases(self, paired: Paired) -> dict[str, ReleaseData]:
+        return self.paired.get(paired.field, {})
 
 
 class Tree:
@@ -178,7 +217,8 @@ def _bad(where: str, what: str) -> UserError:
 
 
 def read(location: Path) -> DeployerData:
-    """Every CANN and torch_npu fact in one ascend-deployer release."""
+    """Every CANN fact, and the releases of every framework it pairs (PAIRED), in one
+    ascend-deployer release."""
     tree = Tree(location)
     version = tree.version()
     names = tree.names()
@@ -186,43 +226,34 @@ def read(location: Path) -> DeployerData:
     for name in sorted(n for n in names if re.fullmatch(r"software/CANN_[^/]+\.json", n)):
         data = _read_cann(tree.json(name), Source(version, f"{DATA_DIR}/{name}"))
         cann[data.version] = data
-    torch_npu: dict[str, TorchNpuData] = {}
     matches = tree.json("version_match.json")
     if not isinstance(matches, dict):
         raise _bad(f"{PACKAGE} {version}: version_match.json", "expected a mapping of release -> CANN release")
     pair_src = Source(version, f"{DATA_DIR}/version_match.json")
-    mindspore: dict[str, MindSporeData] = {}
+    found: dict[str, dict[str, ReleaseData]] = {p.field: {} for p in PAIRED}
+    by_word = {p.word: p for p in PAIRED}
     for key, value in matches.items():
-        if not key.startswith(("Torch-npu_", "MindSpore_")):
+        word, _, release = key.partition("_")
+        if word not in by_word:
             continue
-        project, release = key.split("_", 1)
         if not isinstance(value, str) or not value.startswith("CANN_") or not CANN_VERSION.fullmatch(value[5:]):
             raise _bad(str(pair_src), f"{key}: got {value!r}; expected CANN_<version>")
-        if project == "MindSpore":
-            mindspore[release] = MindSporeData(release, value[5:], pair_src)
-        else:
-            torch_npu[release] = TorchNpuData(release, value[5:], pair_src)
-    for name in sorted(n for n in names if re.fullmatch(r"software/Torch-npu_[^/]+\.json", n)):
-        src = Source(version, f"{DATA_DIR}/{name}")
-        doc = tree.json(name)
-        release = doc.get("version") if isinstance(doc, dict) else None
-        if not isinstance(release, str):
-            raise _bad(str(src), "no version")
-        entry = torch_npu.setdefault(release, TorchNpuData(release, None, None))
-        entry.wheels, entry.wheels_source = _read_wheels(doc, src), src
-    for name in sorted(n for n in names if re.fullmatch(r"software/MindSpore_[^/]+\.json", n)):
-        src = Source(version, f"{DATA_DIR}/{name}")
-        doc = tree.json(name)
-        release = doc.get("version") if isinstance(doc, dict) else None
-        if not isinstance(release, str):
-            raise _bad(str(src), "no version")
-        ms = mindspore.setdefault(release, MindSporeData(release, None, None))
-        ms.wheels, ms.wheels_source = _read_wheels(doc, src, ("mindspore",)), src
+        paired = by_word[word]
+        found[paired.field][release] = paired.release(release, value[5:], pair_src)
+    for paired in PAIRED:
+        for name in sorted(n for n in names if re.fullmatch(rf"software/{re.escape(paired.word)}_[^/]+\.json", n)):
+            src = Source(version, f"{DATA_DIR}/{name}")
+            doc = tree.json(name)
+            release = doc.get("version") if isinstance(doc, dict) else None
+            if not isinstance(release, str):
+                raise _bad(str(src), "no version")
+            entry = found[paired.field].setdefault(release, paired.release(release, None, None))
+            entry.wheels, entry.wheels_source = _read_wheels(doc, src, paired.wheels), src
     archive = None
     if location.is_file():
         from ..hashing import sha256_of
         archive = sha256_of(location)
-    return DeployerData(version, cann, torch_npu, archive, mindspore)
+    return DeployerData(version, cann, found, archive)
 
 
 def _read_cann(doc, src: Source) -> CannData:
@@ -263,7 +294,7 @@ def _read_cann(doc, src: Source) -> CannData:
     return data
 
 
-def _read_wheels(doc, src: Source, projects: tuple[str, ...] = ("torch", "torch_npu")) -> dict[str, dict[str, str]]:
+def _read_wheels(doc, src: Source, projects: tuple[str, ...]) -> dict[str, dict[str, str]]:
     wheels: dict[str, dict[str, str]] = {}
     for block in doc.get("framework_whl") or []:
         arch = SYSTEM_ARCH.get(block.get("system"))

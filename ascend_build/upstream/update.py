@@ -18,7 +18,19 @@ from .. import atomic
 from ..errors import UserError
 from ..platforms import ARCHES
 from . import cann_env, cann_images, docs, pypi, vllm
-from .deployer import CannData, DeployerData, MindSporeData, Published, TorchNpuData, fetch, newest_version, read
+from .deployer import (
+    PAIRED,
+    CannData,
+    DeployerData,
+    MindSporeData,
+    Paired,
+    Published,
+    ReleaseData,
+    TorchNpuData,
+    fetch,
+    newest_version,
+    read,
+)
 from .docs import DocsData
 
 
@@ -53,6 +65,14 @@ class Merged:
     serving_notes: list[str] = field(default_factory=list)            # what of them was not imported, and why
     envs: dict[str, EnvEntry] = field(default_factory=dict)           # CANN release -> its environment
     image_tags: dict[str, list[str]] = field(default_factory=dict)    # CANN release -> its official images' tags
+
+    def releases(self, paired: Paired) -> dict[str, ReleaseData]:
+        """A framework's releases (deployer.PAIRED: its record names the field)."""
+        return getattr(self, paired.field)
+
+    def put(self, paired: Paired, releases: dict[str, ReleaseData]) -> None:
+        """A framework's releases, kept in version order."""
+        setattr(self, paired.field, dict(sorted(releases.items(), key=lambda kv: Version(kv[0]))))
 
 
 @dataclass
@@ -94,10 +114,8 @@ def merge(datasets: list[DeployerData], choices: dict[str, dict[str, str]], asce
         return taken if taken is not None else default
 
     merged.cann = _merge_cann(ordered, decide)
-    merged.torch_npu = _merge_releases(ordered, "torch_npu", "torch_npu_releases",
-                                       lambda r: TorchNpuData(r, None, None), decide)
-    merged.mindspore = _merge_releases(ordered, "mindspore", "mindspore_releases",
-                                       lambda r: MindSporeData(r, None, None), decide)
+    for paired in PAIRED:
+        merged.put(paired, _merge_releases(ordered, paired, decide))
     if ascend is not None:
         _add_docs(merged, ascend, decide)
     if images is not None:
@@ -129,17 +147,17 @@ def _merge_cann(ordered: list[DeployerData], decide) -> dict[str, CannData]:
     return out
 
 
-def _merge_releases(ordered: list[DeployerData], field: str, section: str, make, decide) -> dict:
-    """A framework package's releases (torch_npu, mindspore) across the deployer releases:
-    the pairing decided where they disagree, the wheel sums of the newest that lists any."""
+def _merge_releases(ordered: list[DeployerData], framework: Paired, decide) -> dict[str, ReleaseData]:
+    """A framework package's releases across the deployer releases: the pairing decided
+    where they disagree, the wheel sums of the newest that lists any."""
     out = {}
-    for release in sorted({r for d in ordered for r in getattr(d, field)}, key=Version):
-        entries = [(d.version, getattr(d, field)[release]) for d in ordered if release in getattr(d, field)]
+    for release in sorted({r for d in ordered for r in d.releases(framework)}, key=Version):
+        entries = [(d.version, d.releases(framework)[release]) for d in ordered if release in d.releases(framework)]
         paired = [(dv, x) for dv, x in entries if x.cann]
-        rel = make(release)
+        rel = framework.release(release, None, None)
         if paired:
-            rel.cann = decide(f"{section}.{release}.cann", {f"ascend-deployer {dv}": x.cann for dv, x in paired},
-                              paired[0][1].cann)
+            rel.cann = decide(f"{framework.section}.{release}.cann",
+                              {f"ascend-deployer {dv}": x.cann for dv, x in paired}, paired[0][1].cann)
             rel.pairing_source = next(x.pairing_source for _, x in paired if x.cann == rel.cann)
         with_wheels = [x for _, x in entries if x.wheels]
         if with_wheels:
@@ -365,67 +383,45 @@ def _file_conflict(decide, version: str, other: Published, mine: Published | Non
 
 # ---------------------------------------------------------------------------- writing
 
-PYPI_SOURCE = "PyPI index (simple page of torch-npu)"
-
-
-def add_pypi(merged: Merged, served: dict[str, pypi.Release]) -> None:
-    """Mark which releases PyPI serves and for which Pythons per arch (its wheel files: a
-    stack's Python range may use them where Huawei's list stops short), and list the
-    releases it serves that Huawei's data pairs with no CANN release (unpaired: refused in
-    a stack, shown by `invoke matrix`)."""
-    for rel in merged.torch_npu.values():
-        rel.on_pypi = rel.release in served
-    for version in served:
-        if version not in merged.torch_npu:
-            merged.torch_npu[version] = TorchNpuData(version, None, PYPI_SOURCE, on_pypi=True)
-        merged.torch_npu[version].pypi_pythons = {arch: sorted(p, key=Version) for arch, p
-                                                  in sorted(served[version].pythons.items())}
-    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
-
-
-def add_pypi_mindspore(merged: Merged, served: dict[str, pypi.Release]) -> None:
-    """As add_pypi, for MindSpore: Huawei names pre-releases 2.6.0-rc1, the index 2.6.0rc1;
-    a pre-release Huawei does not pair is not listed."""
-    by_version = {str(Version(r)): r for r in merged.mindspore}
-    for rel in merged.mindspore.values():
+def add_pypi(merged: Merged, framework: Paired, served: dict[str, pypi.Release]) -> None:
+    """Mark which of a framework's releases the index serves and for which Pythons per arch
+    (its wheel files: a stack's Python range may use them where Huawei's list stops short),
+    and list the releases it serves that Huawei's data pairs with no CANN release (unpaired:
+    refused in a stack, shown by `invoke matrix`). Huawei names pre-releases 2.6.0-rc1, the
+    index 2.6.0rc1; a pre-release Huawei does not pair is not listed."""
+    have = merged.releases(framework)
+    by_version = {str(Version(r)): r for r in have}
+    for rel in have.values():
         rel.on_pypi = str(Version(rel.release)) in served
     for version, release in served.items():
         if version not in by_version and Version(version).is_prerelease:
             continue
         name = by_version.get(version, version)
-        if name not in merged.mindspore:
-            merged.mindspore[name] = MindSporeData(name, None, MINDSPORE_PYPI_SOURCE, on_pypi=True)
-        merged.mindspore[name].pypi_pythons = {arch: sorted(p, key=Version) for arch, p in sorted(release.pythons.items())}
-    merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
-
-
-MINDSPORE_PYPI_SOURCE = "PyPI index (simple page of mindspore)"
+        if name not in have:
+            have[name] = framework.release(name, None, framework.index_source, on_pypi=True)
+        have[name].pypi_pythons = {arch: sorted(p, key=Version) for arch, p in sorted(release.pythons.items())}
+    merged.put(framework, have)
 
 
 def keep_pypi(merged: Merged, old: dict) -> None:
     """The index's facts as the last import left them: for the releases the new data has,
     and the releases only the index served (the deployer's copies never list those, so an
     offline import would otherwise delete them)."""
-    def index_only(section: str, have: dict) -> list[tuple[str, str]]:
-        return [(version, (before or {}).get("source") or PYPI_SOURCE)
-                for version, before in (old.get(section) or {}).items()
-                if version not in have and (before or {}).get("pypi_pythons") and not (before or {}).get("cann")]
-    for version, source in index_only("torch_npu_releases", merged.torch_npu):
-        merged.torch_npu[version] = TorchNpuData(version, None, source)
-    for version, source in index_only("mindspore_releases", merged.mindspore):
-        merged.mindspore[version] = MindSporeData(version, None, source)
-    releases: dict
-    for section, releases in (("torch_npu_releases", merged.torch_npu), ("mindspore_releases", merged.mindspore)):
-        for version, rel in releases.items():
-            before = (old.get(section) or {}).get(version) or {}
+    for framework in PAIRED:
+        have, before_all = merged.releases(framework), old.get(framework.section) or {}
+        for version, before in before_all.items():
+            before = before or {}
+            if version not in have and before.get("pypi_pythons") and not before.get("cann"):
+                have[version] = framework.release(version, None, before.get("source") or framework.index_source)
+        for version, rel in have.items():
+            before = before_all.get(version) or {}
             if "pypi" in before:
                 rel.on_pypi = bool(before["pypi"])
             elif before.get("pypi_pythons"):
                 rel.on_pypi = True
             rel.pypi_pythons = {arch: [str(p) for p in pythons]
                                 for arch, pythons in (before.get("pypi_pythons") or {}).items()}
-    merged.torch_npu = dict(sorted(merged.torch_npu.items(), key=lambda kv: Version(kv[0])))
-    merged.mindspore = dict(sorted(merged.mindspore.items(), key=lambda kv: Version(kv[0])))
+        merged.put(framework, have)
 
 
 def keep_images(merged: Merged, old: dict, ascend: DocsData | None) -> None:
@@ -516,7 +512,7 @@ def _cann_data(rel: CannData, env: EnvEntry | None = None, tags: list[str] | Non
     return out
 
 
-def _release_data(rel: TorchNpuData | MindSporeData) -> dict:
+def _release_data(rel: ReleaseData) -> dict:
     out: dict = {"cann": [rel.cann] if rel.cann else []}
     if rel.pairing_source:
         out["source"] = str(rel.pairing_source)
@@ -543,9 +539,9 @@ def to_data(merged: Merged) -> dict:
     if merged.compatible:
         data["torchnpu_compatible"] = {"source": merged.compatible_source, "series": {
             series: list(canns) for series, canns in merged.compatible.items()}}
-    data["torch_npu_releases"] = {r: _release_data(tn) for r, tn in merged.torch_npu.items()}
-    if merged.mindspore:
-        data["mindspore_releases"] = {r: _release_data(ms) for r, ms in merged.mindspore.items()}
+    for framework in PAIRED:     # (imported.py writes torch_npu_releases, the one the matrix needs, even empty)
+        if merged.releases(framework):
+            data[framework.section] = {r: _release_data(rel) for r, rel in merged.releases(framework).items()}
     if merged.serving:
         data[vllm.SECTION] = {r: rel.to_data() for r, rel in merged.serving.items()}
     return data
@@ -569,9 +565,10 @@ class Summary:
         return ([f"+ {a}" for a in self.added] + [f"~ {c}" for c in self.changed] + [f"- {r}" for r in self.removed])
 
 
-def _flatten(cann: dict, releases: dict, mindspore: dict | None = None, serving: dict | None = None) -> dict[str, str]:
+def _flatten(data: dict) -> dict[str, str]:
+    """An import as one line a fact (what the summary compares)."""
     flat: dict[str, str] = {}
-    for version, rel in (cann or {}).items():
+    for version, rel in (data.get("cann") or {}).items():
         flat[f"cann {version}"] = "release"
         flat[f"cann {version} driver"] = str(rel.get("driver"))
         if rel.get("runs_on"):
@@ -585,24 +582,20 @@ def _flatten(cann: dict, releases: dict, mindspore: dict | None = None, serving:
         for part, names in (rel.get("env") or {}).items():
             for name, value in (names or {}).items():
                 flat[f"cann {version} env {part} {name}"] = ":".join(value) if isinstance(value, list) else str(value)
-    for release, rel in (releases or {}).items():
-        flat[f"torch_npu {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
-        if rel.get("torchnpu"):
-            flat[f"torch_npu {release} TorchNPU"] = str(rel["torchnpu"])
-        if rel.get("pypi") is False:
-            flat[f"torch_npu {release} on PyPI"] = "no"
-        wheels = rel.get("wheels") or {}
-        if wheels:
-            flat[f"torch_npu {release} wheels"] = " ".join(wheels)
-            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
-            flat[f"torch_npu {release} wheel sums"] = f"(digest {digest})"
-    for release, rel in (mindspore or {}).items():
-        flat[f"mindspore {release}"] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
-        wheels = rel.get("wheels") or {}
-        if wheels:
-            flat[f"mindspore {release} wheels"] = " ".join(wheels)
-            digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
-            flat[f"mindspore {release} wheel sums"] = f"(digest {digest})"
+    for framework in PAIRED:
+        for release, rel in (data.get(framework.section) or {}).items():
+            key = f"{framework.field} {release}"
+            flat[key] = f"CANN {', '.join(rel.get('cann') or []) or 'none'}"
+            if rel.get("torchnpu"):
+                flat[f"{key} TorchNPU"] = str(rel["torchnpu"])
+            if rel.get("pypi") is False:
+                flat[f"{key} on PyPI"] = "no"
+            wheels = rel.get("wheels") or {}
+            if wheels:
+                flat[f"{key} wheels"] = " ".join(wheels)
+                digest = hashlib.sha256(json.dumps(wheels, sort_keys=True).encode()).hexdigest()[:12]
+                flat[f"{key} wheel sums"] = f"(digest {digest})"
+    serving = data.get(vllm.SECTION)
     for release, rel in (serving or {}).items():
         pins = rel.get("pins") or {}
         flat[f"vllm-ascend {release}"] = ", ".join(f"{k} {pins[k]}" for k in ("torch", "torch_npu") if k in pins) \
@@ -620,10 +613,7 @@ def _flatten(cann: dict, releases: dict, mindspore: dict | None = None, serving:
 
 
 def summarize(old: dict, new: dict) -> Summary:
-    a = _flatten(old.get("cann") or {}, old.get("torch_npu_releases") or {}, old.get("mindspore_releases"),
-                 old.get(vllm.SECTION))
-    b = _flatten(new.get("cann") or {}, new.get("torch_npu_releases") or {}, new.get("mindspore_releases"),
-                 new.get(vllm.SECTION))
+    a, b = _flatten(old), _flatten(new)
     s = Summary()
     for key in b:
         if key not in a:
@@ -681,8 +671,8 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
         keep_pypi(merged, old)                                      # its facts stay as last read
         keep_serving(merged, old)
     else:
-        add_pypi(merged, pypi.releases(pypi.files("torch_npu", pip_args or [])))
-        add_pypi_mindspore(merged, pypi.releases(pypi.files("mindspore", pip_args or []), pre=True))
+        for framework in PAIRED:
+            add_pypi(merged, framework, pypi.releases(pypi.files(framework.field, pip_args or []), pre=framework.pre))
         if upstream.serving_from:
             merged.serving, merged.serving_notes = vllm.read(upstream.serving_from, upstream.serving_pre,
                                                              pip_args or [])
@@ -712,7 +702,7 @@ def _data(text: str, path: Path) -> dict:
 def counts(merged: Merged) -> dict[str, int]:
     files = [f for rel in merged.cann.values() for f in list(rel.toolkit.values()) + list(rel.nnal.values())
              + [x for per in rel.kernels.values() for x in per.values()]]
-    tn, ms = list(merged.torch_npu.values()), list(merged.mindspore.values())
+    tn = list(merged.torch_npu.values())
     return {"deployer releases read": len(merged.read), "Ascend documents read": len(merged.docs_read),
             "CANN releases": len(merged.cann),
             "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
@@ -727,22 +717,24 @@ def counts(merged: Merged) -> dict[str, int]:
                 1 for e in merged.envs.values() if not e.of),
             "CANN releases with the environment of the nearest release's images": sum(
                 1 for e in merged.envs.values() if e.of),
-            "torch_npu releases": len(tn),
-            "torch_npu releases with a CANN pairing": sum(1 for r in tn if r.cann),
-            "torch_npu releases on PyPI with no pairing (unpaired)": sum(1 for r in tn if not r.cann and r.on_pypi),
-            "paired torch_npu releases not on PyPI": sum(1 for r in tn if r.on_pypi is False),
-            "wheel checksums (torch and torch_npu)": sum(len(s) for r in tn for s in r.wheels.values()),
+            **{what: n for framework in PAIRED for what, n in _release_counts(merged, framework).items()},
             "torch_npu pairings the Ascend documents added": merged.from_docs.get("pairings", 0),
             "torch_npu releases with their TorchNPU release": sum(1 for r in tn if r.torchnpu),
             "TorchNPU series with compatible CANN series": len(merged.compatible),
-            "MindSpore releases": len(ms),
-            "MindSpore releases with a CANN pairing": sum(1 for r in ms if r.cann),
-            "MindSpore releases on PyPI with no pairing (unpaired)": sum(1 for r in ms if not r.cann and r.on_pypi),
-            "wheel checksums (mindspore)": sum(len(s) for r in ms for s in r.wheels.values()),
             "vLLM-Ascend releases": len(merged.serving),
             "vLLM-Ascend releases with a vLLM release of the same number": sum(
                 1 for r in merged.serving.values() if r.vllm),
             "conflicts between sources": len(merged.conflicts)}
+
+
+def _release_counts(merged: Merged, framework: Paired) -> dict[str, int]:
+    """A framework's releases, counted."""
+    found, name = list(merged.releases(framework).values()), framework.framework.package_title
+    return {f"{name} releases": len(found),
+            f"{name} releases with a CANN pairing": sum(1 for r in found if r.cann),
+            f"{name} releases on PyPI with no pairing (unpaired)": sum(1 for r in found if not r.cann and r.on_pypi),
+            f"paired {name} releases not on PyPI": sum(1 for r in found if r.on_pypi is False),
+            f"wheel checksums ({' and '.join(framework.wheels)})": sum(len(s) for r in found for s in r.wheels.values())}
 
 
 def report(result: Result) -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 
 from ascend_build.errors import TestsFailed as SuiteFailed
 from ascend_build.errors import UserError
+from ascend_build.images import batch, catalog, devel
 from ascend_build.images import build as runtime_build
-from ascend_build.images import catalog, devel
 from ascend_build.images.kinds import label, readable_tag, suites
 from ascend_build.inputs.options import Inputs, Site
 from ascend_build.locking import lock as locks
@@ -62,7 +62,13 @@ def _devel_build(matrix, site, engine, tmp_path, suite):
     inputs = Inputs(repository="ascend-runtime")
     runtime = runtime_build.build(matrix, cell, site, inputs, engine, SuiteDouble(0))
     lock = LayerLock(tmp_path / "devel.txt", LOCK_TEXT)
-    return runtime, devel.build(matrix, cell, site, inputs, runtime, lock, engine, suite)
+    return runtime, _on(matrix, cell, site, runtime, lock, engine, suite)
+
+
+def _on(matrix, cell, site, runtime, lock, engine, suite):
+    """The devel image on the runtime, through the one build path of the kinds on a runtime."""
+    return batch.build_on_runtime(matrix, cell, site, Inputs(repository="ascend-runtime"),
+                                  batch.Extension(devel, lock), runtime, engine, suite)
 
 
 def test_a_devel_image_stands_on_the_tested_cann_only_image_and_is_tagged_after_its_suite(matrix, site, tmp_path):
@@ -98,8 +104,7 @@ def test_a_devel_image_stands_on_the_tested_cann_only_image_and_is_tagged_after_
     assert catalog.kind_of(engine, built.tags.readable) is devel.KIND
     # the same inputs again: the tested image is reused, no build, no suite
     builds = len(engine.called("build"))
-    again = devel.build(matrix, cell, site, Inputs(repository="ascend-runtime"), runtime,
-                        LayerLock(tmp_path / "devel.txt", LOCK_TEXT), engine, suite)
+    again = _on(matrix, cell, site, runtime, LayerLock(tmp_path / "devel.txt", LOCK_TEXT), engine, suite)
     assert again.image_id == built.image_id and len(suite.ran) == 1 and len(engine.called("build")) == builds
 
 
@@ -107,9 +112,8 @@ def test_another_lock_is_another_content_tag(matrix, site, tmp_path):
     engine = EngineDouble()
     engine.add(BASE, platform="linux/arm64")
     runtime, built = _devel_build(matrix, site, engine, tmp_path, SuiteDouble(0))
-    other = devel.build(matrix, matrix.cell(**CANN_ONLY), site, Inputs(repository="ascend-runtime"), runtime,
-                        LayerLock(tmp_path / "devel.txt", LOCK_TEXT.replace("67.4.0", "67.5.0")), engine,
-                        SuiteDouble(0))
+    other = _on(matrix, matrix.cell(**CANN_ONLY), site, runtime,
+                LayerLock(tmp_path / "devel.txt", LOCK_TEXT.replace("67.4.0", "67.5.0")), engine, SuiteDouble(0))
     assert other.content_tag != built.content_tag and other.tags.readable == built.tags.readable
 
 
@@ -151,7 +155,7 @@ def test_the_pins_the_image_holds_keep_its_versions_the_rest_are_locked(tmp_path
     cell = m.cell(**CANN_ONLY)
     held = locks.pinned_versions(locks.find(m, cell, catalog.ROOT).lock.files)
     site = Site(cache=tmp_path / "cache", work=tmp_path / "work")
-    lock = devel.prepare(m, cell, site)
+    lock = devel.prepare(m, cell, site, devel.DevelRequest())
     wanted = [p.text for p in devel.PINS if p.name not in held]
     assert uv.asked == [wanted] and wanted, "only the pins the CANN-only image does not hold go to the resolver"
     assert "numpy==1.26.4" not in wanted and "setuptools==67.4.0" in wanted     # numpy: the image's own
@@ -162,14 +166,14 @@ def test_the_pins_the_image_holds_keep_its_versions_the_rest_are_locked(tmp_path
     assert written.startswith("# GENERATED") and [p.text for p in devel.PINS] == [
         line for line in written.splitlines() if not line.startswith("#")]
     # made once: the second prepare reuses it, asking no resolver
-    assert devel.prepare(m, cell, site).text == lock.text and len(uv.asked) == 1
+    assert devel.prepare(m, cell, site, devel.DevelRequest()).text == lock.text and len(uv.asked) == 1
 
 
 def test_a_cell_without_a_lock_is_refused_naming_the_command_that_makes_one(tmp_path, uv):
     m = load_matrix(copy_matrix(tmp_path / "m"))
     cell = m.cell(stack="cann9.0.0", os="debian12", python="3.11", platform="linux/amd64")
     with pytest.raises(UserError, match=r"has no lock.*invoke lock --cann"):
-        devel.prepare(m, cell, Site(cache=tmp_path / "cache", work=tmp_path / "work"))
+        devel.prepare(m, cell, Site(cache=tmp_path / "cache", work=tmp_path / "work"), devel.DevelRequest())
     assert uv.asked == []
 
 
@@ -218,5 +222,6 @@ def test_pins_all_held_are_refused_not_locked_empty(tmp_path, uv, monkeypatch):
     monkeypatch.setattr(devel, "PINS", (devel.Pin("numpy", "1.26.4"), devel.Pin("pyyaml")))
     m = load_matrix(copy_matrix(tmp_path / "m"))
     with pytest.raises(UserError, match="holds every devel pin already"):
-        devel.prepare(m, m.cell(**CANN_ONLY), Site(cache=tmp_path / "cache", work=tmp_path / "work"))
+        devel.prepare(m, m.cell(**CANN_ONLY), Site(cache=tmp_path / "cache", work=tmp_path / "work"),
+                      devel.DevelRequest())
     assert uv.asked == []

@@ -153,7 +153,7 @@ def test_a_layer_holds_the_runtime_lock_the_build_takes_and_none_is_refused_even
     """A matrix copied elsewhere: the layer holds the project's lock, as the runtime build
     takes it (same inputs); a cell with no lock has nothing to hold, --unlocked or not."""
     from ascend_build.images import userlayer
-    from ascend_build.inputs.options import Inputs, Site
+    from ascend_build.inputs.options import Site
     from tests.conftest import committed_matrix_text
     reqs = tmp_path / "team.txt"
     reqs.write_text("einops==0.8.1\n")
@@ -161,7 +161,7 @@ def test_a_layer_holds_the_runtime_lock_the_build_takes_and_none_is_refused_even
     path = copy_matrix(tmp_path / "elsewhere")          # no locks/ beside it
     m = load_text(path.read_text(), path)
     cell = m.cell("2.1.0", "debian12", "3.11", None, "linux/arm64")
-    lock, _ = userlayer.prepare(m, cell, Site(dry=True), Inputs(), req)
+    lock = userlayer.prepare(m, cell, Site(dry=True), req).lock
     assert lock.path == layerlock.path_for(reqs, cell)
     other = copy_matrix(tmp_path / "other", committed_matrix_text().replace('numpy: "<2"}      # new protobuf',
                                                                            'numpy: "<1.26"}  #', 1))
@@ -169,4 +169,4 @@ def test_a_layer_holds_the_runtime_lock_the_build_takes_and_none_is_refused_even
     with pytest.raises(UserError, match=r"2\.1\.0 / Python 3\.11 / aarch64 has no lock: a user layer .* \(--unlocked "
                                         r"builds a runtime image without a lock, never a layer on it\)"):
         userlayer.prepare(m, m.cell("2.1.0", "debian12", "3.11", None, "linux/arm64"), Site(dry=True, unlocked=True),
-                          Inputs(), req)
+                          req)

@@ -19,8 +19,8 @@ import pytest
 from ascend_build.engine.network import Network
 from ascend_build.errors import TestsFailed as SuiteFailed
 from ascend_build.errors import UserError
+from ascend_build.images import batch, catalog, serving
 from ascend_build.images import build as runtime_build
-from ascend_build.images import catalog, serving
 from ascend_build.images.kinds import label, readable_tag, suites
 from ascend_build.inputs.options import Inputs, Site
 from ascend_build.locking import serving_lock
@@ -66,8 +66,7 @@ def _sha(data: bytes) -> str:
 
 # ------------------------------------------------------------------ the kinds as modules
 def test_every_kind_is_a_module_with_its_kind_and_its_dockerfiles():
-    names = [m.KIND.name for m in catalog.MODULES]
-    assert names == ["runtime", "builder", "layer", "serving", "devel"]
+    assert serving in catalog.MODULES and catalog.KINDS["serving"] is serving.KIND
     matrix = load_matrix(Path(catalog.ROOT) / "matrix.yaml")
     for module in catalog.MODULES:
         rendered = module.render(matrix)
@@ -96,7 +95,8 @@ def _serving_build(matrix, site, engine, tmp_path, suite):
                                                "    --hash=sha256:" + "a" * 64 + "\n")
     req = _request(_sha(PLUGIN_SDIST), _sha(VLLM_SDIST))
     release = serving.Release(vllm, plugin, _sha(PLUGIN_SDIST))
-    built = serving.build(matrix, cell, site, inputs, runtime, req, (lock, release), engine, suite)
+    built = batch.build_on_runtime(matrix, cell, site, inputs, batch.Extension(serving, serving.Ready(req, lock, release)),
+                                   runtime, engine, suite)
     return runtime, built, req
 
 
@@ -281,11 +281,12 @@ def _prepare(tmp_path, plugin: bytes, vllm: bytes = VLLM_SDIST_NO_PROTOBUF):
     with PackageIndexDouble({"vllm": {"vllm-0.23.0.tar.gz": (vllm, "")},
                              "vllm-ascend": {"vllm_ascend-0.23.0.tar.gz": (plugin, "")}}) as index:
         site = Site(cache=tmp_path / "cache", work=tmp_path / "work", net=Network(pip_index_url=index.url))
-        return m, serving.prepare(m, cell, site, Inputs(), req)
+        return m, serving.prepare(m, cell, site, req)
 
 
 def test_prepare_fetches_both_files_and_locks_what_they_need_holding_the_runtime(tmp_path, uv):
-    m, (lock, release) = _prepare(tmp_path, _plugin_sdist(["numba", "vllm==0.23.0", "regex"]))
+    m, ready = _prepare(tmp_path, _plugin_sdist(["numba", "vllm==0.23.0", "regex"]))
+    lock, release = ready.lock, ready.release
     assert release is not None and release.vllm.read_bytes() == VLLM_SDIST_NO_PROTOBUF
     written = m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.in"
     lines = [line for line in written.read_text().splitlines() if not line.startswith("#")]
@@ -366,3 +367,24 @@ def test_the_lock_installs_on_the_build_machine_only_where_the_runtimes_python_i
     native = host_platform() is not None and host_platform().arch != "aarch64"
     assert _pip_args(site, distro)["PIP_ON"] == ("native" if native else "target")
     assert _pip_args(replace(site, pip_on="target"), distro) == {"PIP_ON": "target"}
+
+
+def test_the_release_is_looked_up_once_for_its_stack_and_its_request(monkeypatch, capsys):
+    """`build --vllm` without --torch builds the stack the release pins, and its request is
+    made from the same record: the data is asked once (it was asked twice, by the command
+    line and by the request)."""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    from ascend_build.matrix.model import Matrix
+    asked: list[str] = []
+    real = Matrix.serving
+    monkeypatch.setattr(Matrix, "serving", lambda self, version: asked.append(version) or real(self, version))
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    options = building.BuildOptions(
+        choice=building.Choice(os="debian13", python="3.13", chip="a3"), dry=True, unlocked=True,
+        kinds=building.KindOptions(**{k.KIND.name: k.Options(**({"vllm": "0.23.0"} if k is serving else {}))
+                                      for k in catalog.ON_RUNTIME}))
+    building.build(options)
+    assert "-vllm0.23.0-arm64" in capsys.readouterr().out
+    assert asked == ["0.23.0"]

@@ -187,7 +187,7 @@ def test_a_wheel_reads_like_its_folder(tmp_path):
     wheel = read(make_deployer(tmp_path / "w", "6.0.0", as_wheel=True))
     folder = read(make_deployer(tmp_path / "f", "6.0.0"))
     assert wheel.version == folder.version == "6.0.0" and wheel.archive_sha256
-    assert wheel.cann.keys() == folder.cann.keys() and wheel.torch_npu.keys() == folder.torch_npu.keys()
+    assert wheel.cann.keys() == folder.cann.keys() and wheel.paired == folder.paired and wheel.paired["torch_npu"]
     assert wheel.cann["8.0.0"].toolkit == folder.cann["8.0.0"].toolkit
 
 
@@ -291,10 +291,12 @@ def test_index_pages_give_final_releases_and_their_pythons_per_arch():
 
 def test_pypi_marks_mirror_only_releases_and_lists_unpaired_ones(tmp_path):
     from ascend_build.upstream import pypi
+    from ascend_build.upstream.deployer import PAIRED
     from ascend_build.upstream.update import add_pypi, merge
     merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
     served = [r for r in merged.torch_npu if r != "2.10.0"] + ["2.14.0"]
-    add_pypi(merged, pypi.releases(pypi.parse_page(_index_page(
+    torch_npu = next(p for p in PAIRED if p.field == "torch_npu")
+    add_pypi(merged, torch_npu, pypi.releases(pypi.parse_page(_index_page(
         [f"torch_npu-{r}-cp313-cp313-manylinux_2_28_aarch64.whl" for r in served]), "text/html")))
     releases = to_data(merged)["torch_npu_releases"]
     assert releases["2.10.0"]["cann"] == ["9.0.0"] and releases["2.10.0"]["pypi"] is False
@@ -335,12 +337,14 @@ def test_mindspore_pairings_and_wheel_sums_are_imported_with_their_source(matrix
 
 def test_pypi_mindspore_releases_any_tagged_wheels_and_pre_releases(tmp_path):
     from ascend_build.upstream import pypi
-    from ascend_build.upstream.update import add_pypi_mindspore, merge
+    from ascend_build.upstream.deployer import PAIRED
+    from ascend_build.upstream.update import add_pypi, merge
     merged = merge([read(make_deployer(tmp_path / "d", "6.0.0"))], {})
     names = ["mindspore-2.9.0-cp310-none-any.whl", "mindspore-2.9.0-cp310-cp310-manylinux1_x86_64.whl",
              "mindspore-2.6.0rc1-cp39-cp39-manylinux1_x86_64.whl", "mindspore-2.10.0-cp311-none-any.whl",
              "mindspore-2.11.0rc1-cp311-none-any.whl"]
-    add_pypi_mindspore(merged, pypi.releases(pypi.parse_page(_index_page(names), "text/html"), pre=True))
+    mindspore = next(p for p in PAIRED if p.field == "mindspore")
+    add_pypi(merged, mindspore, pypi.releases(pypi.parse_page(_index_page(names), "text/html"), pre=mindspore.pre))
     assert list(merged.mindspore) == ["2.4.0", "2.6.0-rc1", "2.9.0", "2.10.0"]
     assert merged.mindspore["2.4.0"].on_pypi is False
     assert merged.mindspore["2.6.0-rc1"].on_pypi is True          # 2.6.0rc1 on the index

@@ -60,7 +60,9 @@ def finish(case: dict) -> dict:
     elif code != 0 and not text.strip():
         problem = f"exit {code} without a word"
     marked = [line[:400] for line in text.splitlines() if "-v=/:/host" in line][:20]
-    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked}
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked,
+            "longest": longest}
 
 
 def share(downloads: Path) -> None:

@@ -4,6 +4,7 @@ test_render_hostile.py. Everything runs against the engine double or --dry."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -129,3 +130,177 @@ def test_the_import_refuses_a_download_url_naming_its_file_and_line():
             "    true\n")
     with pytest.raises(UserError, match=r"cann/9\.0\.1-a3/Dockerfile line 4: CANN_TOOLKIT_URL="):
         cann_images.downloads(text, "cann/9.0.1-a3/Dockerfile")
+
+
+# ---------------------------------------------------------------- nothing after -- undoes the command's flags
+
+IMAGE = "registry.example.com/ascend-serving:sha-0123456789abcdef-arm64"
+JOB = ["job", "--image", IMAGE, "--kind", "serving", "--model", "Qwen2.5-7B-Instruct", "--model-claim", "models"]
+
+
+def _model(where: Path) -> Path:
+    (where / "Qwen2.5-7B-Instruct").mkdir(parents=True)
+    (where / "Qwen2.5-7B-Instruct" / "config.json").write_text("{}")
+    return where / "Qwen2.5-7B-Instruct"
+
+
+def _run(tmp_path: Path, *more: str) -> subprocess.CompletedProcess:
+    from tests.doubles.host_roots import make_host
+    root = tmp_path / "host" if (tmp_path / "host").exists() else make_host(tmp_path / "host", cards=2)
+    return invoke("run", "--image", IMAGE, "--host-root", str(root), "--runtime", "runc", "--dry", *more,
+                  env={"PATH": f"{tmp_path / 'nobin'}:{os.environ['PATH']}"})
+
+
+@pytest.mark.parametrize("extra, sets", [
+    (["--host", "0.0.0.0"], "host"), (["--host=0.0.0.0"], "host"), (["--hos", "::"], "host"),
+    (["--port", "9000"], "port"), (["--port=9"], "port"), (["--max-model-len", "8", "--port", "9"], "port"),
+    (["--tensor-parallel-size", "4"], "tensor-parallel-size"), (["--tensor_parallel_size=4"], "tensor-parallel-size"),
+    (["-tp", "4"], "tensor-parallel-size"), (["-tp=4"], "tensor-parallel-size"), (["--model", "/etc"], "model"),
+])
+def test_what_follows_the_dashes_cannot_set_what_the_command_sets(extra, sets):
+    """Finding: `run --serve DIR --network-host -- --host 0.0.0.0` listened on every interface
+    (the last --host wins); `-- --port 9000` published 8000 to a server on 9000; a job's
+    probes and Service stayed on 8000. Refused in every spelling vllm serve's parser takes."""
+    from ascend_build.host.serving import JOB_SETS, RUN_SETS, check_extra
+    for own, option in ((RUN_SETS, "--serve"), (JOB_SETS, "--kind serving")):
+        with pytest.raises(UserError, match=rf"vllm serve's --{sets} is set by this command \({re.escape(own[sets])}\)"):
+            check_extra(tuple(extra), option, own)
+    # the boundary: options of vllm serve's own that merely start like one of these are its to take
+    kept = ("--max-model-len", "8192", "--model-impl", "vllm", "--served-model-name", "qwen", "--hf-token", "x")
+    assert check_extra(kept, "--serve", RUN_SETS) == kept
+
+
+def test_run_serve_and_job_serving_refuse_an_own_flag_after_the_dashes(tmp_path):
+    model = _model(tmp_path / "models")
+    for more in (["--network-host", "--", "--host", "0.0.0.0"], ["--", "--port=9000"]):
+        out = _run(tmp_path, "--serve", str(model), *more)
+        assert out.returncode == 2 and "is set by this command" in out.stderr, out.stdout + out.stderr
+    job = invoke(*JOB, "--", "--port", "9")
+    assert job.returncode == 2 and "--port is set by this command (give --port)" in job.stderr, job.stderr
+    assert job.stdout == ""
+
+
+def test_the_loopback_default_is_where_the_command_line_is_read(tmp_path):
+    """Mutation: the default of --publish-address made 0.0.0.0 passed every test (each gave
+    the address). Without it the port is published on 127.0.0.1 only; on the host network
+    vLLM itself listens there."""
+    model = _model(tmp_path / "models")
+    out = _run(tmp_path, "--serve", str(model))
+    assert out.returncode == 0, out.stderr
+    assert " -p 127.0.0.1:8000:8000 " in out.stdout and "0.0.0.0:8000" not in out.stdout
+    host = _run(tmp_path, "--serve", str(model), "--network-host")
+    assert host.returncode == 0 and "--host 127.0.0.1 --port 8000" in host.stdout, host.stdout + host.stderr
+    assert " -p " not in host.stdout
+
+
+# ---------------------------------------------------------------- every job kind checks what every other does
+
+@pytest.mark.parametrize("image", ["reg/x:sha-1\n  privileged: true", "reg/x:sha-1\n", " reg/x:sha-1", "REG/X Y:sha-1",
+                                   "reg/x@sha256:", "reg/x:sha-\u00e91", "reg/x:latest"])
+@pytest.mark.parametrize("kind", ["serving", "indexed", "ascendjob"])
+def test_every_job_kind_holds_the_image_to_the_one_reference_grammar(image, kind):
+    """Finding: `job --kind serving` took any text with :sha- or @sha256: in it (a line break
+    and a YAML key after it, a space, capitals, an empty digest); the training kinds ran the
+    real check. Now each kind runs it (and a tag that is not a content tag is refused)."""
+    task = JOB[:2] + [image] + (JOB[3:] if kind == "serving" else ["--kind", kind, "--", "train.py"])
+    out = invoke(*task)
+    assert out.returncode == 2, (kind, image, out.stdout[-500:])
+    assert ("not an image reference" in out.stderr or "content tag" in out.stderr) and out.stdout.count("kind:") == 0
+
+
+@pytest.mark.parametrize("kind", ["serving", "indexed"])
+def test_a_job_named_as_no_service_can_be_is_refused_by_every_kind_that_writes_one(kind):
+    """Finding: `job --kind indexed --name 1abc` wrote a Service named 1abc (DNS-1035: a
+    Service's name starts with a letter); --kind serving refused it. Names are held to
+    the rules of the objects written: an AscendJob and its ConfigMap take 1abc."""
+    tail = JOB[3:] if kind == "serving" else ["--kind", kind, "--", "train.py"]
+    out = invoke(*JOB[:3], "--name", "1abc", *tail)
+    assert out.returncode == 2 and "DNS-1035" in out.stderr, out.stdout[-500:] + out.stderr
+    assert invoke(*JOB[:3], "--name", "a1bc", *tail).returncode == 0
+    assert invoke(*JOB[:3], "--name", "1abc", "--kind", "ascendjob", "--", "train.py").returncode == 0
+
+
+def _manifests(out: subprocess.CompletedProcess) -> list[dict]:
+    import yaml
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def _resources(docs: list[dict]) -> dict:
+    for doc in docs:
+        spec = doc.get("spec", {})
+        template = spec.get("template") or next(iter(spec.get("replicaSpecs", {}).values()), {}).get("template")
+        if template:
+            return template["spec"]["containers"][0]["resources"]
+    raise AssertionError("no pod template")
+
+
+@pytest.mark.parametrize("kind", ["serving", "indexed", "ascendjob"])
+def test_no_cpus_keeps_the_memory_given(kind):
+    """Finding: `--cpus 0 --memory 64Gi` dropped the memory, and with it the check that
+    /dev/shm stays below it."""
+    tail = JOB[3:] if kind == "serving" else ["--kind", kind, "--", "train.py"]
+    res = _resources(_manifests(invoke(*JOB[:3], "--cpus", "0", "--memory", "64Gi", *tail)))
+    assert res["limits"]["memory"] == res["requests"]["memory"] == "64Gi" and "cpu" not in res["limits"]
+    assert "memory" not in _resources(_manifests(invoke(*JOB[:3], "--cpus", "0", *tail)))["limits"]
+    if kind == "serving":
+        over = invoke(*JOB, "--cpus", "0", "--memory", "64Gi", "--shm-size", "128Gi")
+        assert over.returncode == 2 and "counts against the pod's memory (64Gi)" in over.stderr, over.stderr
+
+
+def test_sizes_are_written_as_checked():
+    """Finding: `run --shm-size ' 16g'` was checked stripped and passed raw (docker refuses
+    " 16g"); a job's quantities likewise. `--shm-size 0` and a 20-digit --cpus were taken."""
+    docs = _manifests(invoke(*JOB, "--memory", " 256Gi ", "--shm-size", " 16Gi"))
+    assert _resources(docs)["limits"]["memory"] == "256Gi"
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in docs[1]["spec"]["template"][
+        "spec"]["volumes"]
+    for more, said in ((["--shm-size", "0"], "--shm-size '0': a Kubernetes quantity above zero"),
+                       (["--memory", "0Gi"], "--memory '0Gi': a Kubernetes quantity above zero"),
+                       (["--cpus", "99999999999999999999"], "--cpus 99999999999999999999: expected a whole number from 0 to 4096"),
+                       (["--cpus", "4097"], "from 0 to 4096")):
+        out = invoke(*JOB, *more)
+        assert out.returncode == 2 and said in out.stderr, (more, out.stderr)
+    assert invoke(*JOB, "--cpus", "4096", "--memory", "4Ti").returncode == 0
+
+
+def test_run_writes_the_shm_size_as_checked(tmp_path):
+    out = _run(tmp_path, "--shm-size", " 16G")
+    assert out.returncode == 0 and " --shm-size=16g " in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("model", ["q\x7fx", "q\x85x", "q\u2028x", "q\nx"])
+def test_a_model_with_a_control_character_is_refused(model):
+    """Finding: `job --model $'q\\x7fx'` was written into the manifest (only < 32 was checked)."""
+    out = invoke(*JOB[:6], model, *JOB[7:])
+    assert out.returncode == 2 and "--model" in out.stderr and out.stdout == "", out.stdout
+
+
+def test_serving_the_hosts_root_is_refused(tmp_path):
+    """Finding: `run --serve /` (or a link to /) mounted the host's root at /models/ and served it."""
+    (tmp_path / "root").symlink_to("/")
+    for given in ("/", str(tmp_path / "root"), str(tmp_path / "root") + "/"):
+        out = _run(tmp_path, "--serve", given)
+        assert out.returncode == 2 and "the host's root folder" in out.stderr, (given, out.stdout + out.stderr)
+        assert "/models/" not in out.stdout
+
+
+# ---------------------------------------------------------------- no tracebacks, nothing echoed whole
+
+def test_a_huge_release_number_is_refused_without_a_traceback():
+    """Finding: `build --vllm` with 4,301 digits: packaging's Version raised ValueError (exit
+    1, a traceback); 10,000 characters were echoed back whole. (Every option of every task
+    gets both in test_task_fuzz.py.)"""
+    for value in ("9" * 4301, "0." + "9" * 4301, "\ufeff" + "x" * 10000):
+        out = invoke("build", "--vllm", value, "--dry", "--offline")
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-1000:]
+        assert "not a vllm-ascend release number" in out.stderr and len(out.stderr) < 500, out.stderr[:600]
+
+
+def test_a_number_option_takes_ascii_digits_only():
+    from ascend_build.cli.options import number
+    assert number(" 42 ", "--x") == 42
+    for bad in ("1_000", "\u0661\u0662", "9" * 4301, "4e3", ""):
+        with pytest.raises(UserError, match="expected a whole number") as caught:
+            number(bad, "--x")
+        assert len(str(caught.value)) < 200

@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import console
 from .. import engine as eng
 from ..errors import UserError
+from ..hashing import files_in
 from ..inputs import baseimage
 from ..inputs.options import Inputs, Site
 from ..locking import layerlock, serving_lock
@@ -23,7 +24,7 @@ from ..locking.resolve import Index, target_tags, wheel_hashes
 from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import finish, steps
-from .kinds import RUNTIME, ImageKind, content_tag, label, readable_tag
+from .kinds import RUNTIME, UNKNOWN, ImageKind, content_tag, label, readable_tag
 from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
 from .steps import Built, Extension
 
@@ -112,6 +113,8 @@ class ServingRequest:
         soc = matrix.soc_version(cell.chip)
         if wheelhouse is not None and not Path(wheelhouse).is_dir():
             raise UserError(f"--serving-wheelhouse {wheelhouse}: no such folder")
+        if wheelhouse is not None:
+            files_in(Path(wheelhouse), "*.whl")      # each a regular file of the folder, before anything runs
         wheel = (cell.python, cell.arch) in rel.wheels
         if wheel and not kernels:
             raise UserError(f"--no-kernels: vLLM-Ascend {rel.version} has a wheel for Python {cell.python} on "
@@ -197,15 +200,19 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, runtime: Built
     rendered = next(r for r in render(matrix) if r.path.parent.name == cell.os.name)
     dockerfile = steps.current_dockerfile(rendered)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
-    plugin_name = release.plugin.name if release else (req.plugin_file or req.plugin_sdist)
+    # A dry run has neither release file nor (maybe) the lock: what it does not know is said
+    # so (the index's wheel is named by the real run), and no content tag is made from it.
+    plugin_name = release.plugin.name if release else (UNKNOWN if req.plugin_file else req.plugin_sdist)
     build_args = {"RUNTIME_IMAGE": base, "SOC_VERSION": req.soc_version,
                   "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0", "VLLM_SDIST": req.vllm_sdist,
                   "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch, "TORCH_NPU_VERSION": req.torch_npu}
-    sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else ""}
-    content = content_tag(rendered.text, build_args, {"requirements/serving.txt": lock.sha256, **sums})
+    sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else
+            (UNKNOWN if req.plugin_file else req.plugin_sdist_sha256)}
+    lock_sha = lock.sha256 if lock.text else UNKNOWN
+    content = content_tag(rendered.text, build_args, {"requirements/serving.txt": lock_sha, **sums})
     tags = KIND.tags(inputs.repository, f"{cell.name}-{req.suffix}", content, cell.target)
     labels = KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels, req.plugin_from,
-                                      f"{lock.path.name} sha256:{lock.sha256[:16]}", content, base))
+                                      f"{lock.path.name} sha256:{lock_sha[:16]}", content, base))
     work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{req.suffix}", engine.kind)
     host_args = _pip_args(site, cell)
     plan = steps.OnRuntime(KIND, cell, dockerfile, build_args, content, tags, labels, work,

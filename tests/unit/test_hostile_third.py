@@ -304,3 +304,150 @@ def test_a_number_option_takes_ascii_digits_only():
         with pytest.raises(UserError, match="expected a whole number") as caught:
             number(bad, "--x")
         assert len(str(caught.value)) < 200
+
+
+# ---------------------------------------------------------------- files are regular files
+
+TOOLKIT = "Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run"
+
+
+def _pin(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INVOKE_", "ASCEND_BUILD_", "XDG_"))}
+    env.update(HOME=str(tmp_path), ASCEND_BUILD_CACHE=str(tmp_path / "cache"))
+    return forked.invoke("pin", *args, cwd=tmp_path, env=env, timeout=60)
+
+
+def _sums_case(tmp_path: Path, make) -> subprocess.CompletedProcess:
+    (tmp_path / "packages").mkdir(exist_ok=True)
+    matrix = copy_matrix(tmp_path / "m")
+    sums = make(tmp_path / "SHA256SUMS")
+    return _pin(tmp_path, "--packages", "packages", "--sums", str(sums), "--matrix", str(matrix))
+
+
+def test_a_sums_file_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path):
+    """Finding: `pin --packages D --sums FIFO` hung; `--sums /dev/zero` grew to a MemoryError."""
+    def fifo(path: Path) -> Path:
+        os.mkfifo(path)
+        return path
+    out = _sums_case(tmp_path, fifo)
+    assert out.returncode == 2 and "SHA256SUMS: a FIFO (a named pipe), not a regular file" in out.stderr, out.stderr
+    zero = _sums_case(tmp_path, lambda p: Path("/dev/zero"))
+    assert zero.returncode == 2 and "--sums /dev/zero: a character device, not a regular file" in zero.stderr
+
+
+def test_a_huge_junk_sums_file_is_refused_at_its_first_line(tmp_path):
+    """Finding: 500 MB of junk was read and split whole (1.4 GB RSS) before line 1 was refused.
+    Read a line at a time, at most 4,096 bytes each: 500 MB without a line break is refused
+    after 4 KB (a sparse file: nothing of it is on the disk)."""
+    def junk(path: Path) -> Path:
+        with open(path, "wb") as fh:
+            fh.truncate(500 << 20)
+        return path
+    out = _sums_case(tmp_path, junk)
+    assert out.returncode == 2 and "SHA256SUMS line 1: longer than 4096 bytes" in out.stderr, out.stderr
+    many = _sums_case(tmp_path, lambda p: (p.write_text("\n" * 100_001), p)[1])
+    assert many.returncode == 2 and "more than 100,000 lines" in many.stderr, many.stderr
+
+
+def test_a_sums_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Finding: a sums file saved by an editor that writes a UTF-8 BOM was refused at line 1."""
+    from ascend_build.hashing import sha256_of
+    from tests.unit.test_pin_published import uncheckable
+    path = uncheckable(tmp_path / "packages", TOOLKIT)
+    out = _sums_case(tmp_path, lambda p: (p.write_bytes(b"\xef\xbb\xbf" + f"{sha256_of(path)}  {TOOLKIT}\r\n".encode()),
+                                          p)[1])
+    assert out.returncode == 0 and f"pinned {TOOLKIT} {sha256_of(path)}" in out.stdout, out.stdout + out.stderr
+
+
+def test_pin_file_says_what_a_fifo_is(tmp_path):
+    """Finding: `pin --file FIFO` said "no such file (a folder?)"."""
+    (tmp_path / "packages").mkdir()
+    os.mkfifo(tmp_path / "packages" / TOOLKIT)
+    out = _pin(tmp_path, "--file", f"packages/{TOOLKIT}", "--matrix", str(copy_matrix(tmp_path / "m")))
+    assert out.returncode == 3 and f"packages/{TOOLKIT}: a FIFO (a named pipe), not a file" in out.stderr, out.stderr
+    with_sum = _pin(tmp_path, "--file", f"packages/{TOOLKIT}", "--sha256", "0" * 64, "--matrix",
+                    str(copy_matrix(tmp_path / "m2")))
+    assert with_sum.returncode == 3 and "a FIFO" in with_sum.stderr, with_sum.stderr
+
+
+def test_a_package_that_is_a_fifo_is_refused_by_a_dry_build(tmp_path):
+    (tmp_path / "packages").mkdir()
+    os.mkfifo(tmp_path / "packages" / TOOLKIT)
+    out = forked.invoke("build", "--torch", "2.1.0", "--os", "debian12", "--dry", "--offline", "--packages",
+                        str(tmp_path / "packages"), "--matrix", str(copy_matrix(tmp_path / "m")), cwd=tmp_path,
+                        env={**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}, timeout=60)
+    assert f"{TOOLKIT}: a FIFO (a named pipe), not a file" in out.stdout + out.stderr, out.stdout[-2000:] + out.stderr
+
+
+def _wheelhouse(tmp_path: Path, plant: str) -> Path:
+    house = tmp_path / "wheels"
+    house.mkdir()
+    (house / "good-1.0-py3-none-any.whl").write_bytes(b"PK")
+    wheel = house / "evil-1.0-py3-none-any.whl"
+    if plant == "link":
+        wheel.symlink_to("/etc/passwd")
+    elif plant == "fifo":
+        os.mkfifo(wheel)
+    elif plant == "device":
+        wheel.symlink_to("/dev/zero")
+    return house
+
+
+@pytest.mark.parametrize("plant, said", [("link", "a link out of"), ("fifo", "a FIFO"), ("device", "a character device")])
+def test_a_wheelhouse_holds_regular_files_of_its_own(tmp_path, plant, said):
+    """Finding: a link named like a wheel to /etc/passwd was followed and hashed as a wheel; a
+    FIFO *.whl hung; /dev/zero gave a MemoryError. The lock's hashing and the staging read
+    the folder through one check (hashing.files_in); a link inside the folder is a file of it."""
+    from ascend_build.hashing import files_in
+    from ascend_build.locking.layer_resolve import _local_wheels
+    house = _wheelhouse(tmp_path, plant)
+    for read in (lambda: files_in(house, "*.whl"), lambda: _local_wheels(house)):
+        with pytest.raises(OSError, match=said) as caught:
+            read()
+        assert caught.value.filename == str(house / "evil-1.0-py3-none-any.whl")
+    (house / "evil-1.0-py3-none-any.whl").unlink()
+    (house / "alias-1.0-py3-none-any.whl").symlink_to("good-1.0-py3-none-any.whl")
+    assert [p.name for p in files_in(house, "*.whl")] == ["alias-1.0-py3-none-any.whl", "good-1.0-py3-none-any.whl"]
+
+
+@pytest.mark.parametrize("option", ["--serving-wheelhouse", "--layer-wheelhouse"])
+def test_the_wheelhouse_options_refuse_a_stray_before_anything_runs(tmp_path, option):
+    house = _wheelhouse(tmp_path, "fifo")
+    (tmp_path / "req.txt").write_text("einops\n")
+    more = ["--vllm", "0.23.0"] if option == "--serving-wheelhouse" else ["--requirements", str(tmp_path / "req.txt")]
+    out = forked.invoke("build", *more, option, str(house), "--dry", cwd=ROOT,
+                        env={**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")}, timeout=60)
+    assert out.returncode == 2 and "evil-1.0-py3-none-any.whl: a FIFO" in out.stderr, out.stdout[-1000:] + out.stderr
+    assert "docker build" not in out.stdout
+
+
+def test_hashing_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    from ascend_build.hashing import sha256_of
+    os.mkfifo(tmp_path / "pipe")
+    for path, said in ((tmp_path / "pipe", "a FIFO"), (Path("/dev/zero"), "a character device"), (tmp_path, "a folder")):
+        with pytest.raises(OSError, match=said):
+            sha256_of(path)
+
+
+# ---------------------------------------------------------------- a dry plan says what it does not know
+
+def test_a_dry_serving_plan_computes_no_content_tag_from_placeholders():
+    """Finding: `build --vllm 0.23.0 --chip a3 --dry` showed a content tag computed from
+    placeholders (VLLM_ASCEND_FILE=wheel, the serving lock's sha256 of nothing) that no real
+    build makes. What it does not know is shown as <unknown>, and the tag as unknown."""
+    out = invoke("build", "--vllm", "0.23.0", "--chip", "a3", "--dry")
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "VLLM_ASCEND_FILE=<unknown>" in out.stdout and "VLLM_ASCEND_FILE=wheel" not in out.stdout
+    assert "e3b0c44298fc1c14" not in out.stdout, "no sum of an empty lock"
+    assert "-vllm0.23.0-arm64" in out.stdout and "ascend-runtime:sha-unknown-arm64" in out.stdout
+    assert not re.search(r"ascend-runtime:sha-[0-9a-f]{16}-arm64", out.stdout)
+    assert "# content tag: unknown (sha-unknown stands for it)" in out.stdout
+
+
+def test_a_content_tag_is_made_from_known_inputs_only():
+    from ascend_build.images.kinds import NO_CONTENT_TAG, UNKNOWN, content_tag
+    known = content_tag("FROM x\n", {"A": "1"}, {"f": "0" * 64})
+    assert re.fullmatch(r"sha-[0-9a-f]{16}", known)
+    assert content_tag("FROM x\n", {"A": UNKNOWN}, {"f": "0" * 64}) == NO_CONTENT_TAG
+    assert content_tag("FROM x\n", {"A": "1"}, {"f": "<built at run time>"}) == NO_CONTENT_TAG
+    assert content_tag("FROM x\n", {"RUNTIME_IMAGE": f"r:{NO_CONTENT_TAG}-arm64"}, {}) == NO_CONTENT_TAG

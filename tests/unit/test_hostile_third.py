@@ -451,3 +451,109 @@ def test_a_content_tag_is_made_from_known_inputs_only():
     assert content_tag("FROM x\n", {"A": UNKNOWN}, {"f": "0" * 64}) == NO_CONTENT_TAG
     assert content_tag("FROM x\n", {"A": "1"}, {"f": "<built at run time>"}) == NO_CONTENT_TAG
     assert content_tag("FROM x\n", {"RUNTIME_IMAGE": f"r:{NO_CONTENT_TAG}-arm64"}, {}) == NO_CONTENT_TAG
+
+
+# ---------------------------------------------------------------- --like: the official images only
+
+@pytest.mark.parametrize("ref, said", [
+    ("evil.example/x/cann:8.0.rc3-910b-debian12-py3.11", "x/cann is neither"),
+    ("evil.example/ascend/cann:8.0.rc3-910b-debian12-py3.11", "evil.example is not the official registry"),
+    ("localhost:5000/ascend/torch-npu:2.1.0.post8-cann8.0.rc3-910b-ubuntu22.04-py3.10", "localhost:5000 is not the official"),
+    ("quay.io/ascend/cann@sha256:" + "a" * 64, "a digest names bytes, not the release they are of: give the tag"),
+    ("quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11@sha256:abc", "is not a digest"),
+])
+def test_like_takes_the_official_images_only(ref, said):
+    """Finding: `--like` took any registry (evil.example/x/cann:...) and refused a reference
+    with its digest as "neither"."""
+    from ascend_build.matrix.like import resolve
+    with pytest.raises(UserError, match=re.escape(said)):
+        resolve(load_matrix(ROOT / "matrix.yaml"), ref)
+
+
+def test_like_takes_a_reference_with_its_digest_and_without_its_registry():
+    from ascend_build.matrix.like import resolve
+    m = load_matrix(ROOT / "matrix.yaml")
+    want = resolve(m, "quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11")
+    for ref in ("ascend/cann:8.0.rc3-910b-debian12-py3.11", f"quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11@sha256:{'a' * 64}"):
+        assert resolve(m, ref) == want
+
+
+# ---------------------------------------------------------------- tests that could not fail (the issue's five)
+
+@pytest.mark.parametrize("suffix", ["-devel", "junk", "-", ".x", "-devel-devel", "-devel2", "\n"])
+def test_an_official_tag_with_anything_after_a_valid_one_is_no_tag(suffix):
+    """Mutation: the parser's fullmatch made match took these (a valid tag, then more).
+    The boundary: the valid tag itself reads (and -devel once, for a CANN tag)."""
+    from ascend_build.matrix.official import cann_tag, torch_npu_tag
+    cann, npu = "9.0.1-a3-ubuntu22.04-py3.11", "2.10.0.post4-cann9.1.0-a3-ubuntu22.04-py3.11"
+    assert cann_tag(cann) is not None and torch_npu_tag(npu) is not None
+    assert torch_npu_tag(npu + suffix) is None
+    assert (cann_tag(cann + suffix) is not None) == (suffix == "-devel")
+
+
+def test_like_refuses_a_tag_with_a_suffix_after_a_valid_one():
+    out = invoke("build", "--like", "quay.io/ascend/cann:8.0.rc3-910b-debian12-py3.11-devel-devel", "--dry")
+    assert out.returncode == 2 and "a CANN tag reads" in out.stderr, out.stderr
+
+
+def test_a_published_sum_wrong_in_its_last_digit_pins_nothing(tmp_path):
+    """Mutation: `pin --sha256` comparing the first 16 hex digits pinned a wrong sum sharing
+    them. The boundary: one wrong in its last digit only (with --sha256 and in a sums file)."""
+    from ascend_build.hashing import sha256_of
+    from tests.unit.test_pin_published import uncheckable
+    path = uncheckable(tmp_path / "packages", TOOLKIT)
+    right = sha256_of(path)
+    wrong = right[:-1] + ("0" if right[-1] != "0" else "1")
+    matrix = copy_matrix(tmp_path / "m")
+    before = matrix.read_bytes()
+    out = _pin(tmp_path, "--file", f"packages/{TOOLKIT}", "--sha256", wrong, "--matrix", str(matrix))
+    assert out.returncode == 3 and f"published {wrong}" in out.stderr, out.stdout + out.stderr
+    (tmp_path / "SUMS").write_text(f"{wrong}  {TOOLKIT}\n")
+    out = _pin(tmp_path, "--packages", "packages", "--sums", "SUMS", "--matrix", str(matrix))
+    assert out.returncode == 3 and f"published {wrong}" in out.stderr, out.stdout + out.stderr
+    assert matrix.read_bytes() == before
+    assert _pin(tmp_path, "--file", f"packages/{TOOLKIT}", "--sha256", right, "--matrix", str(matrix)).returncode == 0
+
+
+@pytest.mark.parametrize("dists, said", [
+    ({"torch": "2.10.0", "torch-npu": "2.10.0.post3"}, "moved torch-npu to 2.10.0.post3, not the stack's 2.10.0.post4"),
+    ({"torch": "2.10.0"}, "moved torch-npu to absent"),
+    ({"torch": "2.10.0", "torch-npu": "2.10.0.post4+local"}, None),
+])
+def test_the_serving_check_compares_torch_npu(tmp_path, monkeypatch, dists, said):
+    """Mutation: the serving image's own check no longer comparing torch_npu passed the tests
+    (they moved torch only). A moved or missing torch_npu is refused; a local label is the
+    same release."""
+    from ascend_build.images import serving_check
+    from tests.unit.test_serving_kind import _site_packages
+    _site_packages(tmp_path, monkeypatch, {**dists, "vllm-ascend": "0.23.0"})
+    found = serving_check.refusals("2.10.0", "2.10.0.post4")
+    assert (found == []) if said is None else any(said in line for line in found), found
+
+
+def test_the_serving_dockerfiles_refuse_cuda_packages_after_the_last_install():
+    """Mutation: the CUDA-package check deleted from the serving template passed the tests
+    (only the runtime's pip steps were read). In every serving Dockerfile, the step that
+    installs vLLM-Ascend checks the venv for CUDA packages after it, and so does every pip
+    step of the serving lock."""
+    files = sorted((ROOT / "images" / "serving").glob("*/Dockerfile"))
+    assert files
+    for path in files:
+        steps = path.read_text().split("\nRUN ")[1:]
+        last = [s for s in steps if "python3 /tmp/serving_check.py" in s]
+        assert len(last) == 1, path
+        step = last[0]
+        assert step.index("refused: CUDA packages in an NPU image") > step.index('"/tmp/release/${VLLM_ASCEND_FILE}"')
+        locked = [s for s in steps if "-r /tmp/lock/serving.txt" in s and " install " in s]
+        assert len(locked) == 2 and all("refused: CUDA packages in an NPU image" in s for s in locked), path
+
+
+def test_a_real_run_never_reuses_or_tags_by_an_unknown_content_tag():
+    """Only a dry run has stand-ins: were one to reach a real run, nothing is reused or
+    tagged as sha-unknown (an image of other inputs would be taken for it)."""
+    from ascend_build.images import steps
+    from ascend_build.images.kinds import NO_CONTENT_TAG, Tags
+    from tests.doubles.engine_double import EngineDouble
+    tags = Tags("r:name-arm64", f"r:{NO_CONTENT_TAG}-arm64", None)
+    with pytest.raises(UserError, match="its content tag is unknown"):
+        steps.reuse(EngineDouble(), tags, NO_CONTENT_TAG, "an image", False, lambda image: 0)

@@ -557,3 +557,14 @@ def test_a_real_run_never_reuses_or_tags_by_an_unknown_content_tag():
     tags = Tags("r:name-arm64", f"r:{NO_CONTENT_TAG}-arm64", None)
     with pytest.raises(UserError, match="its content tag is unknown"):
         steps.reuse(EngineDouble(), tags, NO_CONTENT_TAG, "an image", False, lambda image: 0)
+
+
+def test_an_error_says_a_huge_value_in_part():
+    """Every refusal's line is bounded where it is printed (cli/wrap.py), and an option's
+    value is quoted in part where it is said (cli/options.py's shown)."""
+    from ascend_build.cli.options import shown
+    from ascend_build.cli.wrap import LINE, _bounded
+    said = _bounded("error: --x " + "\u00e9" * 10000 + "\nsecond line")
+    assert said.endswith("... (10011 characters)\nsecond line") and len(said.split("\n")[0]) < LINE + 40
+    assert shown("abc") == "'abc'" and shown("x" * 10000).endswith("... (10000 characters)")
+    assert len(shown("x" * 10000)) < 120

@@ -158,8 +158,8 @@ def _env(env: CannEnv, poison: Callable[[str], str], what: str) -> CannEnv:
             return dataclasses.replace(v, value=tuple(map(poison, v.value)) if isinstance(v.value, tuple)
                                        else poison(v.value))
         return dataclasses.replace(v, name=poison(v.name))
-    if what == "borrowed_from":
-        return dataclasses.replace(env, borrowed_from=poison(env.borrowed_from or "9.0.1"))
+    if what in ("borrowed_from", "source"):
+        return dataclasses.replace(env, **{what: poison(getattr(env, what) or "9.0.1")})
     return dataclasses.replace(env, parts=tuple((p, tuple(map(var, vs))) for p, vs in env.parts))
 
 
@@ -236,17 +236,18 @@ def _per_os(module, os_name: str, attr: str) -> Callable[[Callable[[str], str]],
 # A torch stack with NNAL and SiP and a borrowed environment, on an OS whose Python is built
 # from source; MindSpore's and a CANN-only stack; a manylinux builder with a toolset and a
 # Debian one with a cross compiler; the serving and devel images of an OS.
-RUNTIMES = [("2.11.0", "debian12"), ("mindspore2.9.0", "ubuntu22.04"), ("cann8.0.RC3", "openeuler22.03")]
+RUNTIMES = [("2.11.0", "debian11"), ("mindspore2.9.0", "ubuntu22.04"), ("cann8.0.RC3", "openeuler22.03")]
 RUNTIME_PARTS = ["os.name", "os.image", "os.python", "cann.version", "cann.driver", "cann.kernels", "env.value",
-                 "env.name", "env.borrowed_from", "stack.name", "stack.release", "stack.package",
+                 "env.name", "env.borrowed_from", "env.source", "stack.name", "stack.release", "stack.package",
                  "stack.torch.version", "python.version", "python.sha256", "python.urls"]
 FIELDS = [Field(f"runtime {s} {o} {p}", _runtime(s, o, p), env_text=p == "env.value", ident=p in ("os.name", "env.name"))
           for s, o in RUNTIMES for p in RUNTIME_PARTS if not (p == "stack.torch.version" and not MATRIX.stacks[s].torch)
           and not (p.startswith("python.") and MATRIX.os[o].python in MATRIX.stacks[s].pythons())]
+BUILDER_PARTS = ["builder.name", "builder.image", "builder.python", "builder.toolset", "builder.cross", "stack.name",
+                 "torch.version", "torch.index", "stack.pins"]
 FIELDS += [Field(f"builder {s} {b} {p}", _builder(s, b, p), one_part=p == "builder.toolset")
            for s, b in (("2.11.0", "manylinux_2_28"), ("2.1.0", "debian11"))
-           for p in ("builder.name", "builder.image", "builder.python", "builder.toolset", "builder.cross",
-                     "stack.name", "torch.version", "torch.index", "stack.pins")
+           for p in BUILDER_PARTS
            if not (p == "builder.toolset" and not MATRIX.builders[b].toolset)
            and not (p == "builder.cross" and not MATRIX.builders[b].cross)]
 FIELDS += [Field(f"{m.__name__} {o} os.{a}", _per_os(m, o, a), ident=a == "name")
@@ -312,22 +313,53 @@ def test_no_hostile_value_becomes_an_instruction_or_a_command(field, hostile):
     _check(field, hostile)
 
 
+# What the render functions hand the templates besides records, each with where it comes
+# from: a field FIELDS poisons, or the code's own (a constant, a choice it makes, the
+# stack's own Pythons that a builder's list is filtered by).
+PASSED = {
+    "label_prefix": "code", "framework_template": "code", "default_python_from": "code", "set_env": "code",
+    "kernels_word": "code", "chip_family": "code", "installer_logs": "code", "nnal": "code", "nnal_abi": "code",
+    "packages": "code", "tools": "code", "stack": "records", "os": "records", "cann": "records", "flavor": "records",
+    "runtime_os": "records", "gcc": "an int (schema: 4 to 20)", "cc": "gcc", "cxx": "gcc",
+    "toolkit_file": "cann.version", "kernels_file": "cann.version", "nnal_file": "cann.version",
+    "era_note": "cann.version", "default_chip": "cann.kernels", "toolkit_env": "env.value, env.name",
+    "nnal_env": "env.value, env.name", "env_source": "env.source", "env_from": "env.borrowed_from",
+    "source_python": "python.version, python.sha256, python.urls", "default_base": "builder.image",
+    "toolset": "builder.toolset", "path_prefix": "builder.toolset", "cross": "builder.cross",
+    "torch_index": "torch.index", "build_requirements": "stack.pins",
+    "pythons": "filtered", "toolchain_words": "filtered", "native_words": "filtered",
+}
+
+
 def test_every_field_the_templates_read_is_poisoned(monkeypatch):
     """Every string attribute a template reads from a data record is one FIELDS poisons (or
-    is checked against a closed list, or a constant of the code): a template that starts
-    reading a new field fails here until it is added above."""
+    is checked against a closed list, or a constant of the code), and every value the
+    render functions hand a template is in PASSED: a template that starts reading a new
+    field, or a render function that passes a new value, fails here until it is added."""
     read: set[tuple[str, str]] = set()
+    passed: set[str] = set()
     env = render._env()
-    plain = jinja2.Environment.getattr
+    plain, plain_render = jinja2.Environment.getattr, jinja2.Template.render
 
     def tracked(self, obj, attribute):
         value = plain(self, obj, attribute)
         if isinstance(value, str) and dataclasses.is_dataclass(obj):
             read.add((type(obj).__name__, attribute))
         return value
+
+    def rendering(self, *args, **kwargs):
+        passed.update(kwargs)
+        return plain_render(self, *args, **kwargs)
     monkeypatch.setattr(env, "getattr", tracked.__get__(env))
+    monkeypatch.setattr(jinja2.Template, "render", rendering)
     for field in FIELDS:
         field.render(lambda v: v)
+    assert passed - set(PASSED) == set(), "a value handed to a template that PASSED does not account for"
+    poisoned_parts = {p for f in FIELDS for p in RUNTIME_PARTS + BUILDER_PARTS if f.name.endswith(" " + p)}
+    for name, source in PASSED.items():
+        for part in source.split(", "):
+            assert part in ("code", "records", "gcc", "filtered", "an int (schema: 4 to 20)") \
+                or part in poisoned_parts, (name, part)
     poisoned = {("OSBase", "name"), ("OSBase", "image"), ("OSBase", "python"), ("CannRelease", "version"),
                 ("CannRelease", "driver"), ("Stack", "name"), ("Stack", "release"), ("Stack", "package"),
                 ("TorchParts", "version"), ("Builder", "name"), ("Builder", "python")}

@@ -3,8 +3,10 @@ covers. Each fails on the code before the fix; the renderer's own defence is
 test_render_hostile.py. Everything runs against the engine double or --dry."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -18,6 +20,20 @@ from tests.conftest import committed_imported_text, committed_matrix_text, copy_
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYLOAD = '"/x\\"\\nRUN touch /pwned\\nENV ZZ=\\"b"'          # as YAML writes it: a quote and two line breaks
+
+
+@contextlib.contextmanager
+def within(seconds: float):
+    """A read that would hang (a FIFO with no writer) fails the test instead."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still reading after {seconds} s: a FIFO or device was read")
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def invoke(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -402,7 +418,7 @@ def test_a_wheelhouse_holds_regular_files_of_its_own(tmp_path, plant, said):
     from ascend_build.locking.layer_resolve import _local_wheels
     house = _wheelhouse(tmp_path, plant)
     for read in (lambda: files_in(house, "*.whl"), lambda: _local_wheels(house)):
-        with pytest.raises(OSError, match=said) as caught:
+        with within(10), pytest.raises(OSError, match=said) as caught:
             read()
         assert caught.value.filename == str(house / "evil-1.0-py3-none-any.whl")
     (house / "evil-1.0-py3-none-any.whl").unlink()
@@ -425,7 +441,7 @@ def test_hashing_a_fifo_or_a_device_is_refused_at_once(tmp_path):
     from ascend_build.hashing import sha256_of
     os.mkfifo(tmp_path / "pipe")
     for path, said in ((tmp_path / "pipe", "a FIFO"), (Path("/dev/zero"), "a character device"), (tmp_path, "a folder")):
-        with pytest.raises(OSError, match=said):
+        with within(10), pytest.raises(OSError, match=said):
             sha256_of(path)
 
 

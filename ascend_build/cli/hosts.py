@@ -82,7 +82,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
     from ..host.run import RunOptions as Compose
     from ..host.run import compose, host_cards
     image = eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image")
-    _check_run(o)
+    shm = _check_run(o)
     engine = o.engine.for_task(o.dry)
     facts = doc.read_image(engine, image)
     if facts is None:
@@ -97,7 +97,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
                             "run anyway):\n  " + "\n  ".join(f"{p.cause}: {p.fix}" for p in problems))
     runtimes = engine.runtimes() if not o.dry or o.runtime == "auto" else frozenset()
     opts = Compose(image=image, command=tuple(command), devices=o.devices, interactive=interactive,
-                   shm_size=o.shm_size, network_host=o.network_host, runtime=o.runtime, serve=serve)
+                   shm_size=shm, network_host=o.network_host, runtime=o.runtime, serve=serve)
     chip = facts.chip if facts else None
     cmd = compose(engine, opts, Path(o.host_root), runtimes, preview=o.dry, chip=chip)
     if o.dry:
@@ -113,7 +113,7 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
 
 def _serve(o: RunOptions, command: list[str]) -> Serve | None:
     """--serve and its options checked, before any engine command; None without --serve."""
-    from ..host.serving import DEFAULT_PORT, check_extra, serve_on_host
+    from ..host.serving import DEFAULT_PORT, RUN_SETS, check_extra, serve_on_host
     if not o.serve:
         given = [f"--{name.replace('_', '-')}" for name in ("port", "publish_address") if getattr(o, name)]
         if given:
@@ -125,7 +125,7 @@ def _serve(o: RunOptions, command: list[str]) -> Serve | None:
         raise UserError(f"--serve runs vLLM, which starts its own workers on the cards; {', '.join(clash)} "
                         f"start{'s' if len(clash) == 1 else ''} training ranks. Give one or the other (many "
                         f"servers: `invoke job --kind serving`)")
-    check_extra(command, "--serve")
+    check_extra(command, "--serve", RUN_SETS)
     port = DEFAULT_PORT if o.port is None else number(o.port, "--port", 1, 65535)
     found = serve_on_host(o.serve, port, o.publish_address or "127.0.0.1")
     if not (found.model / "config.json").is_file():
@@ -147,18 +147,19 @@ def _check_serving_image(facts: ImageFacts) -> None:
                      f"its custom operators and sleep mode are off (`invoke build --vllm` without --no-kernels has them)")
 
 
-def _check_run(o: RunOptions) -> None:
-    """What reaches the engine's command line, checked against its grammar first."""
-    size(o.shm_size, "--shm-size")
+def _check_run(o: RunOptions) -> str:
+    """What reaches the engine's command line, checked against its grammar first; the
+    --shm-size as it is written there (checked and written the same: ' 16g' is 16g)."""
     choice(o.runtime, "--runtime", ("auto", "ascend", "runc"))
+    return size(o.shm_size, "--shm-size")
 
 
 def _launch(o: RunOptions, command: list[str], matrix: Path) -> None:
     from ..cluster.launch import LaunchRequest, launch
-    _check_run(o)
+    shm = _check_run(o)
     req = LaunchRequest(
         image=eng.check_ref(required(o.image, "--image", IMAGE_EXAMPLE), "--image"), command=tuple(command),
-        devices=o.devices, runtime=o.runtime, shm_size=o.shm_size, host_root=Path(o.host_root),
+        devices=o.devices, runtime=o.runtime, shm_size=shm, host_root=Path(o.host_root),
         hostfile=Path(o.hostfile) if o.hostfile else None,
         nproc=number(o.nproc_per_node, "--nproc-per-node", 1, 64) if o.nproc_per_node is not None else None,
         master_port=number(o.master_port, "--master-port", 1, 65535),
@@ -344,7 +345,7 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
     affinity = binding.affinity_for(client, image, matrix) if launcher_of(chosen, why).affinity else None
     if affinity:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
-    cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "", o.bind,
+    cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus", 0, k8s.MAX_CPUS), o.memory or "", o.bind,
                          number(o.bind_min_cores, "--bind-min-cores"), affinity.mode if affinity else 0)
     made = (k8s.ascend_job(name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores)
             if o.kind == "ascendjob" else k8s.indexed_job(name, image, n, d, command, timeout, framework=chosen,
@@ -364,7 +365,7 @@ def _serving_job(o: JobOptions, image: str, devices: int, command: list[str]) ->
     claim = required(o.model_claim, "--model-claim", "models")
     serve = k8s.Serving(model, claim, number(o.replicas or 1, "--replicas", 1, 1000),
                         number(o.port or DEFAULT_PORT, "--port", 1, 65535), o.shm_size or "16Gi")
-    cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus"), o.memory or "")
+    cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus", 0, k8s.MAX_CPUS), o.memory or "")
     _write(k8s.serving(o.name or "serve", image, devices, serve, command, o.chip, cores), o.output)
 
 

@@ -142,7 +142,7 @@ def refuse_empty(name: str, value: Any) -> None:
     for item in value if isinstance(value, list) else [value]:
         if isinstance(item, str) and not item.strip():
             flag = "--" + name.replace("_", "-")
-            raise UserError(f"{flag} {item!r}: an empty value (an unset variable in a script?); give {flag} a "
+            raise UserError(f"{flag} {shown(item)}: an empty value (an unset variable in a script?); give {flag} a "
                             f"value, or leave it out for its default")
 
 
@@ -152,12 +152,21 @@ def help_of(record: type, name: str) -> str:
     return next(x.help for x in flags(record) if x.name == name)
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """A value as a message quotes it: whole when short, else its start and its length (a
+    10,000-character value is not echoed back)."""
+    text = repr(value) if isinstance(value, str) else repr(str(value))
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
+
+
 def number(value: Any, option: str, low: int | None = None, high: int | None = None) -> int:
-    """A whole number in [low, high], or a UserError that says the bounds."""
-    try:
-        found = int(str(value).strip())
-    except ValueError:
-        raise UserError(f"{option} {value!r}: expected a whole number") from None
+    """A whole number in [low, high], or a UserError that says the bounds. ASCII digits,
+    at most 100 of them (int() would take "1_0", "١٢" and, until it raises, 4,300 digits)."""
+    import re
+    text = str(value).strip()
+    if not re.fullmatch(r"[+-]?[0-9]{1,100}", text):
+        raise UserError(f"{option} {shown(value)}: expected a whole number")
+    found = int(text)
     if (low is not None and found < low) or (high is not None and found > high):
         bounds = (f"from {low} to {high}" if low is not None and high is not None else
                   f"at least {low}" if low is not None else f"at most {high}")
@@ -169,14 +178,14 @@ def size(value: Any, option: str) -> str:
     """A memory size as docker takes it (a number with b, k, m or g), e.g. 16g."""
     import re
     text = str(value).strip().lower()
-    if not re.fullmatch(r"[1-9]\d{0,15}[bkmg]?", text):
-        raise UserError(f"{option} {value!r}: expected a size like 16g, 512m or 1073741824")
+    if not re.fullmatch(r"[1-9][0-9]{0,15}[bkmg]?", text):
+        raise UserError(f"{option} {shown(value)}: expected a size like 16g, 512m or 1073741824")
     return text
 
 
 def choice(value: Any, option: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise UserError(f"{option} {value!r}: choose one of {', '.join(choices)}")
+        raise UserError(f"{option} {shown(value)}: choose one of {', '.join(choices)}")
     return str(value)
 
 
@@ -185,7 +194,7 @@ def k8s_name(value: Any, option: str) -> str:
     import re
     text = str(value)
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
-        raise UserError(f"{option} {value!r}: a Kubernetes name: lower-case letters, digits and '-', at most 63, "
+        raise UserError(f"{option} {shown(value)}: a Kubernetes name: lower-case letters, digits and '-', at most 63, "
                         f"starting and ending with a letter or digit")
     return text
 

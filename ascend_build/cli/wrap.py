@@ -35,17 +35,26 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if interrupts.received():       # a step that failed because it was interrupted
                 print(interrupts.report(exc), file=sys.stderr)
                 raise Exit(code=interrupts.Interrupted.exit_code) from None
-            console.error(localize(str(exc)))
+            console.error(_bounded(localize(str(exc))))
             raise Exit(code=exc.exit_code) from None
         except OSError as exc:
             # A path given on the command line the system refuses (too long, no permission, ...).
-            where = f"{exc.filename}: " if exc.filename else ""
+            name = str(exc.filename) if exc.filename else ""
+            where = f"{name[:200]}{'...' if len(name) > 200 else ''}: " if name else ""
             console.error(f"{where}{exc.strerror or exc}")
             raise Exit(code=CODE[2].code) from None
         finally:
             interrupts.uninstall()
             console.configure("normal")
     return wrapper
+
+
+LINE = 1000       # an error's line at most this long: a huge value given is said in part, never echoed whole
+
+
+def _bounded(text: str) -> str:
+    return "\n".join(line if len(line) <= LINE else f"{line[:LINE]}... ({len(line)} characters)"
+                     for line in text.split("\n"))
 
 
 def exit_with(code: int) -> None:

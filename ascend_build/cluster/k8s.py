@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import Chip, find, known
+from ..engine import check_ref
 from ..errors import UserError
-from ..host.serving import DEFAULT_PORT, MODELS, check_extra, model_in_claim, vllm_argv
+from ..host.serving import DEFAULT_PORT, JOB_SETS, MODELS, check_extra, model_in_claim, vllm_argv
 from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
 from .launch import DEFAULT, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER, launcher_of
@@ -40,6 +41,7 @@ ROLE_LABEL = "ascend-build/role"      # worker or scheduler: workers keep one se
 
 CPUS_PER_CARD = 16        # a worker pod's default CPUs per card (8 cards: 128 of a Kunpeng 920's 192,
 MEMORY_PER_CARD_GI = 64   # leaving the kubelet's and the system's reserve) and memory per card
+MAX_CPUS = 4096           # more whole CPUs than any node has: a typo, refused
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,10 @@ class PodCores:
     affinity: int = 1         # torch_npu's CPU_AFFINITY_CONF mode (0: not set)
 
     def resources(self, devices: int) -> dict[str, str | int]:
+        """What the pod asks for: --cpus 0 asks for no CPUs, and for memory only when given
+        (kept as given: never dropped with the CPUs)."""
         if self.cpus == 0:
-            return {}
+            return {"memory": self.memory} if self.memory else {}
         cpus = devices * CPUS_PER_CARD if self.cpus is None else self.cpus
         return {"cpu": cpus, "memory": self.memory or f"{devices * MEMORY_PER_CARD_GI}Gi"}
 
@@ -196,10 +200,37 @@ def launch_script(timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT) -
                                          "bind": bind}
 
 
-def _name(name: str) -> str:
+def _name(name: str, service: bool = False) -> str:
+    """A job's name, by the rules of every object named after it: an RFC 1123 label (at most
+    52, so `rings-config-<name>` and a pod's `<name>-<index>` stay labels); where a Service
+    is named after it, DNS-1035 too: it starts with a letter."""
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?", name):
-        raise UserError(f"--name {name!r}: a Kubernetes name is lowercase letters, digits and '-' (at most 52)")
+        raise UserError(f"--name {name[:80]!r}: a Kubernetes name is lowercase letters, digits and '-' (at most 52)")
+    if service and not name[0].isalpha():
+        raise UserError(f"--name {name!r}: the job's Service is named after it, and a Service's name starts with a "
+                        f"letter (DNS-1035)")
     return name
+
+
+def _image(image: str, what: str = "runs") -> str:
+    """The image by the one reference grammar (engine.check_ref, the one every command takes),
+    and by its content tag or digest, so the cluster runs exactly what was tested."""
+    check_ref(image, "--image")
+    if "@sha256:" not in image and not re.search(r":sha-[0-9a-f]+", image):
+        raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
+                        f"so the cluster {what} exactly the image that was tested")
+    return image
+
+
+def quantity(value: str, option: str) -> str:
+    """A Kubernetes quantity as written into a manifest: no space around it, above zero, and
+    of a size a cluster can hold (at most 15 digits)."""
+    text = value.strip()
+    m = re.fullmatch(_QUANTITY, text)
+    if not m or len(m.group(1)) > 16 or float(m.group(1)) <= 0:
+        raise UserError(f"{option} {value[:80]!r}: a Kubernetes quantity above zero, e.g. "
+                        + ("16Gi" if "shm" in option else "512Gi"))
+    return text
 
 
 def job_chip(name: str, option: str = "--chip") -> Chip:
@@ -232,14 +263,17 @@ def _volumes() -> list[dict]:
             {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
 
 
+def _sized(cores: PodCores) -> PodCores:
+    """The pod's memory as it is written: checked and without the spaces it was given with."""
+    return dataclasses.replace(cores, memory=quantity(cores.memory, "--memory")) if cores.memory else cores
+
+
 def _check(image: str, nodes: int, devices: int, command: list[str], cores: PodCores = PodCores()) -> None:
     if nodes < 1 or devices < 1:
         raise UserError("--nodes and --devices are at least 1")
     if not command:
         raise UserError("nothing to run: put the training script after --, e.g. -- train.py")
-    if "@sha256:" not in image and ":sha-" not in image:
-        raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
-                        f"so the cluster runs exactly the image that was tested")
+    _image(image)
     _check_cores(cores, devices)
 
 
@@ -247,12 +281,10 @@ def _check_cores(cores: PodCores, devices: int) -> None:
     if cores.bind not in ("numa", "even", "off"):
         raise UserError(f"--bind {cores.bind[:80]}: numa, even or off for a job (a pod's cores are the kubelet's "
                         f"choice, so explicit host ranges cannot be given)")
-    if cores.cpus is not None and cores.cpus < 0:
-        raise UserError(f"--cpus {cores.cpus}: whole CPUs per pod, or 0 to ask for none")
+    if cores.cpus is not None and not 0 <= cores.cpus <= MAX_CPUS:
+        raise UserError(f"--cpus {cores.cpus}: whole CPUs per pod (at most {MAX_CPUS}), or 0 to ask for none")
     if cores.min_cores < 1:
         raise UserError(f"--bind-min-cores {cores.min_cores}: at least 1")
-    if cores.memory and not re.fullmatch(r"\d+(\.\d+)?([KMGTPE]i|[kMGTPE])?", cores.memory):
-        raise UserError(f"--memory {cores.memory[:80]!r}: a Kubernetes quantity, e.g. 512Gi")
     cpus = cores.resources(devices).get("cpu")
     if isinstance(cpus, int) and cores.bind != "off" and cpus < devices * cores.min_cores:
         raise UserError(f"--cpus {cpus} for {devices} cards: {cpus // devices} each, under the {cores.min_cores} each "
@@ -262,6 +294,7 @@ def _check_cores(cores: PodCores, devices: int) -> None:
 def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = DEFAULT_CHIP.name,
                queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT,
                cores: PodCores = PodCores()) -> dict:
+    cores = _sized(cores)
     _check(image, nodes, devices, command, cores)
     name = _name(name)
     npu = job_chip(chip)
@@ -318,8 +351,9 @@ def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[s
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
     rendezvous there, or MindSpore's scheduler, which node 0's msrun starts); its pods ask
     for the chip's device plugin resource."""
+    cores = _sized(cores)
     _check(image, nodes, devices, command, cores)
-    name = _name(name)
+    name = _name(name, service=True)        # the headless Service that names pod 0
     env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]
     container = _container(image, devices, command, timeout, env, job_chip(chip).resource, framework, cores)
@@ -337,14 +371,14 @@ def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[s
 
 # ---------------------------------------------------------------- serving: a Deployment and its Service
 
-_QUANTITY = r"(\d+(?:\.\d+)?)([KMGTPE]i|[kMGTPE])?"
+_QUANTITY = r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE])?"
 _UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
           **{u + "i": 1024 ** (n + 1) for n, u in enumerate("KMGTPE")}}
 
 
-def _bytes(quantity: str) -> float:
-    m = re.fullmatch(_QUANTITY, quantity)
-    assert m, quantity
+def _bytes(text: str) -> float:
+    m = re.fullmatch(_QUANTITY, text)
+    assert m, text
     return float(m.group(1)) * _UNITS[m.group(2) or ""]
 
 
@@ -372,21 +406,16 @@ def serving(name: str, image: str, devices: int, serve: Serving, extra: list[str
     """A Deployment of `replicas` vLLM servers, each on `devices` NPUs of one node (tensor
     parallel), and the ClusterIP Service in front of them. Many-node serving (Ray) is not
     written here."""
-    name = _name(name)
-    if not name[0].isalpha():
-        raise UserError(f"--name {name!r}: a Service's name starts with a letter")
-    if "@sha256:" not in image and ":sha-" not in image:
-        raise UserError(f"--image {image}: name it by its content tag (REPO:sha-...) or digest (REPO@sha256:...), "
-                        f"so the cluster serves exactly the image that was tested")
+    name = _name(name, service=True)
+    _image(image, "serves")
     if devices < 1 or serve.replicas < 1:
         raise UserError("--devices and --replicas are at least 1")
     if not 1 <= serve.port <= 65535:
         raise UserError(f"--port {serve.port}: expected a whole number from 1 to 65535")
     model, claim = model_in_claim(serve.model), _claim(serve.claim)
-    extra = check_extra(extra, "--kind serving")
+    extra = check_extra(extra, "--kind serving", JOB_SETS)
+    serve, cores = dataclasses.replace(serve, shm=quantity(serve.shm, "--shm-size")), _sized(cores)
     _check_cores(dataclasses.replace(cores, bind="off"), devices)     # vLLM binds its own workers
-    if not re.fullmatch(_QUANTITY, serve.shm):
-        raise UserError(f"--shm-size {serve.shm[:80]!r}: a Kubernetes quantity, e.g. 16Gi")
     asked = {job_chip(chip).resource: devices, **cores.resources(devices)}
     memory = asked.get("memory")
     if isinstance(memory, str) and _bytes(serve.shm) >= _bytes(memory):

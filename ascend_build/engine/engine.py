@@ -30,16 +30,20 @@ BuildMode = Literal["buildx", "classic-buildkit", "podman"]
 
 # An image reference as the distribution spec writes it (name[:tag][@digest]): lower-case
 # path components, an optional registry host with a port. A value that begins with "-"
-# would be read as an option, so it never reaches a command line.
-_REF = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-                  r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
-_ID = re.compile(r"^(?:sha256:)?[0-9a-f]{12,64}$")
+# would be read as an option, so it never reaches a command line. The one grammar: every
+# reference the project takes (options, matrix.yaml's images, a job's image) is held to it,
+# whole (fullmatch: a "$" would let a trailing line break through).
+REFERENCE = re.compile(r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+                       r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                       r"(?:@sha256:[0-9a-f]{64})?")
+_ID = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
 
 
 def check_ref(ref: str, what: str = "image") -> str:
     """An image reference or id, or a UserError naming it (never an option-looking word)."""
-    if not isinstance(ref, str) or not ref or len(ref) > 512 or not (_ID.match(ref) or _REF.match(ref)):
-        raise UserError(f"{what} {ref!r} is not an image reference (NAME[:TAG][@sha256:DIGEST], e.g. "
+    if not isinstance(ref, str) or not ref or len(ref) > 512 or not (_ID.fullmatch(ref) or REFERENCE.fullmatch(ref)):
+        shown = repr(ref[:120]) + ("..." if isinstance(ref, str) and len(ref) > 120 else "")
+        raise UserError(f"{what} {shown} is not an image reference (NAME[:TAG][@sha256:DIGEST], e.g. "
                         f"registry.example.com/ascend/runtime:torch2.1.0)")
     return ref
 
@@ -343,15 +347,15 @@ class Engine:
         """The ids of the containers, running or stopped, made from this image (or one built
         on it): what keeps `remove` from removing it."""
         # An id bare: podman compares it with its own ids, which have no "sha256:"; docker takes either.
-        ref = image.removeprefix("sha256:") if _ID.match(check_ref(image)) else image
+        ref = image.removeprefix("sha256:") if _ID.fullmatch(check_ref(image)) else image
         out = self._run("ps", "--all", "--no-trunc", "--quiet", "--filter", f"ancestor={ref}", timeout=60)
-        return [cid for cid in out.stdout.split() if _ID.match(cid)] if out.returncode == 0 else []
+        return [cid for cid in out.stdout.split() if _ID.fullmatch(cid)] if out.returncode == 0 else []
 
     def remove_containers(self, *ids: str) -> bool:
         """`rm --force` (a running one too): True when every one went."""
         if not ids:
             return True
-        bad = [cid for cid in ids if not _ID.match(cid)]
+        bad = [cid for cid in ids if not _ID.fullmatch(cid)]
         if bad:
             raise UserError(f"{bad[0]!r} is not a container id")
         return self._run("rm", "--force", *ids, timeout=120).returncode == 0

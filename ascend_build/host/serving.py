@@ -5,6 +5,7 @@ The model is always a folder under /models in the container, mounted read-only."
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -22,12 +23,45 @@ def vllm_argv(model: str, host: str, port: int, cards: int, extra: tuple[str, ..
             *extra)
 
 
-def check_extra(extra: tuple[str, ...] | list[str], example: str) -> tuple[str, ...]:
+# What vllm_argv sets itself: the model (vllm serve also takes it as --model), --host,
+# --port, --tensor-parallel-size (-tp). After `--`, one of them would come last and win:
+# the API on every interface, a port nothing publishes, another number of cards.
+SETS = ("model", "host", "port", "tensor-parallel-size")
+SHORT = {"-tp": "tensor-parallel-size"}
+# Which option of each command sets each of them.
+RUN_SETS = {"model": "give the folder with --serve", "host": "give --publish-address (with --network-host vLLM "
+            "listens on it)", "port": "give --port", "tensor-parallel-size": "--devices: one shard per card"}
+JOB_SETS = {"model": "give --model", "host": "the pod listens on 0.0.0.0, behind its Service", "port": "give --port",
+            "tensor-parallel-size": "--devices: one shard per card"}
+
+
+def _sets(arg: str) -> str | None:
+    """The option of SETS an argument names, in any spelling vllm serve's parser reads as it:
+    --flag or --flag=value, with '_' for '-' (vLLM reads both), or a prefix of at least two
+    letters (argparse takes an unambiguous abbreviation)."""
+    flag = arg.split("=", 1)[0]
+    if flag in SHORT:
+        return SHORT[flag]
+    if not flag.startswith("--"):
+        return None
+    name = flag[2:].replace("_", "-")
+    return next((own for own in SETS if name == own or (len(name) >= 2 and own.startswith(name))), None)
+
+
+def check_extra(extra: tuple[str, ...] | list[str], example: str,
+                own: dict[str, str] | None = None) -> tuple[str, ...]:
     """What comes after `--` when serving: vllm serve's own options, never a command (the
-    command is vllm serve)."""
+    command is vllm serve), and none that the command sets itself (`own`: which of its
+    options sets each)."""
     if extra and not extra[0].startswith("-"):
         raise UserError(f"serving runs `vllm serve` itself: after -- come its options (e.g. -- --max-model-len "
-                        f"8192), not a command ({extra[0]!r}); for a command of your own leave out {example}")
+                        f"8192), not a command ({extra[0][:80]!r}); for a command of your own leave out {example}")
+    for arg in extra:
+        found = _sets(arg)
+        if found is not None:
+            said = (own or {}).get(found)
+            raise UserError(f"-- {arg[:80]}: vllm serve's --{found} is set by this command"
+                            + (f" ({said})" if said else "") + "; what follows -- cannot undo it: leave it out")
     return tuple(extra)
 
 
@@ -58,8 +92,12 @@ def serve_on_host(model: str, port: int, address: str) -> Serve:
         raise UserError(f"--serve {model[:80]!r}: not a folder this host can open ({exc})") from None
     if found != "folder":
         what = "a file, not a folder" if found else "no such folder"
-        raise UserError(f"--serve {model}: {what}; give the folder holding the model's config.json and weights, "
-                        f"e.g. --serve /data/models/Qwen2.5-7B-Instruct")
+        raise UserError(f"--serve {model[:200]}: {what}; give the folder holding the model's config.json and "
+                        f"weights, e.g. --serve /data/models/Qwen2.5-7B-Instruct")
+    if folder == Path(folder.anchor):
+        # the host's root (given, or a link to it) would be mounted at /models/ and served whole
+        raise UserError(f"--serve {model[:200]}: that is the host's root folder{' (a link to /)' if model != '/' else ''}"
+                        f"; give the model's own folder, e.g. --serve /data/models/Qwen2.5-7B-Instruct")
     if ":" in str(folder) or "," in str(folder):
         # docker's -v splits on ':' (and --mount on ','): such a path cannot be mounted as given
         raise UserError(f"--serve {model}: a path with ':' or ',' cannot be mounted into a container; link or "
@@ -79,7 +117,7 @@ def model_in_claim(model: str) -> str:
     that stays inside it."""
     path = PurePosixPath(model)
     if path.is_absolute() or not path.parts or ".." in path.parts or "\\" in model or \
-            any(ord(c) < 32 for c in model):
-        raise UserError(f"--model {model!r}: the model's folder inside --model-claim, a relative path like "
+            re.search(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", model) or len(model) > 4096:
+        raise UserError(f"--model {model[:120]!r}: the model's folder inside --model-claim, a relative path like "
                         f"Qwen2.5-7B-Instruct or org/Qwen2.5-7B-Instruct (it is served as {MODELS}/<this>)")
     return str(path)

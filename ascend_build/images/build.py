@@ -18,7 +18,7 @@ from ..engine import interrupts
 from ..engine.network import check as check_network
 from ..engine.network import describe as describe_network
 from ..errors import BuildFailed, EngineError, PackageError, PackageMissing, UserError
-from ..hashing import sha256_of
+from ..hashing import kind_of, sha256_of
 from ..inputs import baseimage
 from ..inputs.durations import takes_minutes
 from ..inputs.options import Inputs, Site
@@ -312,11 +312,12 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
     check_network(site.net)
     torch_index.check_mirror(site.net.torch_index_url)
     for f in (inputs.torch_npu_wheel, inputs.apex_wheel):
-        if f and not Path(f).is_file():
+        if f and kind_of(f):
             raise UserError(f"{f}: " + ("a folder, not a wheel file (--wheelhouse takes a folder)" if f.is_dir()
-                                       else "no such file"))
+                                       else f"{kind_of(f)}, not a wheel file"))
     if inputs.wheelhouse and not inputs.wheelhouse.is_dir():
         raise UserError(f"--wheelhouse {inputs.wheelhouse}: no such folder")
+    inputs.wheels()         # each a regular file of its folder (hashing.files_in), before anything runs
 
 
 def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, str]:

@@ -86,9 +86,19 @@ def readable_tag(repository: str, name: str, target: Platform) -> str:
     return f"{repository}:{name}-{target.suffix}"
 
 
+# A dry run stands in for what only the real run has (a package not here, a release file
+# not fetched, a lock not made yet) with a value in angle brackets, shown as it is; a tag
+# computed from such a stand-in would name an image no real run makes, so none is.
+UNKNOWN = "<unknown>"
+NO_CONTENT_TAG = "sha-unknown"
+
+
 def content_tag(dockerfile_text: str, build_args: dict[str, str], hashes: dict[str, str]) -> str:
     """An immutable tag from what goes into the image: the rendered Dockerfile, every
-    build arg, and the sha256 of every staged file."""
+    build arg, and the sha256 of every staged file (NO_CONTENT_TAG while one is a stand-in)."""
+    if any((v.startswith("<") and v.endswith(">")) or f":{NO_CONTENT_TAG}-" in v     # or built on such a plan
+           for v in (*build_args.values(), *hashes.values())):
+        return NO_CONTENT_TAG
     digest = hashlib.sha256()
     digest.update(dockerfile_text.encode())
     digest.update(json.dumps(build_args, sort_keys=True).encode())

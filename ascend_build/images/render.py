@@ -3,13 +3,15 @@ time, so `render --check` can fail CI when images/ is stale."""
 from __future__ import annotations
 
 import functools
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
 from ..errors import UserError
-from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_kernels, expected_toolkit
+from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_toolkit
 from ..matrix.cannenv import env_instructions
 from ..matrix.eras import INSTALLER_LOGS
 from ..matrix.eras import NNAL as NNAL_FILE
@@ -49,10 +51,75 @@ PACKAGES = {
 }
 
 
+# What the templates write from the data goes through one of these filters, each for the
+# grammar of the place it is written in (Dockerfile or shell, bare or inside quotes), so a
+# value the loader missed cannot end its word or line and start an instruction or a
+# command (tests/unit/test_render_hostile.py renders every template with hostile data).
+# A value of the safe characters is written as it is: today's files keep every byte.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_DF_SAFE = re.compile(r"[A-Za-z0-9._/:@%+=,{}~-]*")     # a Dockerfile word (ARG, ENV, FROM): no $, quote, space
+_SH_SAFE = re.compile(r"[A-Za-z0-9._/:@%+=,-]+")        # a shell word: no $, quote, space, glob, brace, tilde
+
+
+def _one_line(value: object) -> str:
+    text = str(value)
+    if _CONTROL.search(text):
+        raise UserError(f"{text[:120]!r}: a value with a line break or control character cannot be written into a "
+                        f"Dockerfile; fix the matrix's value (`invoke matrix` names its file and line)")
+    return text
+
+
+def df_quoted(value: object) -> str:
+    r"""Inside a Dockerfile's double quotes (LABEL k="...", ARG K="..."): \\, \" and \$ escaped."""
+    return _one_line(value).replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def df_word(value: object) -> str:
+    """A Dockerfile word (an ARG's or ENV's value): as it is, or in double quotes."""
+    text = _one_line(value)
+    return text if _DF_SAFE.fullmatch(text) else f'"{df_quoted(text)}"'
+
+
+def sh_quoted(value: object) -> str:
+    r"""Inside a shell's double quotes: \\, \", \$ and \` escaped."""
+    return df_quoted(value).replace("`", "\\`")
+
+
+def sh_single(value: object) -> str:
+    """Inside a shell's single quotes: a quote closes, is escaped and opens again."""
+    return _one_line(value).replace("'", "'\\''")
+
+
+def sh_word(value: object) -> str:
+    """A shell word: as it is, or in single quotes."""
+    text = _one_line(value)
+    return text if _SH_SAFE.fullmatch(text) else f"'{sh_single(text)}'"
+
+
+def comment(value: object) -> str:
+    """Text in a Dockerfile comment: as it is, or (a line break, a trailing backslash) as a
+    quoted string literal that holds neither."""
+    text = str(value)
+    return text if not _CONTROL.search(text) and not text.endswith("\\") else json.dumps(text)
+
+
+def ident(value: object) -> str:
+    """A name written into an engine's option (a cache mount's id): letters, digits, . _ + -
+    only; any other is refused, as no quoting holds inside a --mount's list."""
+    text = str(value)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", text):
+        raise UserError(f"{text[:120]!r}: not a name that can be written into a Dockerfile's mount option "
+                        f"(letters, digits, '.', '_', '+', '-'); fix the matrix's value")
+    return text
+
+
+FILTERS = {"ident": ident, "df": df_word, "dq": df_quoted, "sh": sh_word, "shq": sh_quoted, "sq": sh_single, "comment": comment}
+
+
 def _wrap(words: str, indent: str = "      ", width: int = 88) -> str:
-    """A package list as continued lines (the templates' `wrap` filter)."""
+    """A package list as continued lines (the templates' `wrap` filter), each word a shell word."""
     lines, line = [], ""
-    for word in words.split():
+    for word in map(sh_word, words.split()):
         if line and len(indent) + len(line) + len(word) + 1 > width:
             lines.append(line)
             line = word
@@ -106,7 +173,7 @@ def builder_dockerfile(matrix: Matrix, stack: Stack, torch: TorchParts, b: Build
     versioned = b.family == "apt"      # Debian names them gcc-10; devtoolset calls them gcc
     ccache_dir = "/usr/lib/ccache" if b.family == "apt" else "/usr/lib64/ccache"
     # ccache's directory first: its gcc finds the real one further on PATH (the toolset's).
-    path = ccache_dir + (f":{b.toolset_root(torch.gcc)}/root/usr/bin" if b.toolset else "")
+    path = ccache_dir + (f":{b.toolset_root(torch.gcc)}/root/usr/bin" if b.toolset else "")     # an ENV word
     runtime_os = runtime_os_of(matrix, b, pythons)
     text = _env().get_template(BUILDER.template).render(
         label_prefix=LABEL_PREFIX, stack=stack, flavor=b, gcc=torch.gcc,
@@ -136,6 +203,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False, auto_reload=False)
     env.filters["wrap"] = _wrap
+    env.filters.update(FILTERS)
     return env
 
 
@@ -158,15 +226,17 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
                        "sha256": (source.sha256 or "") if source else "",
                        "urls": " ".join(source.urls) if source else ""},
         packages=PACKAGES[os.family],
-        toolkit_file=expected_toolkit(cann.version, "${ASCEND_ARCH}"),
-        kernels_file=expected_kernels(cann.version, "${ASCEND_CHIP}", "${ASCEND_ARCH}"),
+        # file names in a shell's double quotes: the release quoted, the build's variables not
+        toolkit_file=expected_toolkit(sh_quoted(cann.version), "${ASCEND_ARCH}"),
+        kernels_file=cann.era.kernels_file.format(chip="${ASCEND_CHIP}", v=sh_quoted(cann.version),
+                                                  arch="${ASCEND_ARCH}"),
         toolkit_env=toolkit_env, nnal_env=nnal_env, env_source=cann.env.source, env_from=cann.env.borrowed_from,
         set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",
         era_note=f"tree {cann.era.installed_tree(cann.version)}, {cann.era.set_env_path()}",
         default_chip=matrix.defaults.chip if matrix.defaults.chip in cann.kernels else next(iter(cann.kernels)),
         chip_family="NPU",
-        nnal=nnal is not None, nnal_file=NNAL_FILE.format(v=cann.version, arch="${ASCEND_ARCH}"),
+        nnal=nnal is not None, nnal_file=NNAL_FILE.format(v=sh_quoted(cann.version), arch="${ASCEND_ARCH}"),
         nnal_abi=int(stack.cxx11_abi.get("aarch64", True)), installer_logs=" ".join(INSTALLER_LOGS),
     )
     return Rendered(Path("images/runtime") / stack.name / os.name / "Dockerfile", text)
@@ -195,4 +265,5 @@ def finish_dockerfile() -> Rendered:
 
 
 def _quoted(requirements) -> list[str]:
-    return [f'"{r}"' if any(ch in r for ch in "<>=!~") else r for r in requirements]
+    """pip requirements as shell words: in double quotes where a <, > or = would redirect."""
+    return [f'"{sh_quoted(r)}"' if any(ch in r for ch in "<>=!~;' ") else sh_word(r) for r in requirements]

@@ -13,6 +13,7 @@ from pathlib import Path
 from .. import console
 from .. import engine as eng
 from ..errors import UserError
+from ..hashing import files_in
 from ..inputs import baseimage
 from ..inputs.options import Site
 from ..locking import layerlock, serving_lock
@@ -22,7 +23,7 @@ from ..matrix import Cell, Matrix, ServingRelease
 from ..matrix.like import Like
 from ..platforms import host as host_platform
 from . import steps
-from .kinds import RUNTIME, Asked, ImageKind, label, option
+from .kinds import RUNTIME, UNKNOWN, Asked, ImageKind, label, option
 from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
 from .steps import SCRIPTS, OnRuntime
 
@@ -144,6 +145,8 @@ class ServingRequest:
         soc = matrix.soc_version(cell.chip)
         if wheelhouse is not None and not Path(wheelhouse).is_dir():
             raise UserError(f"--serving-wheelhouse {wheelhouse}: no such folder")
+        if wheelhouse is not None:
+            files_in(Path(wheelhouse), "*.whl")      # each a regular file of the folder, before anything runs
         wheel = (cell.python, cell.arch) in rel.wheels
         if wheel and not kernels:
             raise UserError(f"--no-kernels: vLLM-Ascend {rel.version} has a wheel for Python {cell.python} on "
@@ -234,8 +237,12 @@ def image(matrix: Matrix, cell: Cell, site: Site, ready: Ready) -> OnRuntime:
     their SHA256SUMS (checked again in the build) in release/, the wheelhouse's wheels the
     lock names; the build machine's base checked (pulled or made) when it is built."""
     req, lock, release = ready.request, ready.lock, ready.release
-    plugin_name = release.plugin.name if release else (req.plugin_file or req.plugin_sdist)
-    sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else ""}
+    # A dry run has neither release file nor (maybe) the lock: what it does not know is said
+    # so (the index's wheel is named by the real run), and no content tag is made from it.
+    plugin_name = release.plugin.name if release else (UNKNOWN if req.plugin_file else req.plugin_sdist)
+    sums = {req.vllm_sdist: req.vllm_sdist_sha256, plugin_name: release.plugin_sha256 if release else
+            (UNKNOWN if req.plugin_file else req.plugin_sdist_sha256)}
+    lock_sha = lock.sha256 if lock.text else UNKNOWN
     host_args = _pip_args(site, cell)
 
     def check_base(engine: eng.Engine) -> None:
@@ -250,9 +257,10 @@ def image(matrix: Matrix, cell: Cell, site: Site, ready: Ready) -> OnRuntime:
         build_args={"SOC_VERSION": req.soc_version, "COMPILE_CUSTOM_KERNELS": "1" if req.kernels else "0",
                     "VLLM_SDIST": req.vllm_sdist, "VLLM_ASCEND_FILE": plugin_name, "TORCH_VERSION": req.torch,
                     "TORCH_NPU_VERSION": req.torch_npu},
-        hashes={"requirements/serving.txt": lock.sha256, **sums},
+        hashes={"requirements/serving.txt": lock_sha, **sums},
         labels=lambda content, base: KIND.labels(ServingFacts(req.release, req.vllm, req.soc_version, req.kernels,
-                                                              req.plugin_from, lock.label, content, base)),
+                                                              req.plugin_from, f"{lock.path.name} sha256:{lock_sha[:16]}", content,
+                                                              base)),
         what=f"serving image vLLM-Ascend {req.release}",
         staged=f"{lock.path} as requirements/serving.txt, {req.vllm_sdist} and {plugin_name} in release/",
         context={"requirements/serving.txt": lock.text,

@@ -21,7 +21,7 @@ from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
 from ..locking.layerlock import LayerLock
-from .kinds import ImageKind, Tags, label, suites
+from .kinds import NO_CONTENT_TAG, ImageKind, Tags, label, suites
 from .render import ROOT, Rendered
 
 
@@ -60,6 +60,9 @@ def secrets(net: Network, fresh: bool = False) -> Iterator[dict[str, Path]]:
 def show_dry(engine: eng.Engine, req: eng.BuildRequest, tags: Tags, kind) -> None:
     cmd, env = engine.build_command(req)
     console.show(eng.show(cmd, env))
+    if f":{NO_CONTENT_TAG}-" in tags.content:
+        console.show(f"# content tag: unknown ({NO_CONTENT_TAG} stands for it): the plan has stand-ins (<...> "
+                     f"above) for what only the real run has; its tag is computed from those files and locks")
     console.show(f"# then: pytest {' '.join(f'tests/{s}' for s in suites(kind))} --image <built id>; on success:")
     for tag in tags:
         console.show(eng.show(engine.tag_argv("<built id>", tag)))
@@ -167,6 +170,8 @@ def reuse(engine: eng.Engine, tags: Tags, content: str, what: str, retest: bool,
     """The image tagged with this content tag (tags.content), if it is here: it passed its tests
     when it was tagged, from exactly these inputs. Every tag of the image is set on it
     again; with `retest` its suite runs first, and a failure takes its tags away."""
+    if content == NO_CONTENT_TAG:       # only a dry run has stand-ins: a real one never reuses or tags by one
+        raise UserError(f"{what}: its content tag is unknown (an input is a stand-in); nothing is reused or tagged")
     found = engine.image_id(tags.content)
     if found is None or label_of(engine, found, "content-tag") != content:
         return None

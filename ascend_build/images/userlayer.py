@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import console
 from ..errors import UserError
+from ..hashing import files_in
 from ..inputs.options import Site
 from ..locking import layerlock
 from ..locking import lock as locks
@@ -59,6 +60,8 @@ class LayerRequest:
         path = Path(requirements)
         if wheelhouse and not Path(wheelhouse).is_dir():
             raise UserError(f"--layer-wheelhouse {wheelhouse}: no such folder")
+        if wheelhouse:
+            files_in(Path(wheelhouse), "*.whl")      # each a regular file of the folder, before anything runs
         name = name or path.stem
         if not _NAME.match(name):
             raise UserError(f"user layer name {name!r}: use lowercase letters, digits, '.', '_' or '-' (it becomes "

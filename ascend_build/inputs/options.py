@@ -12,6 +12,7 @@ from typing import Literal, Mapping, get_args
 from .. import console
 from ..engine.network import Network
 from ..errors import UserError
+from ..hashing import files_in
 from ..platforms import Platform, host
 from .packages import default_cache
 
@@ -109,7 +110,7 @@ class Inputs:
 
     def wheels(self) -> list[Path]:
         """Every wheel file this build stages (the wheelhouse, then the slots)."""
-        found = sorted(self.wheelhouse.glob("*.whl")) if self.wheelhouse and self.wheelhouse.is_dir() else []
+        found = files_in(self.wheelhouse, "*.whl") if self.wheelhouse and self.wheelhouse.is_dir() else []
         return found + [w for w in (self.torch_npu_wheel, self.apex_wheel) if w]
 
 

@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 from .. import atomic, console
 from ..chips import known
 from ..errors import PackageError, PackageMissing, PackageUnreachable, UserError
-from ..hashing import CHUNK, sha256_of
+from ..hashing import CHUNK, kind_of, open_regular, sha256_of
 from ..matrix import CannFile, Matrix, load_matrix
 from ..platforms import of_arch
 from . import makeself
@@ -47,6 +47,15 @@ def _urllib_fetch(url: str, dest: Path) -> None:
         shutil.copyfileobj(response, out, CHUNK)
 
 
+def _regular_or_absent(path: Path) -> None:
+    """A package file where one is looked for is a regular file (a link to one is followed:
+    its sum or its header is checked all the same), or nothing: a FIFO, a device or a
+    folder of its name is refused, never read (a FIFO would hang the check)."""
+    what = kind_of(path)
+    if what and os.path.lexists(path):
+        raise PackageError(f"{path}: {what}, not a file; a CANN package is a regular file")
+
+
 class PackageStore:
     """Looks packages up in `dirs` (user-supplied, read-only), then in `cache`
     (downloads land there, atomically)."""
@@ -70,6 +79,7 @@ class PackageStore:
                                f"is set; put it in a folder and pin it with `invoke pin --packages DIR`")
         for folder in self.dirs + [self.cache / "cann"] + self._kept(f):
             candidate = folder / f.file
+            _regular_or_absent(candidate)
             if candidate.is_file():
                 if require_pin and not f.sha256:
                     raise PackageError(f"{candidate}: a bare .run with no sha256 in matrix.yaml ({f.pin_path}), "
@@ -84,6 +94,7 @@ class PackageStore:
             if unpacked:
                 return unpacked
             for folder in self.dirs + [self.cache / "cann"]:
+                _regular_or_absent(folder / f.zip)
                 if (folder / f.zip).is_file():
                     return self._from_zip(f, folder / f.zip)
         if not self.download:
@@ -424,16 +435,40 @@ def published_sum(text: str, where: str) -> str:
     return digest
 
 
+# A sums file is read a line at a time, each at most this long, at most this many: a
+# listing of every CANN file ever published is far below both; /dev/zero or 500 MB of junk
+# is refused at its first line instead of read whole.
+SUMS_LINE = 4096
+SUMS_LINES = 100_000
+
+
+def _sums_lines(path: Path):
+    """(number, text) of a sums file's lines, streamed and bounded (a UTF-8 byte-order mark,
+    as a Windows editor writes it, is not part of the first line)."""
+    try:
+        fh = open_regular(path)
+    except OSError as exc:
+        raise UserError(f"--sums {path}: {exc.strerror or exc}") from None
+    with fh:
+        for number in range(1, SUMS_LINES + 2):
+            raw = fh.readline(SUMS_LINE + 1)
+            if not raw:
+                return
+            if number > SUMS_LINES:
+                raise UserError(f"--sums {path}: more than {SUMS_LINES:,} lines; not a sums file")
+            if len(raw) > SUMS_LINE:
+                raise UserError(f"{path} line {number}: longer than {SUMS_LINE} bytes; not `<sha256>  <file name>` "
+                                f"(as sha256sum writes it)")
+            text = raw.decode(errors="replace")
+            yield number, text.removeprefix("\ufeff") if number == 1 else text
+
+
 def read_sums(path: Path) -> dict[str, str]:
     """A sums file as `sha256sum` writes it and Huawei's download pages give it: `<sha256>
     <name>` or `<sha256> *<name>` a line, blank lines and `#` comments allowed. File name
     (its last part: a listing made in another folder names the same files) -> its sum."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise UserError(f"--sums {path}: {exc.strerror or exc}") from None
     sums: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in _sums_lines(path):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -483,8 +518,8 @@ def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[
     done = []
     for path in files:
         if path.name in tarballs and path.name not in by_name:
-            if not path.is_file() or path.stat().st_size == 0:
-                raise PackageError(f"{path}: empty or no such file; nothing was pinned")
+            if kind_of(path) or path.stat().st_size == 0:
+                raise PackageError(f"{path}: {kind_of(path) or 'empty'}, not a tarball; nothing was pinned")
             done.append((path.name, _pin_python(matrix, lines, path, tarballs[path.name])))
             continue
         _pinnable(path, by_name, tarballs)
@@ -517,9 +552,10 @@ def _pinnable(path: Path, by_name: dict[str, list[CannFile]], tarballs: dict[str
     if path.name not in by_name:
         raise PackageError(f"{path.name} is not a file matrix.yaml knows; its CANN entries name files like "
                            f"{next(iter(by_name))}, its pythons: entries tarballs like {next(iter(tarballs), '-')}")
-    if not path.is_file() or path.stat().st_size == 0:
-        raise PackageError(f"{path}: " + ("empty: a download that never started? Nothing was pinned"
-                                          if path.is_file() else "no such file (a folder?)"))
+    what = kind_of(path)
+    if what or path.stat().st_size == 0:
+        raise PackageError(f"{path}: " + (f"{what}, not a file; nothing was pinned" if what else
+                                          "empty: a download that never started? Nothing was pinned"))
 
 
 def _record(matrix: Matrix, lines: list[str], pins: dict[str, str], fs: list[CannFile], digest: str) -> str:

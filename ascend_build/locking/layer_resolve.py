@@ -5,13 +5,13 @@ held, find which requirement moves which held package, by resolving again withou
 that one hold: the refusal names all three."""
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from .. import atomic
 from ..errors import UserError
+from ..hashing import files_in, sha256_of
 from ..matrix.model import Cell
 from .layerlock import (
     USER_LAYER,
@@ -117,12 +117,12 @@ def _entries(resolved: dict[str, tuple[str, list[str]]], hold: Held, cell: Cell,
 
 def _local_wheels(wheelhouse: Path | None) -> dict[str, list[tuple[str, str]]]:
     found: dict[str, list[tuple[str, str]]] = {}
-    for wheel in sorted(wheelhouse.glob("*.whl")) if wheelhouse else []:
+    for wheel in files_in(wheelhouse, "*.whl") if wheelhouse else []:
         try:
             name = normalize(str(parse_wheel_filename(wheel.name)[0]))
         except InvalidWheelFilename:
             continue
-        found.setdefault(name, []).append((wheel.name, hashlib.sha256(wheel.read_bytes()).hexdigest()))
+        found.setdefault(name, []).append((wheel.name, sha256_of(wheel)))
     return found
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import UserError
+from ..hashing import files_in
 from ..matrix import Cell
 from .lock import Lock, normalize, pinned_versions
 
@@ -189,7 +190,7 @@ def render(name: str, cell: Cell, hold: Held, lines: list[Line], entries: list[s
 def named_wheels(lock_text: str, wheelhouse: Path | None) -> list[Path]:
     """The wheelhouse's wheels a layer lock names (a team's own, or what the index lacks)."""
     named = set(re.findall(r"# [0-9a-f]{16} (\S+\.whl)", lock_text))
-    return [w for w in sorted(wheelhouse.glob("*.whl")) if w.name in named] if wheelhouse else []
+    return [w for w in files_in(wheelhouse, "*.whl") if w.name in named] if wheelhouse else []
 
 
 def mentioned(text: str, names) -> list[str]:

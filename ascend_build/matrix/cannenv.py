@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..errors import UserError
+
 PARTS = ("toolkit", "atb", "sip")
 # Lists of folders: each set_env.sh puts its entries before what was set already.
 PATH_LISTS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CMAKE_PREFIX_PATH")
@@ -75,8 +77,36 @@ def from_data(data: Mapping[str, Any], source: str, borrowed_from: str = "",
     return CannEnv(tuple(parts), source, borrowed_from)
 
 
-def _text(value: str) -> str:
-    return '""' if value == "" else (f'"{value}"' if re.search(r"[\s\"']", value) else value)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# A value as the data may hold it (the loader's pattern, schema.py; the import's check,
+# upstream/cann_env.py): Dockerfile ENV text, where ${NAME} refers to another variable;
+# no quote, backslash or backtick (no set_env.sh export needs one), no control character.
+ENV_VALUE = r"[^\"'\\`\x00-\x1f\x7f-\x9f\u2028\u2029]*"
+
+
+def refused(name: str, value: str | list[str] | tuple[str, ...]) -> str:
+    """Why a variable read from upstream cannot be this project's data ("" when it can)."""
+    if not _NAME.fullmatch(name):
+        return f"{name[:80]!r} is not an environment variable's name"
+    for item in [value] if isinstance(value, str) else value:
+        if not re.fullmatch(ENV_VALUE, item):
+            return (f"{name}={item[:120]!r}: a value holds no quote, backslash, backtick, line break or other "
+                    f"control character")
+    return ""
+
+
+def env_text(value: str, name: str = "") -> str:
+    """A value as Dockerfile ENV text: bare when it is one word, else in double quotes with
+    its backslashes and quotes escaped, so no value ends the instruction or starts another
+    (a ${NAME} in it is still expanded, as the data means). A line break cannot be written
+    in ENV at all: refused (the loader refuses it first: matrix/schema.py)."""
+    if _CONTROL.search(value):
+        raise UserError(f"ENV {name}: {value[:120]!r} holds a line break or control character; an image's "
+                        f"environment is one line per value")
+    if value and not re.search(r"[\s\"'\\]", value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def env_instructions(variables: tuple[EnvVar, ...], set_before: set[str]) -> list[list[tuple[str, str]]]:
@@ -88,10 +118,12 @@ def env_instructions(variables: tuple[EnvVar, ...], set_before: set[str]) -> lis
     out: list[list[tuple[str, str]]] = []
     current: set[str] = set()
     for var in variables:
+        if not _NAME.fullmatch(var.name):
+            raise UserError(f"ENV {var.name[:120]!r}: not an environment variable's name")
         if isinstance(var.value, tuple):
-            text = ":".join(var.value) + (f":${{{var.name}}}" if var.name in set_before else "")
+            text = env_text(":".join(var.value) + (f":${{{var.name}}}" if var.name in set_before else ""), var.name)
         else:
-            text = _text(var.value)
+            text = env_text(var.value, var.name)
         if not out or var.refs() & current or var.name in current:
             out.append([])
             current = set()

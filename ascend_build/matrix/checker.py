@@ -39,9 +39,15 @@ class Checkers:
         return self.hand.problems + self.imported.problems
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, limit: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# What no value of either file holds, whatever its kind: a line break or another control
+# character (C0, DEL, C1, Unicode's line and paragraph separators). A value is one line of
+# text, so none can end a Dockerfile instruction, a shell line or a YAML scalar early.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def string(pattern: str | None = None, hint: str = "") -> Check:
@@ -53,8 +59,24 @@ def string(pattern: str | None = None, hint: str = "") -> Check:
             c.fail(path, f"got the number {value!r}; YAML reads unquoted digits as a number; quote it: \"{value}\"")
         elif not isinstance(value, str):
             c.fail(path, f"got {_show(value)}; expected a string{hint and ' (' + hint + ')'}")
+        elif CONTROL.search(value):
+            c.fail(path, f"got {_show(value)}; a value is one line of text, without a line break or another "
+                         f"control character")
         elif regex and not regex.fullmatch(value):
-            c.fail(path, f"got {value!r}; expected {hint or 'a match of ' + regex.pattern}")
+            c.fail(path, f"got {_show(value, 200)}; expected {hint or 'a match of ' + regex.pattern}")
+    return check
+
+
+def reference(hint: str, placeholder: str = "") -> Check:
+    """An image reference by the one grammar the engine's commands take (engine.check_ref),
+    with `placeholder` (like {arch}) filled in first where the value may hold it."""
+    from ..engine.engine import REFERENCE
+
+    def check(c: Checker, value: Any, path: KeyPath) -> None:
+        string()(c, value, path)
+        filled = value.replace(placeholder, "aarch64") if placeholder and isinstance(value, str) else value
+        if isinstance(value, str) and not CONTROL.search(value) and not REFERENCE.fullmatch(filled):
+            c.fail(path, f"got {_show(value, 200)}; expected {hint}")
     return check
 
 
@@ -66,7 +88,7 @@ def specifier(c: Checker, value: Any, path: KeyPath) -> None:
         try:
             SpecifierSet(value)
         except InvalidSpecifier:
-            c.fail(path, f"got {value!r}; expected a pip version specifier like \"==3.20.3\" or \"<2\"")
+            c.fail(path, f"got {_show(value, 200)}; expected a pip version specifier like \"==3.20.3\" or \"<2\"")
 
 
 def integer(minimum: int, maximum: int) -> Check:

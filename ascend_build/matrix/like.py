@@ -4,6 +4,7 @@ and its CANN images `<cann>-<chip>-<os>-py<X.Y>` (quay.io/ascend/cann: the CANN-
 written in cann_stacks: or derived from the import); official.py reads both."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..errors import UserError
@@ -28,18 +29,42 @@ class Like:
                 + (", --devel" if self.devel else ""))
 
 
+# The official images, by registry and repository path: --like names one of them by its tag
+# (nothing is pulled: the tag says which cell to build here). The registry may be left out
+# (ascend/cann:TAG); another registry's image of the same path is not the official one
+# (a mirror's copy names the same cell by the same tag on quay.io).
+REGISTRY = "quay.io"
+REPOSITORIES = ("ascend/torch-npu", "ascend/cann")
+ACCEPTED = " or ".join(f"{REGISTRY}/{r}:TAG" for r in REPOSITORIES) + " (the registry may be left out)"
+
+
+def _split(ref: str) -> tuple[str, str, str]:
+    """(registry, repository path, tag) of a reference, its digest set aside: a digest names
+    bytes, the tag the release they are of."""
+    shown = ref[:120] + ("..." if len(ref) > 120 else "")
+    name, _, digest = ref.partition("@")
+    if digest and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise UserError(f"--like {shown!r}: {digest[:80]!r} is not a digest (sha256: and 64 hex digits)")
+    path, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
+    if not tag:
+        raise UserError(f"--like {shown!r}: not an image reference with a tag (like {REGISTRY}/ascend/torch-npu:"
+                        f"2.12.0-cann9.1.0-910b-ubuntu22.04-py3.12)" + ("; a digest names bytes, not the release "
+                                                                         "they are of: give the tag" if digest else ""))
+    first, _, rest = path.partition("/")
+    registry = first if rest and ("." in first or ":" in first or first == "localhost") else ""
+    return registry, rest if registry else path, tag
+
+
 def resolve(matrix: Matrix, ref: str) -> Like:
     """The matrix's cell for an official tag, or why there is none (with the nearest)."""
-    repo, _, tag = ref.rpartition(":")
-    name = repo.rsplit("/", 1)[-1]
-    if not tag or "/" in tag or not name:
-        raise UserError(f"--like {ref!r}: not an image reference with a tag (like "
-                        f"quay.io/ascend/torch-npu:2.12.0-cann9.1.0-910b-ubuntu22.04-py3.12)")
-    if name == "cann":
+    registry, repository, tag = _split(ref)
+    if repository not in REPOSITORIES:
+        raise UserError(f"--like {ref[:200]}: the official images are {ACCEPTED}; {repository[:80]} is neither")
+    if registry not in ("", REGISTRY):
+        raise UserError(f"--like {ref[:200]}: {registry} is not the official registry: --like takes {ACCEPTED} "
+                        f"(nothing is pulled; a mirror's copy is the same cell by the same tag on {REGISTRY})")
+    if repository == "ascend/cann":
         return _cann_only(matrix, ref, tag)
-    if name != "torch-npu":
-        raise UserError(f"--like {ref}: the official repositories are quay.io/ascend/torch-npu and "
-                        f"quay.io/ascend/cann; {name} is neither")
     found = torch_npu_tag(tag)
     if found is None:
         raise UserError(f"--like {ref}: a torch-npu tag reads {TORCH_NPU_FORM}")
@@ -85,7 +110,7 @@ def _pre_release(matrix: Matrix, ref: str, found: OfficialTag) -> str:
     if release is None:
         before = [v for v in matrix.cann if cann_key(v) < cann_key(found.release)]
         release = max(before, key=cann_key) if before else max(matrix.cann, key=cann_key)
-    repo = ref.rpartition(":")[0]
+    repo = ref.partition("@")[0].rpartition(":")[0]
     like = OfficialTag(release.lower(), found.chip, found.os, found.python)
     return (f"--like {ref}: CANN {found.cann} is a pre-release, which the import leaves out "
             f"(no files of it in {matrix.files.imported.name}); "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 # release's place is a pre-release (alpha, beta), whose files are not published for download.
 RELEASE = re.compile(r"[0-9]+\.[0-9]+\.(RC[0-9]+|[0-9]+)", re.I)
 # The CANN part is lazy, so a pre-release's own dashes (9.1.0-beta.3) stay in it.
-CANN_TAG = (r"(?P<cann>[0-9][^/:\s]*?)-(?P<chip>[0-9A-Za-z]+)-(?P<os>[a-z]+[0-9][0-9.]*)"
+CANN_TAG = (r"(?P<cann>[0-9][0-9A-Za-z._+-]*?)-(?P<chip>[0-9A-Za-z]+)-(?P<os>[a-z]+[0-9][0-9.]*)"
             r"-py(?P<python>3\.[0-9]+)(?P<devel>-devel)?")
 _CANN = re.compile(CANN_TAG)
 _TORCH_NPU = re.compile(r"(?P<package>[0-9][\w.+]*)-cann(?P<cann>[0-9][\w.]*)-(?P<chip>[0-9A-Za-z]+)-"

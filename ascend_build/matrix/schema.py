@@ -9,6 +9,7 @@ from typing import Any
 
 from ..platforms import ARCHES, PLATFORMS
 from . import checker as s
+from .cannenv import ENV_VALUE
 from .official import CANN_TAG as OFFICIAL_TAG
 from .yamlsource import KeyPath
 
@@ -20,6 +21,13 @@ SHA256 = r"[0-9a-f]{64}"
 RUN_AS = r"root|[0-9]{1,9}:[0-9]{1,9}"
 MINDSPORE_RELEASE = r"[0-9]+\.[0-9]+\.[0-9]+([.-]?(rc|post)[0-9]+)*"
 PEP440 = r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?"     # a release as PyPI normalizes it
+# The grammars of what reaches a Dockerfile, a shell line or a YAML file as a word: none
+# holds a quote, a backslash, a "$", a backtick or a space, so no value ends the word it is
+# written as (templates/ quotes what it writes all the same: images/render.py).
+URL = r"[A-Za-z0-9._~:/?#@%+=,-]+"             # what follows the scheme: no quote, space, ; & $ ( )
+PATH = r"[A-Za-z0-9._/+-]+"
+GIT_URL = r"[A-Za-z0-9._~:/@%+=,-]+"           # https://..., ssh://..., git@host:path, a folder
+VERSION_SPEC = r"[0-9A-Za-z.,<>=!~*+-]+"       # a version, or a specifier like >=2.9,<3
 # Companions a stack may carry: PyTorch's own domain libraries, whose wheels pin the torch
 # release they were built for. DeepSpeed is not one: PyPI has only its source, which
 # compiles against torch at install time (a user layer can carry it).
@@ -46,7 +54,8 @@ def _imported_entry() -> s.Check:
 
 def _env_value(c: s.Checker, value: Any, path: KeyPath) -> None:
     """A variable's value (a string), or a path list's entries (a list of strings)."""
-    (s.list_of(s.string()) if isinstance(value, list) else s.string())(c, value, path)
+    hint = "Dockerfile ENV text: no quote, backslash or backtick"
+    (s.list_of(s.string(ENV_VALUE, hint)) if isinstance(value, list) else s.string(ENV_VALUE, hint))(c, value, path)
 
 
 def _env_part() -> s.Check:
@@ -67,11 +76,11 @@ def _pins() -> s.Check:
 
 
 def _doc() -> s.Check:
-    return s.record({"url": s.string(r"https?://\S+", "a URL"), "file": s.string(r"[A-Za-z0-9._-]+", "a file name")})
+    return s.record({"url": s.string(r"https?://" + URL, "a URL"), "file": s.string(r"[A-Za-z0-9._-]+", "a file name")})
 
 
-_OS = s.map_of(s.string(r"[a-z0-9.]+", "lowercase name like ubuntu22.04"), s.record({
-    "image": s.string(r"\S+", "an image reference"),
+_OS = s.map_of(s.string(r"[a-z0-9][a-z0-9.]*", "lowercase name like ubuntu22.04"), s.record({
+    "image": s.reference("an image reference like debian:bookworm (NAME[:TAG][@sha256:DIGEST])"),
     "family": s.one_of("apt", "dnf"),
     "python": s.string(MINOR, "a python minor version like \"3.10\""),
 }, {"debootstrap": s.string(r"[a-z]+", "a Debian suite like bookworm"),
@@ -79,7 +88,7 @@ _OS = s.map_of(s.string(r"[a-z0-9.]+", "lowercase name like ubuntu22.04"), s.rec
 
 _PYTHONS = s.map_of(s.string(MINOR, "a python minor version like \"3.10\""), s.record({
     "version": s.string(r"3\.[0-9]+\.[0-9]+", "a full CPython version like 3.9.2"),
-    "urls": s.list_of(s.string(r"(https?|file)://\S+", "a URL")),
+    "urls": s.list_of(s.string(r"(https?|file)://" + URL, "a URL")),
     "sha256": s.optional(_sha("64 lowercase hex digits, or null")),
 }))
 
@@ -91,7 +100,7 @@ _STACKS = s.map_of(s.string(VERSION, "a torch version like \"2.1.0\""), s.record
     "gcc": s.integer(4, 20),
     "pins": _pins(),
 }, {
-    "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://\S+", "an index URL"), non_empty=False),
+    "torch_index": s.map_of(s.one_of(*ARCHES), s.string(r"https?://" + URL, "an index URL"), non_empty=False),
     "torch_npu_on_pypi": s.boolean,
     "builder": s.string(),
     "companions": s.list_of(s.one_of(*COMPANIONS), non_empty=False),
@@ -108,21 +117,21 @@ _MINDSPORE_STACKS = s.map_of(s.string(MINDSPORE_RELEASE, "a MindSpore release li
 _CANN_STACKS = s.map_of(s.string(VERSION, "a CANN release like 8.0.RC3"), s.record({"python": _pythons()},
                                                                               {"pins": _pins(), "nnal": s.boolean}))
 
-_BUILDERS = s.map_of(s.string(r"[a-z0-9._]+", "a lowercase name"), s.record({
-    "image": s.string(r"\S+", "an image reference; {arch} becomes aarch64 or x86_64"),
+_BUILDERS = s.map_of(s.string(r"[a-z0-9][a-z0-9._]*", "a lowercase name"), s.record({
+    "image": s.reference("an image reference; {arch} becomes aarch64 or x86_64", "{arch}"),
     "family": s.one_of("manylinux", "apt"),
     "gcc": s.list_of(s.integer(4, 20)),
-    "python": s.string(r"/\S*\{(X\.Y|XY)\}\S*", "an interpreter path with {X.Y} or {XY}"),
+    "python": s.string(r"/[A-Za-z0-9._/+{}-]*\{(X\.Y|XY)\}[A-Za-z0-9._/+{}-]*", "an interpreter path with {X.Y} or {XY}"),
     "pythons": s.list_of(s.string(MINOR, "like \"3.9\"")),
-}, {"toolset": s.string(r"/\S*\{gcc\}\S*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}"),
+}, {"toolset": s.string(r"/[A-Za-z0-9._/+-]*\{gcc\}[A-Za-z0-9._/+-]*", "a toolset root with {gcc}, like /opt/rh/gcc-toolset-{gcc}"),
     "cann_from": s.string(VERSION, "a CANN version like 9.0.1"),
-    "cross": s.string(r"\S+", "a Debian image with g++-N-aarch64-linux-gnu for the flavor's gccs"),
+    "cross": s.reference("a Debian image with g++-N-aarch64-linux-gnu for the flavor's gccs"),
     "wheel_plat": s.string(r"manylinux_2_[0-9]+", "the wheels' platform tag, like manylinux_2_31")}))
 
 _SOURCES = s.record({
-    "torch_npu": s.record({"repo": s.string(r"\S+", "a git URL")}),
-    "apex": s.record({"repo": s.string(r"\S+", "a git URL"), "ref": s.string(r"\S+", "a commit or tag")},
-                     {"nvidia": s.record({"repo": s.string(r"\S+", "a git URL"),
+    "torch_npu": s.record({"repo": s.string(GIT_URL, "a git URL")}),
+    "apex": s.record({"repo": s.string(GIT_URL, "a git URL"), "ref": s.string(PATH, "a commit or tag")},
+                     {"nvidia": s.record({"repo": s.string(GIT_URL, "a git URL"),
                                           "ref": s.string(r"[0-9a-f]{40}", "a 40-digit commit")}),
                       "pythons": s.list_of(s.string(MINOR, "like \"3.9\""))}),
 })
@@ -132,7 +141,7 @@ _IMAGES = s.list_of(s.record({
     "os": s.list_of(s.string()),
     "platforms": s.list_of(s.one_of(*PLATFORMS)),
 }, {"python": s.string(MINOR), "chip": s.string(), "alias": s.string(r"[a-z0-9._-]+", "a lowercase tag"),
-    "layers": s.list_of(s.record({"requirements": s.string(r"\S+", "a requirements file, relative to matrix.yaml")},
+    "layers": s.list_of(s.record({"requirements": s.string(PATH, "a requirements file, relative to matrix.yaml")},
                                  {"name": s.string(r"[a-z0-9][a-z0-9_.-]{0,39}", "a lowercase tag part")}))}))
 
 _UPSTREAM = s.record({
@@ -182,11 +191,12 @@ MATRIX = s.record({
     "torch_npu_build": s.record({
         "source": s.string(),
         "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag like --disable_rpc"), non_empty=False),
-        "env": s.map_of(s.string(r"[A-Z_]+", "an environment variable"), s.string(), non_empty=False),
-        "submodules": s.list_of(s.string(r"third_party/\S+", "a submodule path like third_party/op-plugin")),
+        "env": s.map_of(s.string(r"[A-Z_]+", "an environment variable"),
+                        s.string(ENV_VALUE, "a value: no quote, backslash or backtick"), non_empty=False),
+        "submodules": s.list_of(s.string(r"third_party/" + PATH, "a submodule path like third_party/op-plugin")),
     }),
     "torch_npu_branches": s.map_of(s.string(VERSION, "a torch_npu version"),
-                                   s.string(r"v\S+", "a release branch like v2.1.0-6.0.rc3")),
+                                   s.string(r"v" + PATH, "a release branch like v2.1.0-6.0.rc3")),
     # torch_atb (NNAL's Python plugin): its Pythons and its glibc floor per CANN series.
     "torch_atb": s.record({"source": s.string(), "pythons": s.list_of(s.string(MINOR, "like \"3.10\"")),
                            "glibc": s.map_of(s.string(r"[0-9]+\.[0-9]+", "a CANN series like \"9.1\""),
@@ -209,7 +219,7 @@ def _releases(key: s.Check, wheel: s.Check, pythons_arch: s.Check, extra: dict[s
 IMPORTED = s.record({
     "cann": s.map_of(s.string(VERSION, "a CANN version like 8.0.RC3"), s.record({
         "source": s.string(),
-        "url": s.string(r"https?://\S+/", "a base URL ending in /"),
+        "url": s.string(r"https?://" + URL + "/", "a base URL ending in /"),
         "driver": s.optional(s.string(DRIVER, "an NPU driver version like 24.1.RC3, or null")),
         "toolkit": _per_arch(_imported_entry()),
         "kernels": s.map_of(s.string(r"[0-9A-Za-z]+", "a chip like 910b"), _per_arch(_imported_entry())),
@@ -224,7 +234,7 @@ IMPORTED = s.record({
         "env": s.record({}, {"toolkit": _env_part(), "atb": _env_part()})})),
     "torch_npu_releases": _releases(s.string(VERSION, "a torch_npu version"), s.one_of("torch", "torch_npu"),
                                     s.one_of(*ARCHES), {
-        "branch": s.string(r"v\S+", "a release tag or branch like v6.0.rc3-pytorch2.1.0"),
+        "branch": s.string(r"v" + PATH, "a release tag or branch like v6.0.rc3-pytorch2.1.0"),
         "torchnpu": s.string(r"[0-9]+\.[0-9]+\.[0-9]+", "a TorchNPU release like 26.1.0")}),
 }, {
     "read": s.record({"deployer": s.list_of(s.record({"version": s.string(), "wheel_sha256": s.optional(_sha())}),
@@ -237,22 +247,22 @@ IMPORTED = s.record({
                                     s.one_of("mindspore"), s.one_of(*ARCHES, "any"), {}),
     "vllm_ascend_releases": s.map_of(s.string(PEP440, "a vllm-ascend release like 0.23.0"), s.record({
         "source": s.string(),
-        "requires_python": s.string(r"[^\s]*", "a Requires-Python specifier like >=3.10, or \"\""),
+        "requires_python": s.string(r"[0-9A-Za-z.,<>=!~*+]*", "a Requires-Python specifier like >=3.10, or \"\""),
         "pins": s.map_of(s.one_of("torch", "torch_npu", "torchvision", "torchaudio", "triton_ascend", "transformers"),
-                         s.string(r"\S+", "a version, or a specifier like >=2.9"), non_empty=False),
+                         s.string(VERSION_SPEC, "a version, or a specifier like >=2.9"), non_empty=False),
         "sdist": s.record({"file": s.string(r"[A-Za-z0-9._-]+\.tar\.gz", "an sdist file name"), "sha256": _sha()}),
         "vllm": s.optional(s.record({
             "version": s.string(PEP440, "a vllm release like 0.23.0"),
             "sdist": s.string(r"[A-Za-z0-9._-]+\.tar\.gz", "an sdist file name"), "sha256": _sha(),
-            "requires_python": s.string(r"[^\s]*", "a Requires-Python specifier like >=3.10,<3.15"),
+            "requires_python": s.string(r"[0-9A-Za-z.,<>=!~*+]*", "a Requires-Python specifier like >=3.10,<3.15"),
             "source": s.string()})),
     }, {"wheels": s.map_of(s.one_of(*ARCHES), s.list_of(s.string(MINOR, "like \"3.10\""))),
         "vllm_note": s.string()}), non_empty=False),
     "torch_npu_tags": s.record({"source": s.string(), "tags": s.map_of(
         s.string(VERSION, "a torch_npu version"), s.record({
-            "tag": s.string(r"v\S+", "a release tag like v6.0.rc3-pytorch2.1.0"),
+            "tag": s.string(r"v" + PATH, "a release tag like v6.0.rc3-pytorch2.1.0"),
             "commit": s.string(r"[0-9a-f]{40}", "a 40-digit commit"),
-            "submodules": s.map_of(s.string(r"third_party/\S+", "a submodule path"),
+            "submodules": s.map_of(s.string(r"third_party/" + PATH, "a submodule path"),
                                    s.string(r"[0-9a-f]{40}", "a 40-digit commit"), non_empty=False),
             "flags": s.list_of(s.string(r"--[a-z_]+", "a ci/build.sh flag"), non_empty=False),
         }), non_empty=False)}),

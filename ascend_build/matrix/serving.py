@@ -3,6 +3,7 @@ on the stack whose torch and torch_npu are the ones its sdist pins, with vLLM's 
 its number; or a refusal that names what is missing and what would pair."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Protocol
@@ -43,7 +44,7 @@ def distance(a: str, b: str) -> tuple[int, ...]:
     nearer 0.23.0.post1 than 0.22.0): for naming the nearest ones first."""
     try:
         va, vb = Version(a), Version(b)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):
         return (1 << 30,)
     x, y = va.release + (va.post or 0,), vb.release + (vb.post or 0,)
     n = max(len(x), len(y))
@@ -61,7 +62,16 @@ def _order(versions: list[str], v: str) -> int:
     return ranked.index(v)
 
 
+# What a release number may look like before it is compared with any (packaging's Version
+# would take a 5,000-digit part to an int and fail): PEP 440's characters, a sane length.
+_RELEASE = re.compile(r"v?[0-9][0-9A-Za-z.+!_-]{0,63}")
+
+
 def resolve(m: MatrixView, version: str) -> ServingRelease:
+    if not _RELEASE.fullmatch(version):
+        shown = repr(version[:60]) + (f"... ({len(version)} characters)" if len(version) > 60 else "")
+        raise UserError(f"--vllm {shown}: not a {PROJECT} release number (like 0.23.0: digits and dots, "
+                        f"at most 64 characters)")
     rel = m.vllm_ascend.get(_normal(version))
     if rel is None:
         raise UserError(_unknown(m, version))
@@ -118,7 +128,7 @@ def _normal(version: str) -> str:
     """A release as imported.yaml keys it (PyPI's normal form: v0.23.0 and 0.23.0-post1 are 0.23.0.post1)."""
     try:
         return str(Version(version))
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):      # ValueError: a part too long for an int
         return version
 
 
@@ -144,7 +154,7 @@ def exact(spec: str | None) -> Version | None:
         return None
     try:
         return Version(spec)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):
         return None
 
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..matrix.cannenv import ABI, ARCH, PATH_LISTS
+from ..matrix.cannenv import ABI, ARCH, PATH_LISTS, refused
 from ..matrix.eras import era_of
 
 _NOTE = {"toolkit environment variables": "toolkit", "nnal environment variables": "atb"}
@@ -62,13 +62,19 @@ def _part(name: str, value: str, section: str) -> str:
 
 
 def final_env(text: str, where: str, version: str) -> Env:
-    """The CANN environment the last stage of one Dockerfile sets (empty: none)."""
+    """The CANN environment the last stage of one Dockerfile sets (empty: none). A value
+    this project could not write as data (a quote, a line break: cannenv.refused) stops
+    the import, naming the Dockerfile and its line: nothing of a third party's file
+    becomes an instruction of this project's."""
     stage = re.split(r"(?m)^\s*FROM\s", text)[-1]
+    first = text[:len(text) - len(stage)].count("\n") + 1      # the stage's first line in the file
     env: Env = {}
     section: str | None = None
     current = ""
-    for raw in stage.splitlines():
+    start = first
+    for number, raw in enumerate(stage.splitlines(), first):
         line = raw.strip()
+        start = start if current else number
         if line.startswith("#"):
             if not current:
                 note = line.lstrip("#").strip().lower().removeprefix("note:").strip()
@@ -85,8 +91,14 @@ def final_env(text: str, where: str, version: str) -> Env:
         if section is None:
             continue
         pairs = _ASSIGN.findall(rest) or [tuple(rest.split(None, 1))]
+        if any(len(pair) != 2 for pair in pairs):
+            raise UserError(f"{where} line {start}: {line[:120]!r} is not an ENV this project reads (NAME=VALUE)")
         for name, raw_value in pairs:
-            _set(env, name, _unquote(raw_value.strip()), section, where, version)
+            value = _unquote(raw_value.strip())
+            why = refused(name, value)
+            if why:
+                raise UserError(f"{where} line {start}: ENV {why}; the import stops (nothing was written)")
+            _set(env, name, value, section, where, version)
     return env
 
 

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 from ..errors import UserError
 from ..matrix.official import CANN_FORM, cann_tag
+from ..matrix.schema import URL
 from ..platforms import ARCHES
 from . import cann_env
 from .deployer import CANN_VERSION, Published, own_kernels
@@ -167,21 +168,22 @@ def _wanted(path: str) -> bool:
 
 # ---------------------------------------------------------------------------- Dockerfiles
 
-def _logical_lines(text: str) -> list[str]:
+def _logical_lines(text: str) -> list[tuple[int, str]]:
     """Instructions with their continuation lines joined, comment lines dropped (as Docker
-    drops them, inside a continued instruction too)."""
-    lines, current = [], ""
-    for raw in text.splitlines():
+    drops them, inside a continued instruction too), each with the line it starts on."""
+    lines, current, start = [], "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
         if raw.lstrip().startswith("#"):
             continue
+        start = start if current else number
         if raw.rstrip().endswith("\\"):
             current += raw.rstrip()[:-1] + " "
             continue
-        lines.append(current + raw)
+        lines.append((start, current + raw))
         current = ""
     if current:
-        lines.append(current)
-    return [line.strip() for line in lines if line.strip()]
+        lines.append((start, current))
+    return [(n, line.strip()) for n, line in lines if line.strip()]
 
 
 _ASSIGN = re.compile(r"(?<![\w$-])([A-Za-z_][A-Za-z0-9_]*)=(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s;&|]*)")
@@ -231,7 +233,7 @@ def downloads(text: str, where: str) -> list[tuple[str, dict[str, str]]]:
     """(variable, arch -> URL) for each `CANN_*_URL=...` a RUN sets, in order."""
     scope: dict[str, str] = {}
     found = []
-    for line in _logical_lines(text):
+    for number, line in _logical_lines(text):
         word, _, rest = line.partition(" ")
         word = word.upper()
         if word == "ARG":
@@ -254,7 +256,12 @@ def downloads(text: str, where: str) -> list[tuple[str, dict[str, str]]]:
             value = _unquote(raw)
             local[name] = _UNSET if value.startswith(("$(", "`")) else value
             if re.fullmatch(r"CANN_[A-Z0-9_]*URL", name) and local[name] != _UNSET:
-                found.append((name, {arch: expand(value, local, arch, f"{where}: {name}") for arch in ARCHES}))
+                urls = {arch: expand(value, local, arch, f"{where}: {name}") for arch in ARCHES}
+                bad = next((u for u in urls.values() if not re.fullmatch(r"https?://" + URL, u)), None)
+                if bad is not None:     # it would be written into imported.yaml, then into Dockerfiles
+                    raise UserError(f"{where} line {number}: {name}={bad[:120]!r} is not a URL this project takes "
+                                    f"(no quote, space, $, ; or &); the import stops (nothing was written)")
+                found.append((name, urls))
     return found
 
 

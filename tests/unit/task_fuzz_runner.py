@@ -60,7 +60,11 @@ def finish(case: dict) -> dict:
     elif code != 0 and not text.strip():
         problem = f"exit {code} without a word"
     marked = [line[:400] for line in text.splitlines() if "-v=/:/host" in line][:20]
-    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked}
+    # a refusal (from its "error:" on: a dry run's plan before it shows the values as its commands use them)
+    refusal = text[text.index("error:"):] if "error:" in text else ""
+    echoed = any(len(arg) > 1000 and arg.split("=", 1)[-1] in refusal for arg in case["argv"])
+    return {"argv": case["argv"], "code": code, "problem": problem, "said": text[-300:], "marked": marked,
+            "echoed": echoed}
 
 
 def share(downloads: Path) -> None:

@@ -195,7 +195,8 @@ def test_the_dry_plan_builds_the_cann_only_image_then_the_devel_image_on_its_con
     out = invoke("build", "--cann", "8.0.RC3", "--os", "debian12", "--python", "3.11", "--platform", "linux/amd64",
                  "--devel", "--dry")
     assert out.returncode == 0, out.stderr
-    runtime = re.search(r"tag '<built id>' (ascend-runtime:sha-[0-9a-f]{16}-amd64)", out.stdout)
+    # the packages are not here: the runtime's content tag is unknown (sha-unknown), and named so below
+    runtime = re.search(r"tag '<built id>' (ascend-runtime:sha-(?:[0-9a-f]{16}|unknown)-amd64)", out.stdout)
     assert runtime, out.stdout
     assert f"-f {catalog.ROOT}/images/devel/debian12/Dockerfile " in out.stdout
     assert f"--build-arg RUNTIME_IMAGE={runtime[1]} " in out.stdout

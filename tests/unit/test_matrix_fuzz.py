@@ -125,7 +125,10 @@ def test_mutated_matrices_never_traceback(tmp_path, mutations):
         matrix.builder_cell()
     except UserError:
         return
-    render_all(matrix)
+    try:
+        render_all(matrix)
+    except UserError as exc:        # e.g. a release used by a stack with its env deleted: refused, said
+        assert str(exc), exc
 
 
 def test_the_dumper_writes_what_yaml_dump_writes():

@@ -58,8 +58,11 @@ def test_every_stage_that_runs_a_step_sees_source_date_epoch():
 
 
 def test_dry_build_reproducible_puts_the_epoch_in_the_content_tag(tmp_path):
+    from tests.doubles.cann_double import make_run
     env = {**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": str(EPOCH)}
-    args = ["build", "--dry", "--packages", str(tmp_path), "--engine", "podman", "--os", "debian12"]
+    for kind in ("toolkit", "kernels"):     # the packages here, so the plan computes its content tag
+        make_run(tmp_path / "packages", kind, "8.0.RC3", "aarch64")
+    args = ["build", "--dry", "--packages", str(tmp_path / "packages"), "--engine", "podman", "--os", "debian12"]
     plain = forked.invoke(*args, env=env)
     same = forked.invoke(*args, "--reproducible", env=env)
     assert plain.returncode == 0 and same.returncode == 0, plain.stderr + same.stderr

@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NONSENSE = ["nonsense", "", "x" * 300]        # a word, nothing, a path the system refuses
+# A word, nothing, a path the system refuses; a number of 4,301 digits (past the digits
+# Python turns into an int from text: packaging's Version raised from it) and 10,000
+# characters behind a byte-order mark (echoed back whole before #74).
+NONSENSE = ["nonsense", "", "x" * 300, "9" * 4301, "\ufeff" + "\u00e9" * 10000]
 
 
 def options_of_every_task() -> dict[str, list[tuple[str, bool]]]:
@@ -61,7 +64,11 @@ def test_no_task_tracebacks_or_runs_off_on_nonsense(tmp_path):
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     results = json.loads(out.stdout.strip().splitlines()[-1])
     bad = [r for r in results if r["problem"]]
-    assert bad == [], "\n".join(f"{' '.join(r['argv'])}: {r['problem']}" for r in bad[:40])
+    assert bad == [], "\n".join(f"{' '.join(r['argv'])[:200]}: {r['problem']}" for r in bad[:40])
+    # A huge value is said in part: no refusal repeats one of over 1,000 characters whole.
+    echoed = [r for r in results if r["echoed"]]
+    assert echoed == [], "\n".join(f"{' '.join(r['argv'])[:120]}: echoed whole: {r['said'][:200]}"
+                                   for r in echoed[:20])
     # Refused means an exit code the README lists (or a dry run's 0), with a message.
     from ascend_build.errors import EXIT_CODES
     assert {r["code"] for r in results} <= {e.code for e in EXIT_CODES}

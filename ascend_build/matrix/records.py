@@ -101,6 +101,7 @@ class CannRelease:
     source: str = ""                          # where the import read it (imported.yaml's source:)
     env: CannEnv | None = None                # what its set_env.sh scripts export (None: not imported)
     images: tuple[OfficialTag, ...] = ()      # the official CANN images of it (imported: cann.<release>.images)
+    devel_images: tuple[OfficialTag, ...] = ()   # their -devel twins (cann.<release>.devel_images)
 
     @property
     def era(self) -> Era:

@@ -257,3 +257,119 @@ def test_a_cann_only_stack_is_derived_for_each_release_the_official_images_publi
         assert (st.python_min, st.python_max) == (pythons[0], pythons[-1]) and st.derived and st.nnal is None
     assert (derived["8.5.1"].python_min, derived["8.5.1"].python_max) == ("3.10", "3.12")
     assert derived["8.2.RC2"].pythons() == ["3.11"]
+
+
+# ---------------------------------------------------------------- Huawei's SWR registry: dated tags
+
+SWR_910B = "swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12"
+
+
+def _dry(monkeypatch, capsys, ref: str) -> str:
+    """`invoke build --like REF --dry --unlocked`, the task's own action, in this process."""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    building.build(building.BuildOptions(like=ref, dry=True, unlocked=True))
+    captured = capsys.readouterr()
+    return captured.out + captured.err
+
+
+def test_a_dated_swr_tag_plans_cann_9_2_0_for_910b_on_ubuntu_22_04_with_python_3_12(monkeypatch, capsys):
+    """The tag vLLM-Ascend 0.30.0rc2 builds FROM: the release, chip, OS and Python as the
+    undated form's; the date is the image's build, in a label (the same cell either way)."""
+    like = resolve(MATRIX, SWR_910B)
+    assert (like.stack.name, like.os, like.python, like.chip) == ("cann9.2.0", "ubuntu22.04", "3.12", "910b")
+    assert like.built == "2026-09-30T22:06:49" and not like.devel
+    plan = _dry(monkeypatch, capsys, SWR_910B)
+    assert (_label(plan, "stack"), _label(plan, "chip"), _label(plan, "os"), _label(plan, "python")) == (
+        "cann9.2.0", "910b", "ubuntu22.04", "3.12")
+    assert _label(plan, "like-built") == "2026-09-30T22:06:49" and _label(plan, "like") == SWR_910B
+    assert "Ascend-cann-toolkit_9.2.0_linux-aarch64.run" in plan and "Ascend-cann-910b-ops_9.2.0_linux-aarch64" in plan
+    assert "images/runtime/cann9.2.0/ubuntu22.04/Dockerfile" in plan
+    # its environment is borrowed from the nearest release the official images install, which it says
+    assert MATRIX.cann["9.2.0"].env is not None and MATRIX.cann["9.2.0"].env.borrowed_from == "9.0.1"
+    # an undated quay tag of another release gets no date label
+    quay = _dry(monkeypatch, capsys, "quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.12")
+    assert "like-built" not in quay and _label(quay, "like") == "quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.12"
+
+
+def test_a_dated_devel_tag_plans_the_devel_image_on_the_cann_only_one(monkeypatch, capsys):
+    ref = SWR_910B.replace("910b-ubuntu22.04", "a3-openeuler24.03") + "-devel"
+    like = resolve(MATRIX, ref)
+    assert like.devel and like.chip == "a3" and like.os == "openeuler24.03" and like.stack.cann == "9.2.0"
+    plan = _dry(monkeypatch, capsys, ref)
+    assert "images/devel/openeuler24.03/Dockerfile" in plan and _label(plan, "chip") == "A3"
+
+
+def test_without_unlocked_a_dated_tag_plans_then_names_invoke_lock():
+    """cann9.2.0 has no lock yet: the dry run plans, then says what a real run stops at."""
+    from tests.forked import invoke
+    out = invoke("build", "--like", SWR_910B, "--dry")
+    assert out.returncode == 2 and "io.ascend-build.stack=cann9.2.0" in out.stdout, out.stderr
+    assert "has no lock" in out.stderr and "invoke lock --cann 9.2.0 --python 3.12" in out.stderr
+
+
+@pytest.mark.parametrize("ref, said", [
+    ("swr.cn-south-1.myhuaweicloud.com/atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "swr.cn-south-1.myhuaweicloud.com is not where Huawei's dated CANN images are: --like takes quay.io/ascend/"),
+    ("atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12", "no registry is not where"),
+    ("swr.cn-north-12.myhuaweicloud.com/other/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "on swr.cn-north-12.myhuaweicloud.com --like takes atlas_inference/cann:TAG"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0-910b-ubuntu22.04-py3.12",
+     "the undated form is quay.io/ascend/cann's: --like quay.io/ascend/cann:9.2.0-910b-ubuntu22.04-py3.12"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_20261330220649-910b-ubuntu22.04-py3.12",
+     "(a real date)"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_2026093022064-910b-ubuntu22.04-py3.12",
+     "reads <cann>_<YYYYMMDDhhmmss>-<chip>-<os>-py<X.Y>[-devel]"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0a1_20260930220649-910b-ubuntu22.04-py3.12",
+     "CANN 9.2.0a1 is not a release"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.9.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "CANN 9.9.0: not a release the matrix knows"),
+    ("quay.io/ascend/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "a dated tag is Huawei's SWR registry's form, not quay.io's: --like swr.cn-north-12.myhuaweicloud.com/"),
+    ("evil.example/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11",
+     "or swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:<cann>_<YYYYMMDDhhmmss>"),
+])
+def test_a_dated_tag_elsewhere_or_malformed_is_refused_with_what_is_taken(ref, said):
+    with pytest.raises(UserError, match=re.escape(said)):
+        resolve(MATRIX, ref)
+
+
+@pytest.mark.parametrize("form", __import__("ascend_build.matrix.like", fromlist=["FORMS"]).FORMS,
+                         ids=lambda f: f"{f.image}:{f.form}")
+def test_each_tag_form_the_support_page_lists_is_taken_or_refused_as_it_says(form):
+    """docs/support.md's table (FORMS): a taken form's example resolves to a cell of the tag's
+    release; a refused one's is refused, saying what to build instead where there is one."""
+    ref = f"{form.image}:{form.example}"
+    if form.taken:
+        like = resolve(MATRIX, ref)
+        release = form.example.split("-cann")[-1].split("_")[0].split("-")[0]
+        assert like.stack.cann.lower() == release.lower() and like.chip in form.example, ref
+        return
+    with pytest.raises(UserError) as refused:
+        resolve(MATRIX, ref)
+    said = str(refused.value)
+    assert any(hint in said for hint in ("--like quay.io/ascend/cann:", "give the full tag", "names no release",
+                                         "invoke build --cann 9.0.1 --chip 910b --python 3.11")), said
+
+
+def test_the_manylinux_builder_tags_are_refused_naming_the_builders_and_the_cann_only_image():
+    for tag in ("9.0.1-a3-manylinux_2_34-py3.12", "8.3.rc1-910b-manylinux_2_28-py3.10"):
+        with pytest.raises(UserError) as refused:
+            resolve(MATRIX, f"quay.io/ascend/manylinux:{tag}")
+        said = str(refused.value)
+        assert "flavors manylinux_2_28, manylinux_2_34" in said
+        release, chip, _, py = tag.split("-")
+        assert f"invoke build --cann {release.upper()} --chip {chip} --python {py[2:]}" in said, said
+
+
+def test_the_support_page_shows_every_tag_form():
+    from ascend_build.cli.support import support_page
+    from ascend_build.matrix.like import FORMS
+    page = support_page(MATRIX)
+    section = page.split("## Official tags", 1)[1]
+    for form in FORMS:
+        assert f"| `{form.image}` | `{form.form.replace('|', chr(92) + '|')}` | `{form.example}` | " \
+               f"{'taken' if form.taken else 'refused'} |" in section, form

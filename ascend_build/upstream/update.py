@@ -708,6 +708,7 @@ class Result:
     summary: Summary
     merged: Merged
     counts: dict[str, int]
+    pypi: list[str] = field(default_factory=list)     # what the index serves that the last import did not list
 
 
 def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[str]) -> list[DeployerData]:
@@ -744,9 +745,11 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
         keep_serving(merged, old)
+        news = ["not read (--from: an import from copies keeps what the index served as the last import left it)"]
     else:
         for framework in PAIRED:
             add_pypi(merged, framework, pypi.releases(pypi.files(framework.field, pip_args or []), pre=framework.pre))
+        news = pypi_news(merged, old)
         if upstream.serving_from:
             merged.serving, merged.serving_notes = vllm.read(upstream.serving_from, upstream.serving_pre,
                                                              pip_args or [])
@@ -761,7 +764,21 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
         new["torch_npu_tags"] = old["torch_npu_tags"]        # `--pytorch-git`'s part, kept as it was
     text = emit(new)
     load_text(matrix_path.read_text(), matrix_path, text)   # a valid matrix with it, or nothing is written
-    return Result(upstream.imported, text, text != before, summarize(old, new), merged, counts(merged))
+    return Result(upstream.imported, text, text != before, summarize(old, new), merged, counts(merged), news)
+
+
+def pypi_news(merged: Merged, old: dict) -> list[str]:
+    """The releases the index serves that the last import did not list, per framework, each
+    with the CANN this import pairs it with (or none: unpaired)."""
+    news = []
+    for framework in PAIRED:
+        listed = old.get(framework.section) or {}
+        new = [(r, rel) for r, rel in merged.releases(framework).items() if rel.on_pypi and r not in listed]
+        if new:
+            news.append(f"serves {framework.framework.package_title} " + ", ".join(
+                f"{r} ({'CANN ' + rel.cann + ': ' + str(rel.pairing_source) if rel.cann else 'unpaired'})"
+                for r, rel in new) + " that the imported facts did not list")
+    return news
 
 
 def _data(text: str, path: Path) -> dict:
@@ -816,6 +833,7 @@ def _release_counts(merged: Merged, framework: Paired) -> dict[str, int]:
 def report(result: Result) -> list[str]:
     """What an update found, for review: conflicts, additions, changes, removals, counts."""
     return ([f"conflict: {c}" for c in result.merged.conflicts]
+            + [f"PyPI: {line}" for line in result.pypi]
             + [f"cann images: {note}" for note in result.merged.images_notes]
             + [f"vllm-ascend: {note}" for note in result.merged.serving_notes] + result.summary.lines()
             + [f"{what}: {count}" for what, count in result.counts.items()])

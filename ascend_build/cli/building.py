@@ -157,6 +157,8 @@ def build(o: BuildOptions) -> None:
         stack, os_name, python, chip = found.stack, found.os, found.python, found.chip
     cell = m.cell(stack, os_name, python, chip, o.choice.platform, torch_atb=o.torch_atb, run_as=o.run_as,
                   no_nnal=o.no_nnal)
+    if found is not None and o.like:      # the tag asked for, and the date of the image it names
+        cell = dataclasses.replace(cell, like=o.like, like_built=found.built)
     if o.reproducible and asked:
         console.note("note: --reproducible makes the runtime image's bits identical; the images built on it are "
                      "built as always (their times are their builds')")

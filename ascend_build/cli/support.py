@@ -11,6 +11,7 @@ from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import known
 from ..images.kinds import RUNTIME, readable_tag
 from ..matrix import Cell, Matrix
+from ..matrix.like import FORMS
 from ..matrix.report import mindspore_rows, mindspore_unpaired, stack_rows
 
 PAGE = Path("docs/support.md")
@@ -178,4 +179,19 @@ def _last_sections(matrix: Matrix) -> list[str]:
         "",
         markdown(chip_rows(matrix)),
         "",
+        "## Official tags",
+        "",
+        "The tag forms found in Huawei's image repositories (Ascend/cann-container-image, Ascend/pytorch",
+        "docker/, the SWR registry vLLM-Ascend's Dockerfiles build on), and what `invoke build --like",
+        "IMAGE:TAG` does with each (`ascend_build/matrix/like.py`): the taken ones build the cell the tag",
+        "names (nothing is pulled); the others are refused with the reason and what to build instead.",
+        "",
+        markdown(form_rows()),
+        "",
     ]
+
+
+def form_rows() -> list[dict[str, str]]:
+    """Each official tag form and what `--like` does with it."""
+    return [{"image": f"`{f.image}`", "tag": f"`{f.form}`", "e.g.": f"`{f.example}`",
+             "--like": "taken" if f.taken else "refused", "what it builds, or why not": f.does} for f in FORMS]

@@ -124,6 +124,8 @@ def _runtime_labels(f: RuntimeFacts) -> dict[str, str]:
             **({label("source-date-epoch"): str(f.epoch)} if f.epoch is not None else {}),
             **({label("torch-atb"): "yes"} if cell.stack.torch_atb else {}),
             **({label("nnal-left-out"): "yes"} if cell.nnal_left_out else {}),     # --no-nnal
+            **({label("like"): cell.like} if cell.like else {}),                  # --like
+            **({label("like-built"): cell.like_built} if cell.like_built else {}),
             **({label("test-only"): f.test_only} if f.test_only else {})}
 
 

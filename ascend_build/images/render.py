@@ -13,7 +13,7 @@ import jinja2
 from ..errors import UserError
 from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_toolkit
 from ..matrix.cannenv import env_instructions
-from ..matrix.eras import INSTALLER_LOGS
+from ..matrix.eras import INSTALLER_LOGS, own_kernels
 from ..matrix.eras import NNAL as NNAL_FILE
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
 
@@ -230,6 +230,9 @@ def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:
         toolkit_file=expected_toolkit(sh_quoted(cann.version), "${ASCEND_ARCH}"),
         kernels_file=cann.era.kernels_file.format(chip="${ASCEND_CHIP}", v=sh_quoted(cann.version),
                                                   arch="${ASCEND_ARCH}"),
+        # a chip whose kernels file this release names outside its era's rule (A3's up to 8.3)
+        own_kernels={chip: name for chip in cann.kernels
+                     if (name := own_kernels(sh_quoted(cann.version), chip, "${ASCEND_ARCH}"))},
         toolkit_env=toolkit_env, nnal_env=nnal_env, env_source=cann.env.source, env_from=cann.env.borrowed_from,
         set_env=cann.era.set_env_path(),
         kernels_word="operator package" if cann.era.ops else "kernels",

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..chips import find
+
 ROOT = "/usr/local/Ascend"
 
 
@@ -107,4 +109,15 @@ def expected_toolkit(version: str, arch: str) -> str:
 
 
 def expected_kernels(version: str, chip: str, arch: str) -> str:
-    return era_of(version).kernels_file.format(chip=chip, v=version, arch=arch)
+    """A chip's kernels file in a release: its era's rule, or, before the operator packages
+    (8.5), the name the chip's record gives it where upstream names it otherwise (A3's
+    Atlas-A3-cann-kernels_<v>_linux-<arch>.run up to 8.3)."""
+    return own_kernels(version, chip, arch) or era_of(version).kernels_file.format(chip=chip, v=version, arch=arch)
+
+
+def own_kernels(version: str, chip: str, arch: str) -> str:
+    """The kernels file a chip's record names outside the release's era's rule, or ""."""
+    record = find(chip)
+    if record is None or not record.kernels_file or era_of(version).ops:
+        return ""
+    return record.kernels_file.format(v=version, arch=arch)

@@ -111,7 +111,7 @@ def _ordered(mapping: Mapping[str, Any], first: tuple[str, ...]) -> dict[str, An
 
 def _cann(rel: Mapping[str, Any]) -> dict[str, Any]:
     out = _ordered(rel, ("source", "url", "driver", "runs_on", "runs_on_source", "toolkit", "kernels", "nnal",
-                         "images", "env_source", "env_from", "env"))
+                         "parts_source", "images", "devel_images", "env_source", "env_from", "env"))
     for part in ("toolkit", "nnal"):
         if part in out:
             out[part] = {a: _ordered(e, ("file",)) for a, e in sorted(out[part].items())}

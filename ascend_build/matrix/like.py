@@ -1,9 +1,13 @@
 """`invoke build --like TAG`: an official image's tag, resolved to the matrix's cell. Upstream
 names its torch-npu images `<torch_npu>-cann<CANN>-<chip>-<os>-py<X.Y>` (quay.io/ascend/torch-npu)
 and its CANN images `<cann>-<chip>-<os>-py<X.Y>` (quay.io/ascend/cann: the CANN-only stacks,
-written in cann_stacks: or derived from the import); official.py reads both."""
+written in cann_stacks: or derived from the import); from 9.2.0 Huawei's SWR registry has CANN
+images with dated tags, `<cann>_<YYYYMMDDhhmmss>-<chip>-<os>-py<X.Y>[-devel]` (the date is the
+image's build: the same cell, the date in a label). official.py reads each form; FORMS says
+which forms are taken and why the others are not (docs/support.md shows it)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -11,7 +15,16 @@ from ..errors import UserError
 from .eras import cann_key
 from .frameworks import CANN, TORCH
 from .model import Matrix
-from .official import CANN_FORM, TORCH_NPU_FORM, OfficialTag, cann_tag, torch_npu_tag
+from .official import (
+    CANN_FORM,
+    DATED_FORM,
+    RELEASE,
+    TORCH_NPU_FORM,
+    OfficialTag,
+    cann_tag,
+    dated_tag,
+    torch_npu_tag,
+)
 from .records import Stack
 
 
@@ -23,10 +36,12 @@ class Like:
     python: str
     chip: str
     devel: bool = False     # a cann:<tag>-devel: the CANN-only image and its devel image on it
+    built: str = ""         # a dated tag's build time (ISO 8601): the upstream image's, for a label
 
     def __str__(self) -> str:
         return (f"stack {self.stack.name}, --os {self.os}, --python {self.python}, --chip {self.chip}"
-                + (", --devel" if self.devel else ""))
+                + (", --devel" if self.devel else "") + (f" (the official image built {self.built})"
+                                                         if self.built else ""))
 
 
 # The official images, by registry and repository path: --like names one of them by its tag
@@ -35,7 +50,13 @@ class Like:
 # (a mirror's copy names the same cell by the same tag on quay.io).
 REGISTRY = "quay.io"
 REPOSITORIES = ("ascend/torch-npu", "ascend/cann")
-ACCEPTED = " or ".join(f"{REGISTRY}/{r}:TAG" for r in REPOSITORIES) + " (the registry may be left out)"
+# Huawei's SWR registry, where the CANN images from 9.2.0 are, with dated tags; named with
+# their registry (another registry's atlas_inference/cann is not theirs).
+SWR_REGISTRIES = ("swr.cn-north-12.myhuaweicloud.com",)
+SWR_REPOSITORY = "atlas_inference/cann"
+SWR = " or ".join(f"{r}/{SWR_REPOSITORY}:{DATED_FORM.split(' ')[0]}" for r in SWR_REGISTRIES)
+ACCEPTED = (" or ".join(f"{REGISTRY}/{r}:TAG" for r in REPOSITORIES) + " (the registry may be left out), or "
+            + SWR)
 
 
 def _split(ref: str) -> tuple[str, str, str]:
@@ -58,6 +79,17 @@ def _split(ref: str) -> tuple[str, str, str]:
 def resolve(matrix: Matrix, ref: str) -> Like:
     """The matrix's cell for an official tag, or why there is none (with the nearest)."""
     registry, repository, tag = _split(ref)
+    if registry in SWR_REGISTRIES:
+        return _dated(matrix, ref, registry, repository, tag)
+    if repository == SWR_REPOSITORY:
+        raise UserError(f"--like {ref[:200]}: {registry or 'no registry'} is not where Huawei's dated CANN images "
+                        f"are: --like takes {ACCEPTED}")
+    if repository == MANYLINUX and registry in ("", REGISTRY):
+        raise UserError(_manylinux(matrix, ref, tag))
+    if repository == DOCKERHUB and registry in ("", "docker.io"):
+        raise UserError(f"--like {ref[:200]}: {DOCKERHUB} is the CANN images' copy on Docker Hub (their "
+                        f"repository's README names it); --like takes the same tag on {REGISTRY}: --like "
+                        f"{REGISTRY}/ascend/cann:{tag[:120]}")
     if repository not in REPOSITORIES:
         raise UserError(f"--like {ref[:200]}: the official images are {ACCEPTED}; {repository[:80]} is neither")
     if registry not in ("", REGISTRY):
@@ -84,11 +116,72 @@ def resolve(matrix: Matrix, ref: str) -> Like:
 def _cann_only(matrix: Matrix, ref: str, tag: str) -> Like:
     """An official CANN image's tag: the CANN-only stack of that release (cann_stacks:, or
     derived from the import)."""
+    if dated_tag(tag) is not None:
+        raise UserError(f"--like {ref}: a dated tag is Huawei's SWR registry's form, not {REGISTRY}'s: --like "
+                        f"{SWR_REGISTRIES[0]}/{SWR_REPOSITORY}:{tag}")
     found = cann_tag(tag)
     if found is None:
-        raise UserError(f"--like {ref}: a CANN tag reads {CANN_FORM}")
+        raise UserError(f"--like {ref}: a CANN tag reads {CANN_FORM}" + _short(matrix, tag))
     if found.pre_release:
         raise UserError(_pre_release(matrix, ref, found))
+    return _on_cann_stack(matrix, ref, found)
+
+
+def _short(matrix: Matrix, tag: str) -> str:
+    """Why a release's short tag (cann:8.5.2) or `latest` names no cell, and the full tags."""
+    if tag == "latest":
+        return "; `latest` moves from release to release (Huawei's publish list gives it to the newest 910b image): " \
+               "it names no release, chip, OS or Python"
+    if not RELEASE.fullmatch(tag):
+        return ""
+    release = next((v for v in matrix.cann if v.lower() == tag.lower()), None)
+    tags = [str(t) for t in (matrix.cann[release].images if release else ()) if t.chip == "910b"]
+    return (f"; {tag} is a release's short tag (Huawei's publish list points it at one of the release's 910b images), "
+            f"which names no chip, OS or Python: give the full tag"
+            + (f", e.g. {', '.join(tags[:4])}" if tags else ""))
+
+
+# quay.io/ascend/manylinux: CANN on a manylinux base (Ascend/cann-container-image manylinux/,
+# manylinux_2_28, manylinux_2_34 from June 2026), images to compile against CANN: refused, naming
+# what this project builds in their place.
+MANYLINUX = "ascend/manylinux"
+DOCKERHUB = "ascendai/cann"         # Docker Hub's copy of the CANN images
+_MANYLINUX_TAG = re.compile(r"(?P<cann>[0-9][0-9A-Za-z._+-]*?)-(?P<chip>[0-9A-Za-z]+)-(?P<base>manylinux_2_[0-9]+)"
+                            r"-py(?P<python>3\.[0-9]+)")
+
+
+def _manylinux(matrix: Matrix, ref: str, tag: str) -> str:
+    found = _MANYLINUX_TAG.fullmatch(tag)
+    said = (f"--like {ref[:200]}: {REGISTRY}/{MANYLINUX} is Huawei's CANN on a manylinux base, an image to compile "
+            f"wheels against CANN; --like builds runtime images on a distro (it takes {ACCEPTED}). This project "
+            f"compiles torch_npu and apex in its builders (`invoke builder`: flavors manylinux_2_28, manylinux_2_34)")
+    if found is None:
+        return said
+    return (said + f"; the CANN-only image of the same release, chip and Python: invoke build --cann "
+            f"{found['cann'].upper() if RELEASE.fullmatch(found['cann']) else found['cann']} --chip {found['chip']} "
+            f"--python {found['python']}")
+
+
+def _dated(matrix: Matrix, ref: str, registry: str, repository: str, tag: str) -> Like:
+    """A CANN image on Huawei's SWR registry: its dated tag names the release, chip, OS and
+    Python as quay's do; the date is the build's (the same cell: the date goes in a label)."""
+    if repository != SWR_REPOSITORY:
+        raise UserError(f"--like {ref[:200]}: on {registry} --like takes {SWR_REPOSITORY}:TAG, Huawei's CANN "
+                        f"images ({repository[:80]} is not); the official images are {ACCEPTED}")
+    found = dated_tag(tag)
+    if found is None:
+        undated = cann_tag(tag) is not None and "_" not in tag
+        raise UserError(f"--like {ref}: a tag of {registry}/{SWR_REPOSITORY} reads {DATED_FORM} (a real date)"
+                        + (f"; the undated form is {REGISTRY}/ascend/cann's: --like {REGISTRY}/ascend/cann:{tag}"
+                           if undated else ""))
+    if found.pre_release:
+        raise UserError(f"--like {ref}: CANN {found.cann} is not a release (as Huawei's download folders name "
+                        f"them: 9.2.0, 8.3.RC2); the import leaves pre-releases out")
+    return dataclasses.replace(_on_cann_stack(matrix, ref, found), built=found.built_at)
+
+
+def _on_cann_stack(matrix: Matrix, ref: str, found: OfficialTag) -> Like:
+    """The CANN-only stack of an official CANN tag's release, and the tag's cell on it."""
     cann = _cann(matrix, found.cann)
     stack = matrix.stacks.get(CANN.stack_name(cann)) or matrix.derived.get(CANN.stack_name(cann))
     if stack is None:
@@ -130,3 +223,41 @@ def _cann(matrix: Matrix, spelled: str) -> str:
             return version
     raise UserError(f"CANN {spelled}: not a release the matrix knows ({', '.join(matrix.cann)}); "
                     f"`invoke update` imports new ones")
+
+
+# ------------------------------------------------------------------ the forms, for docs/support.md
+
+@dataclass(frozen=True)
+class TagForm:
+    """A form of tag found in Huawei's image repositories, and what `--like` does with it."""
+    image: str          # registry/repository
+    form: str
+    example: str        # a tag of that form (tests/unit/test_like.py resolves each)
+    taken: bool
+    does: str           # what it builds, or why it is refused
+
+
+FORMS = (
+    TagForm(f"{REGISTRY}/ascend/torch-npu", TORCH_NPU_FORM.split(" ")[0], "2.12.0-cann9.1.0-910b-ubuntu22.04-py3.12",
+            True, "the torch stack that pairs that torch_npu with that CANN, on the tag's chip, OS and Python"),
+    TagForm(f"{REGISTRY}/ascend/cann", CANN_FORM.split(" ")[0], "9.0.1-a3-ubuntu22.04-py3.11", True,
+            "the CANN-only stack of the release (cann_stacks:, or derived from the import's tags)"),
+    TagForm(f"{REGISTRY}/ascend/cann", "<cann>-<chip>-<os>-py<X.Y>-devel", "9.0.1-a3-ubuntu22.04-py3.11-devel", True,
+            "the same CANN-only image and the devel image built on it"),
+    TagForm(f"{SWR_REGISTRIES[0]}/{SWR_REPOSITORY}", DATED_FORM.split(" ")[0],
+            "9.2.0_20260930220649-910b-ubuntu22.04-py3.12", True,
+            "the CANN-only stack of the release, as the undated form; the image's date goes in the label "
+            "io.ascend-build.like-built"),
+    TagForm(f"{REGISTRY}/ascend/cann", "<cann pre-release>-<chip>-<os>-py<X.Y>[-devel]",
+            "9.1.0-beta.3-910b-ubuntu22.04-py3.11", False,
+            "a pre-release (alpha, beta): its files are not published for download; the release is named"),
+    TagForm(f"{REGISTRY}/ascend/cann", "<cann>", "8.5.2", False,
+            "a release's short tag, an alias of one of its images: it names no chip, OS or Python; full tags named"),
+    TagForm(f"{REGISTRY}/ascend/cann", "latest", "latest", False, "moves from release to release: names no release"),
+    TagForm(f"docker.io/{DOCKERHUB}", "<cann>-<chip>-<os>-py<X.Y>", "9.0.1-a3-ubuntu22.04-py3.11", False,
+            "Docker Hub's copy of the CANN images: the same tag on quay.io/ascend/cann is named"),
+    TagForm(f"{REGISTRY}/{MANYLINUX}", "<cann>-<chip>-manylinux_2_28|manylinux_2_34-py<X.Y>",
+            "9.0.1-910b-manylinux_2_34-py3.11", False,
+            "CANN on a manylinux base, to compile against: this project compiles in its builders "
+            "(manylinux_2_28, manylinux_2_34) and names the CANN-only image of the same release"),
+)

@@ -180,7 +180,7 @@ def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelea
                                 (d.get("nnal_sip_env") or {}).get("env") if sip else None) if c.get("env") else None
         out[ver] = CannRelease(ver, c["url"], c.get("driver"), (d.get("cann_numpy") or {}).get(ver), toolkit,
                                kernels, nnal, tuple(str(x) for x in c.get("runs_on") or ()), sip, str(c["source"]),
-                               env, _official(c.get("images") or ()))
+                               env, _official(c.get("images") or ()), _official(c.get("devel_images") or ()))
     return out
 
 

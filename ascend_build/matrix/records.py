@@ -101,6 +101,7 @@ class CannRelease:
     source: str = ""                          # where the import read it (imported.yaml's source:)
     env: CannEnv | None = None                # what its set_env.sh scripts export (None: not imported)
     images: tuple[OfficialTag, ...] = ()      # the official CANN images of it (imported: cann.<release>.images)
+    devel_images: tuple[OfficialTag, ...] = ()   # their -devel twins (cann.<release>.devel_images)
 
     @property
     def era(self) -> Era:
@@ -352,6 +353,8 @@ class Cell:
     pairing: str = "published"           # published: released for this CANN; compatible: Huawei's grid
     run_as: str = "root"                 # who containers run as: root, or UID:GID (the hosts' HwHiAiUser)
     nnal_left_out: bool = False          # --no-nnal: the line's NNAL not installed (its tags say -nonnal)
+    like: str = ""                       # --like: the official image it was asked as (a label says so)
+    like_built: str = ""                 # that image's build time where its tag dates it (Huawei's SWR tags)
 
     @property
     def platform(self) -> str:

@@ -9,7 +9,7 @@ from packaging.utils import canonicalize_name
 
 from .frameworks import MINDSPORE, TORCH
 from .model import Matrix
-from .records import Cell, Stack
+from .records import Cell, Stack, minor
 
 
 def apex_text(matrix: Matrix, cell: Cell) -> str:
@@ -159,6 +159,7 @@ def matrix_table(matrix: Matrix, pins_of: PinsOf | None = None, width: int | Non
              for name, (url, unpinned) in _packages(cells).items()}
     text = stacks_table(matrix, pins_of) + "\n\n" + table([cell_row(matrix, c) for c in cells])
     text += _unpaired(matrix)
+    text += torch_npu_table(matrix)
     text += mindspore_table(matrix)
     text += serving_table(matrix)
     text += cann_table(matrix)
@@ -220,6 +221,25 @@ def _unpaired(matrix: Matrix) -> str:
                  "paired release of its line): " + ", ".join(f"{r} (data starts at {first[Version(r).base_version]})"
                                                           for r in older))
     return text
+
+
+def torch_npu_table(matrix: Matrix) -> str:
+    """Every torch_npu release the imported data knows, a stack on it or not: its pairing (the
+    CANN it was released for, else the CANN series Huawei's grid says its TorchNPU series works
+    with), its TorchNPU release, the Pythons PyPI has wheels for, the stacks on it, and where the
+    pairing was read (`invoke matrix --wide` only: it is every release, one line each)."""
+    rows = []
+    for version, rel in matrix.releases[TORCH.name].items():
+        grid = matrix.compatible.get(rel.series, ())
+        paired = (", ".join(rel.cann) if rel.cann else
+                  f"none; compatible by the grid: {', '.join(x + '.x' for x in grid)}" if grid else "none (unpaired)")
+        pythons = sorted(rel.pythons("aarch64") | rel.pythons("x86_64"), key=minor)
+        rows.append({"torch_npu": version, "CANN": paired, "TorchNPU": rel.torchnpu or "-",
+                     "PyPI": (_span(pythons) if pythons else "no wheels") if rel.on_pypi else "no (Huawei's mirror)",
+                     "stacks": ", ".join(st.name for st in matrix.stacks.values() if st.framework is TORCH
+                                         and st.package == version) or "-",
+                     "source": rel.source or "-"})
+    return "\n\ntorch_npu releases (imported.yaml: each with its pairing and where it was read):\n" + table(rows)
 
 
 def mindspore_rows(matrix: Matrix, runs_on: bool = True) -> list[dict[str, str]]:
@@ -353,7 +373,8 @@ def narrow_view(matrix: Matrix, width: int) -> str:
         text += "\n" + _fill(f"  {folder}/", width, "    ") + "".join("\n" + _fill(f"    {n}", width, "      ")
                                                                       for n in names)
     return text + "\n\n" + _fill("Every column (the hosts each driver runs on, chips, companions, toolchains, "
-                                  "where each CANN release was read, each package's URL), one line a row:",
+                                  "where each CANN release was read, each package's URL) and every torch_npu "
+                                  "release with its pairing, one line a row:",
                                   width) + "\n  invoke matrix --wide"
 
 

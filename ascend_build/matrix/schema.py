@@ -229,6 +229,11 @@ IMPORTED = s.record({
         # The official CANN images' tags of this release (Ascend/cann-container-image's cann/<tag>/):
         # its CANN-only stack is derived from them (load.py).
         "images": s.list_of(s.string(OFFICIAL_TAG, "an official CANN image's tag like 9.0.1-a3-ubuntu22.04-py3.11")),
+        # Their -devel twins (each FROM its image, no CANN download of its own).
+        "devel_images": s.list_of(s.string(OFFICIAL_TAG, "a -devel tag like 9.0.1-a3-ubuntu22.04-py3.11-devel")),
+        # A part another source than `source` gave ("kernels.A3", "nnal") -> that source.
+        "parts_source": s.map_of(s.string(r"kernels\.[0-9A-Za-z]+|nnal", "a part like kernels.A3 or nnal"),
+                                 s.string()),
         # What its set_env.sh scripts export, per part (cannenv.py), and where it was read.
         "env_source": s.string(), "env_from": s.string(VERSION, "a CANN version"),
         "env": s.record({}, {"toolkit": _env_part(), "atb": _env_part()})})),

@@ -50,6 +50,11 @@ def _check_cann(m: Matrix, c: Checkers) -> None:
             if tag.cann.upper() != ver.upper() or tag.devel:
                 c.fail(("cann", ver, "images", at), f"got {str(tag)!r}; expected a released (not -devel) image "
                                                     f"tag of CANN {ver}, like {ver.lower()}-910b-ubuntu22.04-py3.11")
+        twins = {str(tag) for tag in rel.images}
+        for at, tag in enumerate(rel.devel_images):
+            if not tag.devel or str(tag).removesuffix("-devel") not in twins:
+                c.fail(("cann", ver, "devel_images", at), f"got {str(tag)!r}; expected the -devel twin of one of "
+                                                          f"CANN {ver}'s images (cann.{ver}.images)")
 
 
 def _check_stack(m: Matrix, c: Checkers, st: Stack) -> None:

@@ -83,6 +83,7 @@ class ImageRelease:
     oses: list[str] = field(default_factory=list)                # ubuntu22.04, openeuler24.03
     pythons: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)                # the images' tags, as the folders name them
+    devel_tags: list[str] = field(default_factory=list)          # their -devel twins (built FROM them, no download)
     # "toolkit.aarch64", "kernels.910b.x86_64", "nnal.aarch64" -> URL -> the Dockerfiles that download it
     files: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     source: str = ""
@@ -276,6 +277,7 @@ def read(location: Path) -> ImagesData:
                         f"(git clone https://github.com/{REPO}) or a copy of its tree")
     releases: dict[str, ImageRelease] = {}
     skipped: dict[str, list[str]] = {}
+    devel: list[str] = []
     for path in sorted(texts):
         tag = path.split("/")[1]
         m = cann_tag(tag)
@@ -285,6 +287,7 @@ def read(location: Path) -> ImagesData:
         urls = downloads(texts[path], path)
         if not urls:
             skipped.setdefault("no CANN download (an image built FROM a released one)", []).append(path)
+            devel += [tag] if m.devel and not m.pre_release else []
             continue
         files = [(var, arch, url, classify(unquote(PurePosixPath(url).name))) for var, per in urls
                  for arch, url in per.items()]
@@ -319,9 +322,24 @@ def read(location: Path) -> ImagesData:
                 raise UserError(f"{where}: {path}: {var} names {name.arch} where ARCH is {arch}: {url}")
             else:
                 rel.files.setdefault(f"{name.part}.{arch}", {}).setdefault(url, []).append(path)
+    _twins(releases, devel, skipped)
     for rel in releases.values():
         _finish(rel, where)
     return ImagesData(where, releases, len(texts), skipped)
+
+
+def _twins(releases: dict[str, ImageRelease], devel: list[str], skipped: dict[str, list[str]]) -> None:
+    """The -devel tags of released images (9.0.0 on: each FROM its twin, the same tag less
+    -devel), recorded with their twin's release; one whose twin the import did not read is
+    said."""
+    by_tag = {t: rel for rel in releases.values() for t in rel.tags}
+    for tag in devel:
+        rel = by_tag.get(tag.removesuffix("-devel"))
+        if rel is None:
+            skipped.setdefault("a -devel tag whose twin is no released image read here", []).append(
+                f"{ROOT}/{tag}/Dockerfile")
+        else:
+            rel.devel_tags.append(tag)
 
 
 def _finish(rel: ImageRelease, where: str) -> None:

@@ -88,6 +88,9 @@ class CannData:
     nnal: dict[str, Published] = field(default_factory=dict)                   # arch -> file
     runs_on: list[str] = field(default_factory=list)       # drivers (series like 25.2, or versions) it runs on
     runs_on_source: list[str] = field(default_factory=list)
+    # a part another source gave ("kernels.A3", "nnal") -> that source: what the release's own
+    # source lists none of (the official images' A3 kernels of 8.1.RC1, say)
+    parts_source: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:

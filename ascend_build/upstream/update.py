@@ -65,6 +65,7 @@ class Merged:
     serving_notes: list[str] = field(default_factory=list)            # what of them was not imported, and why
     envs: dict[str, EnvEntry] = field(default_factory=dict)           # CANN release -> its environment
     image_tags: dict[str, list[str]] = field(default_factory=dict)    # CANN release -> its official images' tags
+    devel_tags: dict[str, list[str]] = field(default_factory=dict)    # CANN release -> their -devel twins
 
     def releases(self, paired: Paired) -> dict[str, ReleaseData]:
         """A framework's releases (deployer.PAIRED: its record names the field)."""
@@ -286,6 +287,8 @@ def _add_images(merged: Merged, images: cann_images.ImagesData, decide, ascend: 
         if found.env is not None:
             merged.envs[version] = EnvEntry(found.env.env, found.env_source)
         merged.image_tags[version] = list(found.tags)
+        if found.devel_tags:
+            merged.devel_tags[version] = list(found.devel_tags)
         have = merged.cann.get(version)
         if have is not None:
             _compare_images(version, have, files, found, decide, merged)
@@ -322,12 +325,50 @@ def _compare_images(version: str, have: CannData, files: dict[str, Published], f
                 have.kernels[chip[0]][arch] = pub
             else:
                 getattr(have, part)[arch] = pub
+    left = _take_missing(version, have, {k: files[k] for k in extra}, found, merged)
     _one_folder(version, have)
-    if extra:
-        named = sorted({f"{k.split('.')[1]} kernels" if k.startswith("kernels.") else k.split(".")[0].replace(
-            "nnal", "NNAL") for k in extra})
+    if left:
+        named = sorted({_part_name(k.rsplit(".", 1)[0]) for k in left})
         merged.images_notes.append(f"{version}: the images also install {', '.join(named)}; not imported "
                                    f"(CANN {version} is {str(have.source).split(':')[0]}'s)")
+
+
+def _part_name(part: str) -> str:
+    """"kernels.A3" -> "A3 kernels", "nnal" -> "NNAL"."""
+    return f"{part.split('.', 1)[1]} kernels" if part.startswith("kernels.") else part.upper()
+
+
+def _take_missing(version: str, have: CannData, extra: dict[str, Published], found: cann_images.ImageRelease,
+                  merged: Merged) -> list[str]:
+    """What the images install of a release another source lists, where that source lists
+    none of the part (a chip's kernels, NNAL): taken for every arch, by the era's name (the
+    A3 kernels up to 8.3 by the chip's own), with the Dockerfiles as its source and no sum.
+    The keys left (a part the source has for another arch, or not for both) are returned."""
+    from ..matrix.eras import NNAL, expected_kernels
+    by_part: dict[str, dict[str, Published]] = {}
+    for key, pub in extra.items():
+        part, arch = key.rsplit(".", 1)
+        by_part.setdefault(part, {})[arch] = pub
+    left = []
+    for part, per in sorted(by_part.items()):
+        chip = part.split(".", 1)[1] if part.startswith("kernels.") else ""
+        held = have.kernels.get(chip) if chip else have.nnal
+        want = {a: expected_kernels(version, chip, a) if chip else NNAL.format(v=version, arch=a) for a in ARCHES}
+        if held or set(per) != set(ARCHES) or any(per[a].run != want[a] for a in ARCHES):
+            left += [f"{part}.{a}" for a in per]
+            continue
+        if chip:
+            have.kernels[chip] = dict(per)
+        else:
+            have.nnal = dict(per)
+        paths = sorted({p for a in ARCHES for p in found.files[f"{part}.{a}"][per[a].url]})
+        have.parts_source[part] = (f"{found.source.split(': ', 1)[0]}: {paths[0]}"
+                                   + (f" and {len(paths) - 1} more Dockerfile{'s' if len(paths) > 2 else ''}"
+                                      if len(paths) > 1 else "")
+                                   + f" (the images' download; {str(have.source).split(':')[0]} lists none)")
+        merged.images_notes.append(f"{version}: {_part_name(part)} taken from the images ({paths[0]}"
+                                   + (f" and {len(paths) - 1} more" if len(paths) > 1 else "") + "; no published sum)")
+    return left
 
 
 def _images_release(version: str, files: dict[str, Published], found: cann_images.ImageRelease,
@@ -432,12 +473,15 @@ def keep_images(merged: Merged, old: dict, ascend: DocsData | None) -> None:
     kept = 0
     for version, before in (old.get("cann") or {}).items():
         before = before or {}
-        if version in merged.cann or not str(before.get("source") or "").startswith(cann_images.REPO + " "):
-            continue
-        url = str(before["url"])
+        url = str(before.get("url") or "")
 
         def pub(entry: dict, url: str = url) -> Published:
             return Published("", url + entry["file"], entry.get("zip_sha256"), str(entry["file"]))
+        if version in merged.cann:
+            kept += _keep_parts(merged.cann[version], before, pub)
+            continue
+        if not str(before.get("source") or "").startswith(cann_images.REPO + " "):
+            continue
         rel = CannData(version, before.get("driver"), str(before["source"]),
                        {a: pub(e) for a, e in (before.get("toolkit") or {}).items()},
                        {chip: {a: pub(e) for a, e in per.items()} for chip, per in (before.get("kernels") or {}).items()},
@@ -452,6 +496,27 @@ def keep_images(merged: Merged, old: dict, ascend: DocsData | None) -> None:
     if kept:
         merged.images_read = str(((old.get("read") or {}).get("cann_images")) or "")
         merged.cann = dict(sorted(merged.cann.items(), key=lambda kv: _version_key(kv[0])))
+
+
+def _keep_parts(rel: CannData, before: dict, pub) -> int:
+    """The parts the last import took from the images for a release another source lists
+    (parts_source), where that source still lists none of them; how many were kept."""
+    kept = 0
+    for part, source in (before.get("parts_source") or {}).items():
+        if not str(source).startswith(cann_images.REPO + " "):
+            continue
+        chip = part.split(".", 1)[1] if part.startswith("kernels.") else ""
+        entries = ((before.get("kernels") or {}).get(chip) if chip else before.get("nnal")) or {}
+        if (rel.kernels.get(chip) if chip else rel.nnal) or not entries:
+            continue
+        files = {a: pub(e) for a, e in entries.items()}
+        if chip:
+            rel.kernels[chip] = files
+        else:
+            rel.nnal = files
+        rel.parts_source[part] = str(source)
+        kept += 1
+    return kept
 
 
 def keep_env(merged: Merged, old: dict) -> None:
@@ -469,6 +534,8 @@ def keep_tags(merged: Merged, old: dict) -> None:
     for version, before in (old.get("cann") or {}).items():
         if (before or {}).get("images") and str(version) in merged.cann:
             merged.image_tags[str(version)] = [str(t) for t in before["images"]]
+        if (before or {}).get("devel_images") and str(version) in merged.cann:
+            merged.devel_tags[str(version)] = [str(t) for t in before["devel_images"]]
 
 
 def fill_env(merged: Merged) -> None:
@@ -495,15 +562,20 @@ def _files(per: dict[str, Published]) -> dict[str, dict[str, str]]:
             for arch, pub in per.items()}
 
 
-def _cann_data(rel: CannData, env: EnvEntry | None = None, tags: list[str] | None = None) -> dict:
+def _cann_data(rel: CannData, env: EnvEntry | None = None, tags: list[str] | None = None,
+               devel: list[str] | None = None) -> dict:
     out: dict = {"source": str(rel.source), "url": rel.url, "driver": rel.driver}
     if rel.runs_on:
         out.update(runs_on=list(rel.runs_on), runs_on_source="; ".join(dict.fromkeys(rel.runs_on_source)))
     out.update(toolkit=_files(rel.toolkit), kernels={chip: _files(per) for chip, per in rel.kernels.items()})
     if rel.nnal:
         out["nnal"] = _files(rel.nnal)
+    if rel.parts_source:
+        out["parts_source"] = dict(rel.parts_source)
     if tags:
         out["images"] = list(tags)
+    if devel:
+        out["devel_images"] = list(devel)
     if env is not None:
         out["env_source"] = env.source
         if env.of:
@@ -532,7 +604,7 @@ def to_data(merged: Merged) -> dict:
     """The import as imported.yaml holds it (its torch_npu_tags aside: `--pytorch-git`'s)."""
     data: dict = {"read": {"deployer": [{"version": d.version, "wheel_sha256": d.archive_sha256} for d in merged.read],
                            "docs": list(merged.docs_read)},
-                  "cann": {v: _cann_data(rel, merged.envs.get(v), merged.image_tags.get(v))
+                  "cann": {v: _cann_data(rel, merged.envs.get(v), merged.image_tags.get(v), merged.devel_tags.get(v))
                            for v, rel in merged.cann.items()}}
     if merged.images_read:
         data["read"]["cann_images"] = merged.images_read
@@ -579,6 +651,8 @@ def _flatten(data: dict) -> dict[str, str]:
         files += [(f"kernels {chip}", a, e) for chip, per in (rel.get("kernels") or {}).items() for a, e in per.items()]
         for what, arch, entry in files:
             flat[f"cann {version} {what} {arch}"] = f"{entry.get('file')} zip_sha256 {entry.get('zip_sha256')}"
+        for part, source in (rel.get("parts_source") or {}).items():
+            flat[f"cann {version} {part} from"] = str(source)
         for part, names in (rel.get("env") or {}).items():
             for name, value in (names or {}).items():
                 flat[f"cann {version} env {part} {name}"] = ":".join(value) if isinstance(value, list) else str(value)
@@ -634,6 +708,7 @@ class Result:
     summary: Summary
     merged: Merged
     counts: dict[str, int]
+    pypi: list[str] = field(default_factory=list)     # what the index serves that the last import did not list
 
 
 def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[str]) -> list[DeployerData]:
@@ -670,9 +745,11 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
     if given:                        # a site's own copies (--from) come without the index:
         keep_pypi(merged, old)                                      # its facts stay as last read
         keep_serving(merged, old)
+        news = ["not read (--from: an import from copies keeps what the index served as the last import left it)"]
     else:
         for framework in PAIRED:
             add_pypi(merged, framework, pypi.releases(pypi.files(framework.field, pip_args or []), pre=framework.pre))
+        news = pypi_news(merged, old)
         if upstream.serving_from:
             merged.serving, merged.serving_notes = vllm.read(upstream.serving_from, upstream.serving_pre,
                                                              pip_args or [])
@@ -687,7 +764,21 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
         new["torch_npu_tags"] = old["torch_npu_tags"]        # `--pytorch-git`'s part, kept as it was
     text = emit(new)
     load_text(matrix_path.read_text(), matrix_path, text)   # a valid matrix with it, or nothing is written
-    return Result(upstream.imported, text, text != before, summarize(old, new), merged, counts(merged))
+    return Result(upstream.imported, text, text != before, summarize(old, new), merged, counts(merged), news)
+
+
+def pypi_news(merged: Merged, old: dict) -> list[str]:
+    """The releases the index serves that the last import did not list, per framework, each
+    with the CANN this import pairs it with (or none: unpaired)."""
+    news = []
+    for framework in PAIRED:
+        listed = old.get(framework.section) or {}
+        new = [(r, rel) for r, rel in merged.releases(framework).items() if rel.on_pypi and r not in listed]
+        if new:
+            news.append(f"serves {framework.framework.package_title} " + ", ".join(
+                f"{r} ({'CANN ' + rel.cann + ': ' + str(rel.pairing_source) if rel.cann else 'unpaired'})"
+                for r, rel in new) + " that the imported facts did not list")
+    return news
 
 
 def _data(text: str, path: Path) -> dict:
@@ -708,6 +799,8 @@ def counts(merged: Merged) -> dict[str, int]:
             "CANN releases only the release notes or TorchNPU notes name": merged.from_docs.get("new CANN", 0),
             "CANN releases only the official CANN images list": sum(
                 1 for r in merged.cann.values() if str(r.source).startswith(cann_images.REPO + " ")),
+            "CANN parts the official CANN images gave releases other sources list (a chip's kernels, NNAL)": sum(
+                len(r.parts_source) for r in merged.cann.values()),
             "CANN files imported": len({f.run for f in files}),
             "CANN checksums (sha256 of the published .zip)": len({f.run for f in files if f.sha256}),
             "CANN files with no published sum (pinned on first use)": len({f.run for f in files if not f.sha256}),
@@ -740,6 +833,7 @@ def _release_counts(merged: Merged, framework: Paired) -> dict[str, int]:
 def report(result: Result) -> list[str]:
     """What an update found, for review: conflicts, additions, changes, removals, counts."""
     return ([f"conflict: {c}" for c in result.merged.conflicts]
+            + [f"PyPI: {line}" for line in result.pypi]
             + [f"cann images: {note}" for note in result.merged.images_notes]
             + [f"vllm-ascend: {note}" for note in result.merged.serving_notes] + result.summary.lines()
             + [f"{what}: {count}" for what, count in result.counts.items()])

@@ -162,7 +162,7 @@ def built(engine, arm64_base, packages, pinned_matrix, ca_bundle, site, tmp_path
 def zipped_packages(tmp_path_factory) -> Path:
     """The CANN 9.0.0 doubles (9.x era: operator package, cann-9.0.0 tree, cann/set_env.sh)
     in the form Huawei publishes them: .zip files around the .run installers; and NNAL, which
-    no deployer data lists (matrix.yaml's cann_nnal:), as the bare .run the official images take."""
+    no deployer data lists (imported from the official images), as the bare .run they take."""
     made, folder = tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips")
     for run in (make_run(made, "toolkit", "9.0.0", "aarch64"), make_run(made, "kernels", "9.0.0", "aarch64", chip="910b")):
         with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:

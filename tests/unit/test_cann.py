@@ -111,7 +111,7 @@ def test_an_unknown_release_is_refused_naming_the_key_and_the_releases_there_are
     with pytest.raises(UserError) as info:
         MATRIX.stack_for(CANN, "7.0.0")
     text = str(info.value)
-    assert "unknown CANN only stack '7.0.0'" in text and "defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0" in text
+    assert "unknown CANN only stack '7.0.0'" in text and "defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0, 9.2.0" in text
     assert "(cann_stacks:)" in text and "not a CANN release cann: knows (8.0.RC1" in text
     assert "the official CANN images' releases give: 8.1.RC1, 8.2.RC1" in text
     with pytest.raises(UserError, match="8.0.0 is a CANN release cann: knows, with no official CANN image to derive "
@@ -292,7 +292,7 @@ def test_build_dry_plans_the_image_with_the_torch_images_cann_files_and_runs_no_
 @pytest.mark.parametrize("args, message", [
     (["--torch", "2.1.0", "--cann", "8.0.RC3"], "--torch and --cann each name the image's framework: give one"),
     (["--mindspore", "2.9.0", "--cann", "9.0.0"], "--mindspore and --cann each name the image's framework: give one"),
-    (["--cann", "7.0.0"], "matrix.yaml defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0 (cann_stacks:), and the official CANN "
+    (["--cann", "7.0.0"], "matrix.yaml defines: 8.0.RC3, 9.0.0, 9.0.1, 9.1.0, 9.2.0 (cann_stacks:), and the official CANN "
                           "images' releases give: 8.1.RC1"),
     (["--cann", "8.0.RC3", "--torch-npu-wheel", "x.whl"], "stack cann8.0.RC3 is CANN only 8.0.RC3, which has no torch_npu"),
     (["--cann", "9.0.0", "--torch-atb"], "--torch-atb: torch_atb is NNAL's plugin for torch, and stack cann9.0.0"),

@@ -6,6 +6,7 @@ deployer's; a file both name differently is a conflict; a release only the image
 is added with its source and kept by an import that does not read them."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -199,10 +200,12 @@ def test_a_release_only_the_images_list_is_added_with_its_source_and_no_sums(mat
     assert rel["toolkit"] == {a: {"file": f"Ascend-cann-toolkit_8.5.1_linux-{a}.run"} for a in ("aarch64", "x86_64")}
     assert rel["kernels"]["A3"]["aarch64"] == {"file": "Ascend-cann-A3-ops_8.5.1_linux-aarch64.run"}, "no sum: none published"
     assert rel["nnal"]["x86_64"] == {"file": "Ascend-cann-nnal_8.5.1_linux-x86_64.run"}
-    # a classic release: A3's Atlas-A3-cann-kernels is not the name its era gives, so it is said, not imported
-    assert sorted(data["cann"]["8.3.RC2"]["kernels"]) == ["910b"]
-    assert any("8.3.RC2: Atlas-A3-cann-kernels_8.3.RC2_linux-<arch>.run (aarch64, x86_64) is not the name" in n
-               for n in result.merged.images_notes)
+    # a classic release: A3's kernels by the name its chip's record gives them before 8.5
+    assert data["cann"]["8.3.RC2"]["kernels"]["A3"] == {
+        a: {"file": f"Atlas-A3-cann-kernels_8.3.RC2_linux-{a}.run"} for a in ("aarch64", "x86_64")}
+    assert not any("is not the name" in n for n in result.merged.images_notes), result.merged.images_notes
+    # the -devel twins are recorded with their release (no download of their own)
+    assert data["cann"]["9.0.0"]["devel_images"] == ["9.0.0-910b-ubuntu22.04-py3.11-devel"]
     assert result.counts["CANN releases only the official CANN images list"] == 2
     assert data["read"]["cann_images"].startswith(f"{cann_images.REPO} (a copy in a folder named cci): 11 Dockerfiles")
     # the released images' tags, each under its release (a deployer's release too): the CANN-only stacks' source
@@ -225,8 +228,31 @@ def test_a_release_both_list_stays_the_deployers_where_they_agree(matrix, tmp_pa
     assert result.merged.conflicts == []
     rel = yaml.safe_load(result.text)["cann"]["8.5.0"]
     assert rel["source"] == "ascend-deployer 6.0.0: ascend_deployer/downloader/software/CANN_8.5.0.json"
-    assert "zip_sha256" in rel["toolkit"]["aarch64"] and "nnal" not in rel, "the deployer's, with its sums"
-    assert "9.0.0: the images also install 950 kernels, NNAL; not imported (CANN 9.0.0 is ascend-deployer 6.0.0's)" \
+    assert "zip_sha256" in rel["toolkit"]["aarch64"], "the deployer's, with its sums"
+    # what the deployer lists none of (NNAL; 950's operator package) is the images', said so per part
+    assert rel["nnal"]["aarch64"] == {"file": "Ascend-cann-nnal_8.5.0_linux-aarch64.run"}
+    assert rel["parts_source"] == {"nnal": f"{cann_images.REPO} (a copy in a folder named cci): cann/8.5.0-910b-"
+                                           "ubuntu22.04-py3.11/Dockerfile (the images' download; ascend-deployer "
+                                           "6.0.0 lists none)"}
+    nine = yaml.safe_load(result.text)["cann"]["9.0.0"]
+    assert nine["kernels"]["950"]["x86_64"] == {"file": "Ascend-cann-950-ops_9.0.0_linux-x86_64.run"}
+    assert sorted(nine["parts_source"]) == ["kernels.950", "nnal"] and "zip_sha256" in nine["kernels"]["910b"]["aarch64"]
+    assert "9.0.0: 950 kernels taken from the images (cann/9.0.0-950-ubuntu22.04-py3.11/Dockerfile; no published " \
+           "sum)" in result.merged.images_notes
+    write(result)
+    assert load_matrix(matrix).cann["9.0.0"].kernels["950"]["aarch64"].key[0] == "cann", "imported, not by hand"
+
+
+def test_a_part_the_images_name_outside_its_eras_rule_is_said_not_taken(matrix, tmp_path):
+    """Before 8.5 the A3 kernels are Atlas-A3-cann-kernels: a Dockerfile naming them by the
+    kernels rule (Ascend-cann-kernels-A3) names no file Huawei publishes; it is left out."""
+    images = tree(tmp_path / "cci")
+    text = classic("8.3.RC1", "910b").replace("Ascend-cann-kernels-910b_", "Ascend-cann-kernels-A3_")
+    write_tree(images, {"8.3.rc1-a3-ubuntu22.04-py3.11": text})
+    result = update(matrix, deployer(tmp_path), docs_folder=DOCS, images_folder=images)
+    rel = yaml.safe_load(result.text)["cann"]["8.3.RC1"]
+    assert "A3" not in rel["kernels"] and "kernels.A3" not in rel["parts_source"]
+    assert "8.3.RC1: the images also install A3 kernels; not imported (CANN 8.3.RC1 is ascend-deployer 6.0.0's)" \
         in result.merged.images_notes
 
 
@@ -259,10 +285,26 @@ def test_an_import_without_the_images_keeps_what_they_added_until_another_source
     again = update(matrix, deployer(tmp_path), docs_folder=DOCS)
     assert not again.changed and again.text == written, again.summary.lines()
     assert "8.5.1" in yaml.safe_load(again.text)["cann"]
+    kept = yaml.safe_load(again.text)["cann"]
+    assert "950" in kept["9.0.0"]["kernels"] and kept["9.0.0"]["devel_images"], "the parts and the twins taken"
     # The deployer lists 8.5.1 now: its entry (with sums) replaces the images'.
     newer = make_deployer(tmp_path / "n", "6.0.0", drivers={**DRIVERS, "8.5.1": "25.5.1"})
     replaced = yaml.safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["8.5.1"]
     assert replaced["source"].startswith("ascend-deployer 6.0.0") and replaced["driver"] == "25.5.1"
+    # The deployer lists 950's operator package of 9.0.0 now: its file (with its sum) replaces the images'.
+    listing = newer / "ascend_deployer/downloader/software/CANN_9.0.0.json"
+    doc = json.loads(listing.read_text())
+    doc["other"] += [{"filename": f"Ascend-cann-950-ops_9.0.0_linux-{a}.zip", "sha256": "9" * 64,
+                      "url": OBS.format(folder="9.0.0") + f"Ascend-cann-950-ops_9.0.0_linux-{a}.zip"}
+                     for a in ("aarch64", "x86_64")]
+    listing.write_text(json.dumps(doc))
+    # (the releases named by rule after 9.0.0 take its chips, 950 now too: their hand entries go)
+    hand = matrix.read_text()
+    start = hand.index("  9.1.0:\n", hand.index("\ncann_chips:"))
+    matrix.write_text(hand[:start] + hand[hand.index("\n# NNAL (ATB", start) + 1:])
+    nine = yaml.safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["9.0.0"]
+    assert nine["kernels"]["950"]["aarch64"]["zip_sha256"] == "9" * 64
+    assert list(nine["parts_source"]) == ["nnal"], "950's is the deployer's now; NNAL still the images'"
 
 
 def test_the_task_reads_the_images_with_dry_and_check(matrix, tmp_path):
@@ -272,7 +314,7 @@ def test_the_task_reads_the_images_with_dry_and_check(matrix, tmp_path):
     before = imported.read_text()
     dry = forked.invoke(*task, "--cann-images", images, "--dry")
     assert dry.returncode == 0 and "would change" in dry.stdout, dry.stderr
-    assert "cann images: 9.0.0: the images also install 950 kernels, NNAL" in dry.stdout
+    assert "cann images: 9.0.0: 950 kernels taken from the images" in dry.stdout
     assert "CANN releases only the official CANN images list: 2" in dry.stdout and imported.read_text() == before
     check = forked.invoke(*task, "--cann-images", images, "--check")
     assert check.returncode == 1 and imported.read_text() == before

@@ -92,8 +92,10 @@ def test_build_like_plans_the_cell_and_refuses_other_choices_beside_it():
 
 
 # Every official CANN image the import lists (cann.<release>.images: Ascend/cann-container-image's
-# released tags, 8.1.RC1 on; not -devel, not the pre-releases), read from the data, not typed here.
+# released tags, 8.1.RC1 on; not -devel, not the pre-releases), read from the data, not typed here;
+# and their -devel twins as the import found them (cann.<release>.devel_images).
 CANN_TAGS = [f"quay.io/ascend/cann:{tag}" for rel in MATRIX.cann.values() for tag in rel.images]
+DEVEL_TAGS = [f"quay.io/ascend/cann:{tag}" for rel in MATRIX.cann.values() for tag in rel.devel_images]
 
 
 def _label(plan: str, name: str) -> str:
@@ -106,9 +108,9 @@ def test_build_like_dry_plans_every_26_1_0_tag_and_every_official_cann_tag_as_th
     """`invoke build --like TAG --dry`, the task's own action, for each 26.1.0 tag and each
     official cann: tag of the import, written and derived stacks alike (their Dockerfiles are
     rendered and committed): the plan's chip, OS, Python, CANN and torch_npu are the tag's. The
-    A3 tags of releases whose A3 kernels the import does not take are refused naming the chips
-    that work (the test above). (The engine is the dry run's stand-in for a machine without a
-    client: a plan, not this machine's docker, is what is checked.)"""
+    A3 tags of 8.1.RC1 to 8.3.RC2 plan their Atlas-A3-cann-kernels file. (The engine is the dry
+    run's stand-in for a machine without a client: a plan, not this machine's docker, is what is
+    checked.)"""
     from ascend_build import engine as eng
     from ascend_build.chips import spelling
     from ascend_build.cli import building
@@ -121,10 +123,6 @@ def test_build_like_dry_plans_every_26_1_0_tag_and_every_official_cann_tag_as_th
         parts = re.fullmatch(r"(?:(?P<npu>[^-]+)-cann)?(?P<cann>[0-9.RCrc]+)-(?P<chip>[^-]+)-(?P<os>[a-z]+[0-9.]+)"
                              r"-py(?P<py>3\.[0-9]+)", name)
         assert parts, tag
-        if spelling(parts["chip"]) not in MATRIX.cann[resolve(MATRIX, tag).stack.cann].kernels:
-            with pytest.raises(UserError, match="chips with kernels"):
-                building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
-            continue
         building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
         plan = capsys.readouterr()
         plan_text = plan.out + plan.err
@@ -138,9 +136,11 @@ def test_build_like_dry_plans_every_26_1_0_tag_and_every_official_cann_tag_as_th
             assert stack.package == parts["npu"], tag
         else:
             assert stack.framework.name == "cann", tag
+        kernels = MATRIX.cann[stack.cann].kernels[spelling(parts["chip"])]["aarch64"].file
+        assert f"ASCEND_CHIP={spelling(parts['chip'])} " in plan_text and kernels in plan_text, tag
         planned += 1
         derived += stack.derived
-    assert planned == 40 + 134 and derived == 74      # 134 cann: tags, 60 of them 9.0.0's and 9.0.1's entries
+    assert planned == 40 + 147 and derived == 87      # 147 cann: tags, 60 of them 9.0.0's and 9.0.1's entries
 
 
 def test_every_devel_twin_of_an_official_cann_tag_plans_the_devel_image_on_its_cann_only_image(monkeypatch, capsys):
@@ -153,8 +153,8 @@ def test_every_devel_twin_of_an_official_cann_tag_plans_the_devel_image_on_its_c
     monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
     monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
         "docker", "docker", "buildx", "?"))
-    twins = [t + "-devel" for t in CANN_TAGS if cann_key(resolve(MATRIX, t).stack.cann) >= cann_key("9.0.0")]
-    assert len(twins) == 60
+    twins = DEVEL_TAGS
+    assert len(twins) == 60 and all(cann_key(resolve(MATRIX, t).stack.cann) >= cann_key("9.0.0") for t in twins)
     for tag in twins:
         found = resolve(MATRIX, tag)
         assert found.devel and found == dataclasses.replace(resolve(MATRIX, tag.removesuffix("-devel")), devel=True)
@@ -179,9 +179,9 @@ def test_the_import_lists_every_released_official_cann_image_from_8_1_rc1():
 def test_every_official_cann_tag_plans_its_cell_or_is_refused_naming_the_chips_that_work():
     """Each tag of the import: its stack is CANN-only on the tag's release (written or derived,
     never missing), and its cell has the tag's chip, OS and Python, the release's toolkit and the
-    chip's kernels; the runtime Dockerfile rendered for it installs that release. Where the
-    release has no kernels for the tag's chip (A3 up to 8.3: upstream's Atlas-A3-cann-kernels,
-    which the import does not take), the refusal names the chips that have them."""
+    chip's kernels; the runtime Dockerfile rendered for it installs that release (an A3 cell of
+    8.1.RC1 to 8.3.RC2 the Atlas-A3-cann-kernels file). Where a release had no kernels for the
+    tag's chip, the refusal would name the chips that have them: none is left."""
     from ascend_build.chips import spelling
     from ascend_build.images.render import runtime_dockerfile
     planned, refused = 0, []
@@ -205,9 +205,43 @@ def test_every_official_cann_tag_plans_its_cell_or_is_refused_naming_the_chips_t
         assert cell.nnal is release.nnal.get("aarch64"), "NNAL where the release has it"
         text = runtime_dockerfile(MATRIX, st, cell.os).text
         assert f'io.ascend-build.cann="{st.cann}"' in text and f"toolkit_{st.cann}_linux-" in text, ref
+        if cell.kernels.file.startswith("Atlas-A3-"):       # the chip's own name, chosen by the build's chip
+            assert (f'if [ "${{ASCEND_CHIP}}" = A3 ]; then pkg="/tmp/cann/'
+                    f'{cell.kernels.file.replace("aarch64", "${ASCEND_ARCH}")}"; fi' in text), ref
         planned += 1
-    assert planned + len(refused) == len(CANN_TAGS) == 147 and planned == 134
-    assert {chip for _, chip in refused} == {"A3"} and max(cann_key(v) for v, _ in refused) < cann_key("8.5.0")
+    assert planned + len(refused) == len(CANN_TAGS) == 147 and planned == 147, refused
+    assert sum(1 for ref in CANN_TAGS if "-a3-" in ref and cann_key(resolve(MATRIX, ref).stack.cann) < cann_key("8.5.0")) == 13
+
+
+def test_every_final_cann_tag_of_the_snapshot_the_import_read_plans_by_name(monkeypatch, capsys):
+    """The sweep: every final (not alpha, not beta) `cann:` tag of the copy of
+    Ascend/cann-container-image the import read (its released images, cann.<v>.images, and their
+    -devel twins, cann.<v>.devel_images), each through `invoke build --like quay.io/ascend/cann:<tag>
+    --dry`, the task's own action in this process. A tag plans when the build prints its plan;
+    each that does not is named with the reason the build gives. (--unlocked: a stack without its
+    lock is the lock's own gate, which a dry run names after the plan: `invoke lock`.)"""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    import yaml
+    snapshot = yaml.safe_load((ROOT / "imported.yaml").read_text())["read"]["cann_images"]
+    assert snapshot.startswith("Ascend/cann-container-image c5a67b3a"), snapshot
+    assert f"{len(CANN_TAGS)} of them for" in snapshot, "every released image the import read, and no other"
+    planned, failed = 0, {}
+    for tag in CANN_TAGS + DEVEL_TAGS:
+        try:
+            building.build(building.BuildOptions(like=tag, dry=True, unlocked=True))
+        except UserError as exc:
+            failed[tag] = str(exc)
+            continue
+        plan = capsys.readouterr().out
+        # the image it plans is named as the tag is, on the CANN-only stack (cann<tag>)
+        assert f"ascend-runtime:cann{tag.split(':', 1)[1]}-arm64" in plan.lower(), tag
+        planned += 1
+    print(f"{planned} of {len(CANN_TAGS) + len(DEVEL_TAGS)} final cann: tags plan by name")
+    assert (planned, len(CANN_TAGS) + len(DEVEL_TAGS)) == (207, 207), failed
 
 
 def test_a_cann_only_stack_is_derived_for_each_release_the_official_images_publish():
@@ -223,3 +257,119 @@ def test_a_cann_only_stack_is_derived_for_each_release_the_official_images_publi
         assert (st.python_min, st.python_max) == (pythons[0], pythons[-1]) and st.derived and st.nnal is None
     assert (derived["8.5.1"].python_min, derived["8.5.1"].python_max) == ("3.10", "3.12")
     assert derived["8.2.RC2"].pythons() == ["3.11"]
+
+
+# ---------------------------------------------------------------- Huawei's SWR registry: dated tags
+
+SWR_910B = "swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12"
+
+
+def _dry(monkeypatch, capsys, ref: str) -> str:
+    """`invoke build --like REF --dry --unlocked`, the task's own action, in this process."""
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    building.build(building.BuildOptions(like=ref, dry=True, unlocked=True))
+    captured = capsys.readouterr()
+    return captured.out + captured.err
+
+
+def test_a_dated_swr_tag_plans_cann_9_2_0_for_910b_on_ubuntu_22_04_with_python_3_12(monkeypatch, capsys):
+    """The tag vLLM-Ascend 0.30.0rc2 builds FROM: the release, chip, OS and Python as the
+    undated form's; the date is the image's build, in a label (the same cell either way)."""
+    like = resolve(MATRIX, SWR_910B)
+    assert (like.stack.name, like.os, like.python, like.chip) == ("cann9.2.0", "ubuntu22.04", "3.12", "910b")
+    assert like.built == "2026-09-30T22:06:49" and not like.devel
+    plan = _dry(monkeypatch, capsys, SWR_910B)
+    assert (_label(plan, "stack"), _label(plan, "chip"), _label(plan, "os"), _label(plan, "python")) == (
+        "cann9.2.0", "910b", "ubuntu22.04", "3.12")
+    assert _label(plan, "like-built") == "2026-09-30T22:06:49" and _label(plan, "like") == SWR_910B
+    assert "Ascend-cann-toolkit_9.2.0_linux-aarch64.run" in plan and "Ascend-cann-910b-ops_9.2.0_linux-aarch64" in plan
+    assert "images/runtime/cann9.2.0/ubuntu22.04/Dockerfile" in plan
+    # its environment is borrowed from the nearest release the official images install, which it says
+    assert MATRIX.cann["9.2.0"].env is not None and MATRIX.cann["9.2.0"].env.borrowed_from == "9.0.1"
+    # an undated quay tag of another release gets no date label
+    quay = _dry(monkeypatch, capsys, "quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.12")
+    assert "like-built" not in quay and _label(quay, "like") == "quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.12"
+
+
+def test_a_dated_devel_tag_plans_the_devel_image_on_the_cann_only_one(monkeypatch, capsys):
+    ref = SWR_910B.replace("910b-ubuntu22.04", "a3-openeuler24.03") + "-devel"
+    like = resolve(MATRIX, ref)
+    assert like.devel and like.chip == "a3" and like.os == "openeuler24.03" and like.stack.cann == "9.2.0"
+    plan = _dry(monkeypatch, capsys, ref)
+    assert "images/devel/openeuler24.03/Dockerfile" in plan and _label(plan, "chip") == "A3"
+
+
+def test_without_unlocked_a_dated_tag_plans_then_names_invoke_lock():
+    """cann9.2.0 has no lock yet: the dry run plans, then says what a real run stops at."""
+    from tests.forked import invoke
+    out = invoke("build", "--like", SWR_910B, "--dry")
+    assert out.returncode == 2 and "io.ascend-build.stack=cann9.2.0" in out.stdout, out.stderr
+    assert "has no lock" in out.stderr and "invoke lock --cann 9.2.0 --python 3.12" in out.stderr
+
+
+@pytest.mark.parametrize("ref, said", [
+    ("swr.cn-south-1.myhuaweicloud.com/atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "swr.cn-south-1.myhuaweicloud.com is not where Huawei's dated CANN images are: --like takes quay.io/ascend/"),
+    ("atlas_inference/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12", "no registry is not where"),
+    ("swr.cn-north-12.myhuaweicloud.com/other/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "on swr.cn-north-12.myhuaweicloud.com --like takes atlas_inference/cann:TAG"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0-910b-ubuntu22.04-py3.12",
+     "the undated form is quay.io/ascend/cann's: --like quay.io/ascend/cann:9.2.0-910b-ubuntu22.04-py3.12"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_20261330220649-910b-ubuntu22.04-py3.12",
+     "(a real date)"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0_2026093022064-910b-ubuntu22.04-py3.12",
+     "reads <cann>_<YYYYMMDDhhmmss>-<chip>-<os>-py<X.Y>[-devel]"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.2.0a1_20260930220649-910b-ubuntu22.04-py3.12",
+     "CANN 9.2.0a1 is not a release"),
+    ("swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:9.9.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "CANN 9.9.0: not a release the matrix knows"),
+    ("quay.io/ascend/cann:9.2.0_20260930220649-910b-ubuntu22.04-py3.12",
+     "a dated tag is Huawei's SWR registry's form, not quay.io's: --like swr.cn-north-12.myhuaweicloud.com/"),
+    ("evil.example/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11",
+     "or swr.cn-north-12.myhuaweicloud.com/atlas_inference/cann:<cann>_<YYYYMMDDhhmmss>"),
+])
+def test_a_dated_tag_elsewhere_or_malformed_is_refused_with_what_is_taken(ref, said):
+    with pytest.raises(UserError, match=re.escape(said)):
+        resolve(MATRIX, ref)
+
+
+@pytest.mark.parametrize("form", __import__("ascend_build.matrix.like", fromlist=["FORMS"]).FORMS,
+                         ids=lambda f: f"{f.image}:{f.form}")
+def test_each_tag_form_the_support_page_lists_is_taken_or_refused_as_it_says(form):
+    """docs/support.md's table (FORMS): a taken form's example resolves to a cell of the tag's
+    release; a refused one's is refused, saying what to build instead where there is one."""
+    ref = f"{form.image}:{form.example}"
+    if form.taken:
+        like = resolve(MATRIX, ref)
+        release = form.example.split("-cann")[-1].split("_")[0].split("-")[0]
+        assert like.stack.cann.lower() == release.lower() and like.chip in form.example, ref
+        return
+    with pytest.raises(UserError) as refused:
+        resolve(MATRIX, ref)
+    said = str(refused.value)
+    assert any(hint in said for hint in ("--like quay.io/ascend/cann:", "give the full tag", "names no release",
+                                         "invoke build --cann 9.0.1 --chip 910b --python 3.11")), said
+
+
+def test_the_manylinux_builder_tags_are_refused_naming_the_builders_and_the_cann_only_image():
+    for tag in ("9.0.1-a3-manylinux_2_34-py3.12", "8.3.rc1-910b-manylinux_2_28-py3.10"):
+        with pytest.raises(UserError) as refused:
+            resolve(MATRIX, f"quay.io/ascend/manylinux:{tag}")
+        said = str(refused.value)
+        assert "flavors manylinux_2_28, manylinux_2_34" in said
+        release, chip, _, py = tag.split("-")
+        assert f"invoke build --cann {release.upper()} --chip {chip} --python {py[2:]}" in said, said
+
+
+def test_the_support_page_shows_every_tag_form():
+    from ascend_build.cli.support import support_page
+    from ascend_build.matrix.like import FORMS
+    page = support_page(MATRIX)
+    section = page.split("## Official tags", 1)[1]
+    for form in FORMS:
+        assert f"| `{form.image}` | `{form.form.replace('|', chr(92) + '|')}` | `{form.example}` | " \
+               f"{'taken' if form.taken else 'refused'} |" in section, form

@@ -322,6 +322,7 @@ PASSED = {
     "packages": "code", "tools": "code", "stack": "records", "os": "records", "cann": "records", "flavor": "records",
     "runtime_os": "records", "gcc": "an int (schema: 4 to 20)", "cc": "gcc", "cxx": "gcc",
     "toolkit_file": "cann.version", "kernels_file": "cann.version", "nnal_file": "cann.version",
+    "own_kernels": "cann.version, cann.kernels",     # a chip its record names: a record's name only
     "era_note": "cann.version", "default_chip": "cann.kernels", "toolkit_env": "env.value, env.name",
     "nnal_env": "env.value, env.name", "env_source": "env.source", "env_from": "env.borrowed_from",
     "source_python": "python.version, python.sha256, python.urls", "default_base": "builder.image",

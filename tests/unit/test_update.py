@@ -369,3 +369,78 @@ def test_an_offline_import_keeps_the_releases_only_the_index_serves(matrix, tmp_
             assert version in new[section], f"{section} {version} was deleted"
             assert new[section][version]["pypi_pythons"] == old[section][version]["pypi_pythons"]
             assert new[section][version].get("pypi", True) is not False
+
+
+def _index_like_the_import(extra: dict[str, list[str]]) -> dict[str, dict[str, tuple[bytes, str]]]:
+    """A package index serving, for torch-npu and mindspore, the wheels the committed import
+    says PyPI has (its pypi_pythons), and `extra`'s releases (project -> releases, cp312
+    aarch64); vLLM-Ascend and vLLM with no files."""
+    data = yaml.safe_load((ROOT / "imported.yaml").read_text())
+    projects: dict[str, dict[str, tuple[bytes, str]]] = {"vllm-ascend": {}, "vllm": {}}
+    for project, section, stem in (("torch-npu", "torch_npu_releases", "torch_npu"),
+                                   ("mindspore", "mindspore_releases", "mindspore")):
+        files = projects.setdefault(project, {})
+        for version, rel in data[section].items():
+            if rel.get("pypi") is False:
+                continue
+            version = version.replace("-rc", "rc")
+            for arch, pythons in (rel.get("pypi_pythons") or {}).items():
+                plat = "any" if arch == "any" else f"manylinux_2_28_{arch}"
+                for py in pythons:
+                    tag = "cp" + py.replace(".", "")
+                    files[f"{stem}-{version}-{tag}-{'none' if arch == 'any' else tag}-{plat}.whl"] = (b"w", "")
+        for version in extra.get(project, []):
+            files[f"{stem}-{version}-cp312-cp312-manylinux_2_28_aarch64.whl"] = (b"w", "")
+    return projects
+
+
+def test_check_says_what_pypi_serves_that_the_import_does_not_list(matrix, tmp_path, monkeypatch):
+    """`invoke update --check` reads the index (no --from): a torch_npu release PyPI serves and
+    the imported facts do not list is said, with the pairing this import gives it (unpaired
+    here); with --from (copies, offline) the index is not read, which it says."""
+    from ascend_build.upstream import update as upd
+    from tests.doubles.net_doubles import PackageIndexDouble
+    monkeypatch.setattr(upd, "fetch", lambda version, dest, pip_args=None: make_deployer(dest / version, version))
+    with PackageIndexDouble(_index_like_the_import({"torch-npu": ["2.15.0"]})) as index:
+        result = update(matrix, docs_folder=DOCS, pip_args=["--index-url", index.url])
+    lines = upd.report(result)
+    assert "PyPI: serves torch_npu 2.15.0 (unpaired) that the imported facts did not list" in lines, lines[:5]
+    assert not any(line.startswith("PyPI: serves MindSpore") for line in lines), "nothing new of mindspore"
+    assert result.changed and "+ torch_npu 2.15.0: CANN none" in lines
+    with PackageIndexDouble(_index_like_the_import({})) as index:
+        same = upd.report(update(matrix, docs_folder=DOCS, pip_args=["--index-url", index.url]))
+    assert not any(line.startswith("PyPI: serves") for line in same), "what the import lists is no news"
+    offline = upd.report(update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS))
+    assert "PyPI: not read (--from: an import from copies keeps what the index served as the last import left it)" \
+        in offline
+
+
+def test_matrix_wide_lists_every_torch_npu_release_with_its_pairing():
+    """TorchNPU 26.2.0's releases (PyPI, 2026-10-15) as the import pairs them from its release
+    notes (CANN 9.2.0), a stack on them or not; an unpaired one and one only Huawei's grid
+    pairs said so."""
+    from ascend_build.matrix.report import matrix_table
+    m = load_matrix(ROOT / "matrix.yaml")
+    text = matrix_table(m).split("\ntorch_npu releases (imported.yaml", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split()[0]: line for line in text.splitlines()[3:]}
+    assert set(rows) == set(m.releases["torch"]), "every release the data knows, once"
+    for release in ("2.7.1.post11", "2.9.0.post9", "2.10.0.post7", "2.11.0.post3", "2.12.0.post3", "2.13.0", "2.14.0"):
+        assert re.match(rf"{re.escape(release)} +9\.2\.0 +26\.2\.0 ", rows[release]), rows[release]
+        assert "torch_npu-26.2.0-release_notes.md" in rows[release]
+    assert re.match(r"2\.7\.1\.post11 .* 3\.9-3\.13 +- +torch_npu_notes", rows["2.7.1.post11"]), "no stack on it"
+    assert re.match(r"2\.9\.0\.post9 .* 3\.10-3\.14 ", rows["2.9.0.post9"])
+    assert "none (unpaired)" in rows["2.7.1.post10"] and "compatible by the grid: 8.5.x" in rows["2.7.1.post6"]
+    assert re.search(r" 2\.10\.0-26\.2\.0 ", rows["2.10.0.post7"]), "the stack on it"
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("devel_images: [9.0.1-310p-openeuler24.03-py3.10-devel,", "devel_images: [9.0.1-310p-alpine3.20-py3.10-devel,",
+     "got '9.0.1-310p-alpine3.20-py3.10-devel'; expected the -devel twin of one of CANN 9.0.1's images"),
+    ("devel_images: [9.0.1-310p-openeuler24.03-py3.10-devel,", "devel_images: [9.0.1-310p-openeuler24.03-py3.10,",
+     "expected the -devel twin"),
+    ("parts_source: {kernels.A3: ", "parts_source: {toolkit: ", "expected a part like kernels.A3 or nnal"),
+])
+def test_the_images_twins_and_the_parts_sources_are_held_to_their_release(matrix, old, new, said):
+    _edit_imported(matrix, old, new)
+    with pytest.raises(MatrixError, match=re.escape(said)):
+        load_matrix(matrix)

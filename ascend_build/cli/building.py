@@ -57,9 +57,13 @@ class Steps:
     pip_on: str = opt("auto", "where pip installs the Python packages: auto (default: on the build machine when it "
                               "cross-builds), native (on the build machine, for the image's arch: no qemu) or "
                               "target (in the image)")
+    os_on: str = opt("auto", "where apt fetches and unpacks the OS packages: auto (default: on the build machine when "
+                             "it cross-builds; their maintainer scripts still run as the image's machine), native or "
+                             "target (apt in the image)")
 
     def site(self) -> dict[str, Any]:
-        return dict(retest=self.retest, keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on)
+        return dict(retest=self.retest, keep_failed=self.keep_failed, no_cache=self.no_cache, pip_on=self.pip_on,
+                    os_on=self.os_on)
 
 
 def _heading(kind: OnRuntimeModule) -> str:

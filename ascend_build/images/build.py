@@ -21,7 +21,7 @@ from ..errors import BuildFailed, EngineError, PackageError, PackageMissing, Use
 from ..hashing import kind_of, sha256_of
 from ..inputs import baseimage
 from ..inputs.durations import takes_minutes
-from ..inputs.options import Inputs, Site
+from ..inputs.options import Inputs, Site, on_build_machine
 from ..inputs.packages import Located, PackageStore, warn_unpinned
 from ..locking import lock as locks
 from ..locking import torch_index
@@ -133,6 +133,11 @@ def _say_how(p: Prepared) -> None:
     native = p.plan.host_args["PIP_ON"] == "native"
     console.say("python packages: pip runs " + (f"on the build machine ({host_platform()}) for {p.plan.cell.arch}, no qemu"
                                           if native else f"in the image ({p.plan.cell.platform})"))
+    if p.plan.cell.os.family == "apt":
+        console.say("OS packages: " + (f"apt fetches and unpacks them on the build machine ({host_platform()}); their "
+                                       f"maintainer scripts run in the image ({p.plan.cell.platform})"
+                                       if p.plan.host_args.get("OS_ON") == "native"
+                                       else f"apt runs in the image ({p.plan.cell.platform})"))
 
 
 def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.Engine, run_tests=None) -> Built:
@@ -199,7 +204,7 @@ def _long_steps(p: Prepared) -> list[str]:
     """A dry plan's lines for its steps that take minutes, each with its time here: the
     bases debootstrap would make (as _check_bases decides), CPython compiled, the image."""
     plan, site, cell = p.plan, p.site, p.plan.cell
-    native = plan.host_args["PIP_ON"] == "native"
+    native = on_build_machine(plan.host_args)
     lines = []
     if site.debootstrap and cell.os.suite:
         bases = {plan.build_args["BASE_IMAGE"]: cell.platform}
@@ -290,7 +295,7 @@ def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, sit
     make = baseimage.made_here(engine, site, cell.os.suite)
     advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
     steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
-    if plan.host_args["PIP_ON"] == "native":
+    if on_build_machine(plan.host_args):
         steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()), advice, make)
 
 

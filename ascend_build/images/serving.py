@@ -275,6 +275,7 @@ def _pip_args(site: Site, cell: Cell) -> dict[str, str]:
     """Where the serving lock's pip runs: on the build machine for the image's machine on a
     cross-arch build (the runtime's fast path), unless the runtime's Python is built from
     source (its build-machine twin would be compiled again: pip runs in the image)."""
-    if cell.python_source:
+    if cell.python_source or not site.pip_native(cell.target):
         return {"PIP_ON": "target"}
-    return site.pip_args(cell.target, cell.os.image)
+    # (its image starts FROM the runtime: no OS step of its own, so no OS_ON)
+    return {k: v for k, v in site.pip_args(cell.target, cell.os.image).items() if k != "OS_ON"}

@@ -21,7 +21,7 @@ from ..engine.network import check as check_network
 from ..errors import BuildFailed, UserError
 from ..inputs.baseimage import advice, made_here, on_local_base, plan_line
 from ..inputs.durations import takes_minutes
-from ..inputs.options import Site
+from ..inputs.options import Site, on_build_machine
 from ..inputs.trees import ARCHIVES, Checkout, Expected, checkout, parse_source, repository_with
 from ..locking import torch_index
 from ..locking.torch_index import check_mirror
@@ -113,6 +113,8 @@ def build_builder(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.En
     # The venvs made on the build machine for the image's machine when cross-building
     # (as the runtime's pip steps): torch unpacked and byte-compiled without qemu.
     host_args = site.pip_args(bcell.target, wanted, bcell.flavor.image.replace("{arch}", here.arch) if here else None)
+    if "\nARG OS_ON=" not in rendered.text:
+        host_args.pop("OS_ON")      # an OS step of its own, in the image (only the runtime's first stages have both)
     console.say("python packages: pip runs " + (f"on the build machine ({here}) for {bcell.arch}, no qemu"
                                           if host_args["PIP_ON"] == "native" else f"in the image ({bcell.platform})"))
     name = _builder_name(bcell, compiling)
@@ -146,7 +148,7 @@ def _long_steps(matrix: Matrix, bcell: BuilderCell, site: Site, args: dict[str, 
     the bases debootstrap would make (as _check_bases decides), then the builder itself."""
     here = str(host_platform())
     bases = [("BASE_IMAGE", bcell.platform, wanted)]
-    bases += [("BUILD_BASE_IMAGE", here, wanted)] if args["PIP_ON"] == "native" else []
+    bases += [("BUILD_BASE_IMAGE", here, wanted)] if on_build_machine(args) else []
     bases += [("CROSS_BASE_IMAGE", here, bcell.flavor.cross or "")] if args.get("COMPILE_ON") == "cross" else []
     made = {args[key]: (platform, image) for key, platform, image in bases
             if site.debootstrap and matrix.debootstrap_suite(image)}
@@ -190,7 +192,7 @@ def _check_bases(matrix: Matrix, bcell: BuilderCell, site: Site, engine: eng.Eng
     said = advice(matrix, wanted, bcell.stack, bcell.platform, task="builder")
     here = str(host_platform())
     steps.check_base(engine, args["BASE_IMAGE"], bcell.platform, said, maker(wanted))
-    if args["PIP_ON"] == "native":
+    if on_build_machine(args):
         steps.check_base(engine, args["BUILD_BASE_IMAGE"], here, said, maker(wanted))
     if args.get("COMPILE_ON") == "cross":
         steps.check_base(engine, args["CROSS_BASE_IMAGE"], here, said, maker(bcell.flavor.cross))

@@ -20,6 +20,11 @@ from .packages import default_cache
 # machine (native: no qemu), or in the image (target); auto: native when cross-building.
 PipOn = Literal["auto", "native", "target"]
 PIP_ON: tuple[str, ...] = get_args(PipOn)
+# Where apt resolves, fetches and unpacks the image's OS packages: on the build machine into
+# a copy of the image's base (native: only the maintainer scripts run as the image's machine,
+# under qemu when cross-building), or apt in the image (target); auto: native when
+# cross-building. dnf's OS step runs in the image either way.
+OsOn = PipOn
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Site:
     no_cache: bool = False                 # rebuild every step, download every file again
     epoch: int | None = None               # --reproducible: every time in the image is this SOURCE_DATE_EPOCH
     pip_on: PipOn = "auto"
+    os_on: OsOn = "auto"
     emulated: bool = False                 # source builds: compile under qemu, not with the cross compiler
     debootstrap: bool = False              # make a missing Debian base here (debootstrap)
     retest: bool = False                   # a tested image with the same content tag: test it again
@@ -55,34 +61,37 @@ class Site:
 
     def pip_native(self, target: Platform) -> bool:
         """Do the Python package steps run on the build machine (the fast path)?"""
-        if self.pip_on not in PIP_ON:
-            raise UserError(f"--pip-on {self.pip_on!r}: choose one of {', '.join(PIP_ON)}")
-        if self.pip_on == "auto":
-            return target.emulated() and host() is not None
-        return self.pip_on == "native"
+        return _native("--pip-on", self.pip_on, target)
+
+    def os_native(self, target: Platform) -> bool:
+        """Does apt fetch and unpack the OS packages on the build machine (the fast path)?"""
+        return _native("--os-on", self.os_on, target)
 
     def pip_args(self, target: Platform, image: str, builder_image: str | None = None) -> dict[str, str]:
         """The build arguments that say how this machine builds an image, not what is in it:
-        where pip runs (the fast path: on the build machine, FROM `builder_image`, the same
-        release of the base as `image` for the build machine's arch; by default the same
-        name). Not part of the content tag."""
-        args = {"PIP_ON": "target"}
-        if not self.pip_native(target):
+        where pip runs and where apt unpacks (the fast paths: on the build machine, FROM
+        `builder_image`, the same release of the base as `image` for the build machine's
+        arch; by default the same name). Not part of the content tag."""
+        args = {"PIP_ON": "target", "OS_ON": "target"}
+        pip, os_packages = self.pip_native(target), self.os_native(target)
+        if not (pip or os_packages):
             return args
         builder = host()
         if builder is None:
             import platform
-            raise UserError(f"--pip-on native: this machine ({platform.machine()}) is not one of the build platforms")
+            given = "--pip-on" if self.pip_on == "native" else "--os-on"
+            raise UserError(f"{given} native: this machine ({platform.machine()}) is not one of the build platforms")
         named = builder_image or image
         base = self.build_machine_base(named, builder)
         if base is None:
-            if self.pip_on == "auto":
-                console.say(f"python packages: --base-image {named}={self.base(named, target)} names one arch's image, so "
-                            f"pip runs in the image; put {{arch}} in it (with a {builder.suffix} image there) for the fast "
-                            f"path")
+            if "native" not in (self.pip_on, self.os_on):
+                console.say(f"python and OS packages: --base-image {named}={self.base(named, target)} names one arch's "
+                            f"image, so pip and apt run in the image; put {{arch}} in it (with a {builder.suffix} image "
+                            f"there) for the fast path")
                 return args
-            base = self.base(named, builder)        # --pip-on native: the user's word for it
-        return {**args, "PIP_ON": "native", "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": target.arch}
+            base = self.base(named, builder)        # --pip-on/--os-on native: the user's word for it
+        return {"PIP_ON": "native" if pip else "target", "OS_ON": "native" if os_packages else "target",
+                "BUILD_BASE_IMAGE": base, "TARGET_MACHINE": target.arch}
 
     def build_machine_base(self, image: str, builder: Platform) -> str | None:
         """The base of the build machine's stages: the same release for its arch. None
@@ -125,3 +134,16 @@ def parse_base_images(items: list[str]) -> dict[str, str]:
         src, dst = item.split("=", 1)
         mapping[src.strip()] = dst.strip()
     return mapping
+
+
+def _native(flag: str, value: str, target: Platform) -> bool:
+    if value not in PIP_ON:
+        raise UserError(f"{flag} {value!r}: choose one of {', '.join(PIP_ON)}")
+    if value == "auto":
+        return target.emulated() and host() is not None
+    return value == "native"
+
+
+def on_build_machine(host_args: Mapping[str, str]) -> bool:
+    """Does a build with these host arguments run steps on the build machine (its base needed)?"""
+    return "BUILD_BASE_IMAGE" in host_args

@@ -52,7 +52,8 @@ def _regular_or_absent(path: Path) -> None:
     its sum or its header is checked all the same), or nothing: a FIFO, a device or a
     folder of its name is refused, never read (a FIFO would hang the check)."""
     what = kind_of(path)
-    if what and os.path.lexists(path):
+    # (nothing there is fine, also when a concurrent download put the file there meanwhile)
+    if what and not what.startswith("nothing") and os.path.lexists(path):
         raise PackageError(f"{path}: {what}, not a file; a CANN package is a regular file")
 
 

@@ -370,3 +370,26 @@ def built_26(engine, trixie_arm64_base, packages_910, matrix_26, cache_26):
     out = _invoke("build", *build_26_args(packages_910, matrix_26), env={**SWITCHED, "ASCEND_BUILD_CACHE": str(cache_26)})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     return out
+
+
+def image_tree(engine, image: str, platform: str = "linux/arm64") -> dict[str, tuple]:
+    """An image's whole file system, read natively from `docker export` (no process of the
+    image runs): path -> (type, mode, uid, gid, link target, sha256 of a file's content)."""
+    import hashlib
+    import tarfile
+    cid = subprocess.run(engine.command("create", "--platform", platform, image, "true"), capture_output=True,
+                         text=True, check=True).stdout.strip()
+    tree = {}
+    try:
+        exported = subprocess.Popen(engine.command("export", cid), stdout=subprocess.PIPE)
+        with tarfile.open(fileobj=exported.stdout, mode="r|") as tar:
+            for m in tar:
+                if m.name.split("/")[0] in ("proc", "sys", "dev", ".dockerenv"):
+                    continue
+                data = tar.extractfile(m) if m.isfile() else None
+                tree[m.name] = (m.type, m.mode, m.uid, m.gid, m.linkname,
+                                hashlib.sha256(data.read()).hexdigest() if data else None)
+        assert exported.wait() == 0
+    finally:
+        subprocess.run(engine.command("rm", cid), capture_output=True)
+    return tree

@@ -12,7 +12,15 @@ The torch and torch_npu layers are installed by the same template step (template
 with the same script (images/pip_for_target.py) from their own lock files: that the
 whole image's venv comes out the same was measured once with both whole images
 (docs/results.md); building the plain path's whole image on every run (pip under qemu
-for torch, about seven minutes) is left out to keep CI within its time."""
+for torch, about seven minutes) is left out to keep CI within its time.
+
+The OS step's fast path the same way (test_the_os_step_unpacked_on_the_build_machine_is_apts_in_the_image):
+a few packages with maintainer scripts and a trigger, installed by apt in the image under
+qemu (OS_ON=target) and fetched and unpacked by apt and dpkg on the build machine, then
+configured in the image (OS_ON=native), from the template's own steps (templates/_steps.j2):
+the two file systems must be the same, entry for entry (type, mode, owner, link, content).
+The lane's main build takes the native path for its whole package list; its image suite
+passing is the proof at full size (benchmarks/os_step.py compares the whole list's trees)."""
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +34,7 @@ from ascend_build.engine import RunSpec
 from ascend_build.engine.network import Network
 from ascend_build.inputs.options import Site
 from ascend_build.platforms import PLATFORMS, host
-from tests.integration.conftest import BOOKWORM, CA, STACK, build_stage
+from tests.integration.conftest import BOOKWORM, CA, ROOT, STACK, build_stage, image_tree
 
 STAGES = "ascend-build-test/fast-path"
 
@@ -93,3 +101,62 @@ def test_fast_path_installs_what_the_plain_path_installs(engine, built, pinned_m
         assert sum(1 for v in fast_venv.values() if v[0] == "file" and v[2] is None) > 200, "byte code was compared"
     finally:
         engine.remove(fast, plain)
+
+
+# A few packages with what makes an OS step more than unpacking: maintainer scripts
+# (update-alternatives, a conffile), a shared library and libc-bin's ldconfig trigger, files
+# of arch `all`. Small, so that the emulated side stays short.
+OS_PACKAGES = "pciutils net-tools unzip xz-utils"
+OS_STEP = """{% import "_steps.j2" as steps -%}
+ARG BASE_IMAGE
+ARG BUILD_BASE_IMAGE
+ARG BUILDPLATFORM
+ARG TARGETARCH
+ARG OS_ON=target
+FROM ${BASE_IMAGE} AS os-base
+{% set preamble %}SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG QEMU_CPU
+{% endset %}
+{{ steps.os_stages("os", os, steps.packages_run(os, packages, words), words, "", preamble) }}
+"""
+
+
+def os_step(engine, tmp_path, os_on: str) -> str:
+    from ascend_build import engine as eng
+    from ascend_build.engine.emulation import build_args as emulation_args
+    from ascend_build.images.render import PACKAGES, _env
+    from ascend_build.matrix import load_matrix
+    system = load_matrix(ROOT / "matrix.yaml").os["debian12"]
+    folder = tmp_path / f"os-{os_on}"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(_env().from_string(OS_STEP).render(os=system, packages=PACKAGES["apt"],
+                                                                          words=OS_PACKAGES))
+    tag = f"{STAGES}:os-{os_on}"
+    here = host()
+    req = eng.BuildRequest(dockerfile=folder / "Dockerfile", context=folder, platform="linux/arm64", target="os",
+                           tags=[tag], network="host", no_cache=True,
+                           build_args={"BASE_IMAGE": BOOKWORM.format(arch="arm64"), "OS_ON": os_on,
+                                       "BUILD_BASE_IMAGE": BOOKWORM.format(arch=here.suffix),
+                                       **emulation_args(PLATFORMS["linux/arm64"])},
+                           secrets={"ca-bundle": CA} if CA.exists() else {})
+    assert engine.build(req, tmp_path / f"os-{os_on}.log") == 0, (tmp_path / f"os-{os_on}.log").read_text()[-4000:]
+    return tag
+
+
+@pytest.mark.skipif(host() is None or not PLATFORMS["linux/arm64"].emulated(),
+                    reason="the fast path is for cross-arch builds; this machine builds arm64 natively")
+def test_the_os_step_unpacked_on_the_build_machine_is_apts_in_the_image(engine, built, arm64_base, tmp_path):
+    assert "OS packages: apt fetches and unpacks them on the build machine" in built.stdout, \
+        "CI's arm64 build must take the OS step's fast path"
+    native, emulated = os_step(engine, tmp_path, "native"), os_step(engine, tmp_path, "target")
+    try:
+        fast, plain = image_tree(engine, native), image_tree(engine, emulated)
+        base = image_tree(engine, BOOKWORM.format(arch="arm64"))
+        added = set(fast) - set(base)
+        assert any(p.endswith("bin/lspci") for p in added) and any("libpci.so" in p for p in added), \
+            "the packages are in the image"
+        assert (sorted(set(fast) - set(plain)), sorted(set(plain) - set(fast))) == ([], []), "entries in one only"
+        differ = {path: (fast[path], plain[path]) for path in fast if fast[path] != plain[path]}
+        assert differ == {}, "entries that differ (native, emulated)"
+    finally:
+        engine.remove(native, emulated)

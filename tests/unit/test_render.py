@@ -87,7 +87,9 @@ def test_runtime_dockerfile_encodes_the_stack():
     # No requirement is spelled in the Dockerfile: they come from the staged files only.
     assert "torch==" not in text and "numpy" not in text
     # Installers only through bind mounts; COPY only between stages, never ADD.
-    assert all(line.startswith("COPY --from=native-") for line in text.splitlines() if line.startswith("COPY"))
+    # (and the base's files into the build machine's OS stage, which unpacks into a copy of it)
+    assert all(line.startswith("COPY --from=native-") or line == "COPY --from=os-base / /target"
+               for line in text.splitlines() if line.startswith("COPY"))
     assert "\nADD " not in text
 
 
@@ -188,7 +190,9 @@ def test_package_manager_steps_leave_no_lists_or_caches():
         for step in rendered.text.split("\nRUN ")[1:]:
             if "apt-get install" in step:
                 steps += 1
-                assert "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin" in step, rendered.path
+                # (the build machine's OS stage: in the copy of the image's base it unpacks into)
+                assert ("rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin" in step
+                        or "cd /target && rm -rf var/lib/apt/lists/* var/cache/apt/*.bin" in step), rendered.path
                 assert ("target=/var/cache/apt/archives,sharing=locked" in step.split("\n")[0]
                         or "apt-get clean && rm -rf" in step), rendered.path
             if "dnf install" in step:
@@ -198,11 +202,17 @@ def test_package_manager_steps_leave_no_lists_or_caches():
     assert steps > 40
 
 
+def _first_stages(text: str) -> str:
+    """The OS stages a Debian image starts with: the base, the OS step in the image, on the
+    build machine and configured in the image, and the alias OS_ON picks."""
+    end = "FROM python-distro-${OS_ON} AS python-distro\n"
+    return text[text.index("FROM ${BASE_IMAGE} AS os-base\n"):text.index(end) + len(end)]
+
+
 def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_os():
-    """The Debian 11 and 13 builders start with the runtime images' first step on the same
-    OS, byte for byte (so BuildKit builds that layer once for both: the compilers and Python
-    under qemu), then install only what a builder needs besides."""
-    from ascend_build.images.render import PACKAGES, _steps
+    """The Debian 11 and 13 builders start with the runtime images' first stages on the same
+    OS, byte for byte (so BuildKit builds those layers once for both: the compilers and Python,
+    whichever way OS_ON says), then install only what a builder needs besides."""
     matrix = load_matrix(ROOT / "matrix.yaml")
     rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
     shared = 0
@@ -211,16 +221,60 @@ def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_
         if parts[1] != "builder" or parts[3] not in ("debian11", "debian13"):
             continue
         os = matrix.os[parts[3]]
-        step = str(_steps().python_distro(os, PACKAGES[os.family]))
-        toolchain = text.split(" AS toolchain\n", 1)[1].split("\nFROM ", 1)[0]
-        first_run = toolchain[toolchain.index("RUN "):]
-        assert first_run.startswith(step + "\n"), path
         runtime = next(t for p, t in rendered.items() if p.startswith("images/runtime/") and f"/{os.name}/" in p)
-        assert step in runtime.split(" AS python-distro\n", 1)[1], path
-        builder_only = first_run[len(step):]
+        assert _first_stages(text) == _first_stages(runtime), path
+        toolchain = text.split("FROM python-distro AS toolchain\n", 1)[1].split("\nFROM ", 1)[0]
+        builder_only = toolchain[toolchain.index("RUN "):]
         assert "gcc-" in builder_only and "ccache" in builder_only and " cmake " not in builder_only, path
         shared += 1
     assert shared >= 10
+
+
+def _words(step: str, after: str = "--no-install-recommends") -> list[str]:
+    """The package names an apt-get install in a step names, up to the end of its command."""
+    names = []
+    for word in step.split(after, 1)[1].replace("\\", " ").split():
+        if word in ("&&", "|"):
+            break
+        if re.fullmatch(r"[a-z0-9][a-z0-9.+-]+;?", word):
+            names.append(word.rstrip(";"))
+        if word.endswith(";"):
+            break
+    return names
+
+
+def test_the_os_step_is_apt_in_the_image_or_apt_and_dpkg_on_the_build_machine():
+    """OS_ON=target: apt installs in the image. OS_ON=native: the build machine's stage (its own
+    arch) resolves against a copy of the image's base, fetches and unpacks into it for the
+    image's arch; the image's stage copies what changed, removes what went, and configures
+    every package as the image's machine, refusing a package left half set up. The same
+    packages either way; dnf's OS step has no second path."""
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
+    text = rendered["images/runtime/2.1.0/debian12/Dockerfile"]
+    emulated = "\n".join(stage_chain(text, "python-distro", OS_ON="target"))
+    native = "\n".join(stage_chain(text, "python-distro", OS_ON="native"))
+    assert "apt-get install" in emulated and "dpkg --configure" not in emulated and "/target" not in emulated
+    unpack = text.split("AS native-unpack-python-distro\n", 1)[1].split("\nFROM ", 1)[0]
+    assert text.count("FROM --platform=${BUILDPLATFORM} ${BUILD_BASE_IMAGE} AS native-unpack-python-distro") == 1
+    assert "COPY --from=os-base / /target" in unpack and 'Dir "/target/"' in unpack
+    assert 'APT::Architecture "%s"' in unpack and '"${TARGETARCH}"' in unpack
+    assert "--download-only" in unpack and "dpkg --root=/target --force-architecture" in unpack
+    assert "apt-mark auto" in unpack       # apt's record of what came as a dependency, as apt in the image keeps it
+    assert "COPY --from=native-unpack-python-distro /layer/ /" in native and "source=/removed" in native
+    configure = native[native.index("COPY --from=native-unpack-python-distro /layer/ /"):]
+    assert configure.index("rm -rf -- < /tmp/removed") < configure.index("dpkg --configure -a") \
+        < configure.index("dpkg --audit")
+    assert 'test -z "$left" || { echo "$left" >&2; exit 1; }' in configure      # nothing half configured
+    assert configure.rstrip().endswith('= "3.11"'), "the distro's Python checked on this path too"
+    assert _words(emulated) == _words(unpack, "--download-only") == _words(unpack.split("apt-get -s", 1)[1]), \
+        "the same packages either way"
+    assert "python3-pip" in _words(emulated) and "gcc" in _words(emulated)
+    # Both paths leave neither apt's lists nor dpkg's and debconf's backups of their state.
+    for chain in (emulated, configure):
+        assert "/var/lib/apt/lists/*" in chain and "/var/lib/dpkg/*-old" in chain and "/var/cache/debconf/*-old" in chain
+    dnf = rendered["images/runtime/2.1.0/openeuler22.03/Dockerfile"]
+    assert "FROM python-distro-target AS python-distro-native" in dnf and "native-unpack" not in dnf
 
 
 def test_a_native_layer_takes_its_removals_into_the_image_and_every_pip_step_checks_one_copy():
@@ -237,7 +291,9 @@ def test_a_native_layer_takes_its_removals_into_the_image_and_every_pip_step_che
             copies += 1
             after = text.split(f"COPY --from={stage} /layer/ /\n", 1)[1].split("\nFROM ", 1)[0]
             assert f"--mount=type=bind,from={stage},source=/removed" in after, f"{path}: {stage}"
-            assert "xargs -0 -r rm -rf --" in after and "installed twice" in after, f"{path}: {stage}"
+            # (a pip layer checks each distribution is there once; the OS step's, that dpkg configured all)
+            check = "dpkg --configure -a" if stage.startswith("native-unpack-") else "installed twice"
+            assert "xargs -0 -r rm -rf --" in after and check in after, f"{path}: {stage}"
         for stage in re.findall(r"^FROM \S+ AS (native-\S+)$", text, re.M):
             if stage in ("native-python-distro", "native-os", "native-python-source", "native-venv"):
                 continue

@@ -167,15 +167,24 @@ def test_dry_build_says_where_pip_runs(tmp_path):
     assert f"--build-arg BUILD_BASE_IMAGE=mirror.local/debian:bookworm-{here.suffix}" in fast.stdout
     assert "--build-arg BASE_IMAGE=mirror.local/debian:bookworm-arm64" in fast.stdout
     assert f"pip runs on the build machine ({here.docker}) for aarch64, no qemu" in fast.stdout
+    # and apt too: it fetches and unpacks on the build machine, the image's stage configures
+    assert "--build-arg OS_ON=native" in fast.stdout
+    assert f"OS packages: apt fetches and unpacks them on the build machine ({here.docker})" in fast.stdout
     assert "PIP_FRESH" not in fast.stdout
-    plain = invoke(*args, "--pip-on", "target", "--no-cache", env=env)
+    # Each path of its own: pip in the image, apt still on the build machine (its base still needed) ...
+    pip_only = invoke(*args, "--pip-on", "target", env=env)
+    assert "--build-arg PIP_ON=target" in pip_only.stdout and "--build-arg OS_ON=native" in pip_only.stdout
+    assert f"--build-arg BUILD_BASE_IMAGE=mirror.local/debian:bookworm-{here.suffix}" in pip_only.stdout
+    # ... and both in the image: no build machine's base at all.
+    plain = invoke(*args, "--pip-on", "target", "--os-on", "target", "--no-cache", env=env)
     assert plain.returncode == 0, plain.stderr
     assert "--build-arg PIP_ON=target" in plain.stdout and "BUILD_BASE_IMAGE" not in plain.stdout
+    assert "--build-arg OS_ON=target" in plain.stdout and "OS packages: apt runs in the image (linux/arm64)" in plain.stdout
     assert "pip runs in the image (linux/arm64)" in plain.stdout
     # --no-cache asks for fresh downloads in a secret (no build arg keys the layer cache
     # by it): its command is the cached build's plus --no-cache and that secret.
     assert "PIP_FRESH" not in plain.stdout and "--secret id=proxy-env,src=" in plain.stdout
-    cached = invoke(*args, "--pip-on", "target", env=env)
+    cached = invoke(*args, "--pip-on", "target", "--os-on", "target", env=env)
     assert cached.returncode == 0, cached.stderr
 
     def command(out: subprocess.CompletedProcess) -> list[str]:
@@ -186,6 +195,8 @@ def test_dry_build_says_where_pip_runs(tmp_path):
     assert tag.findall(fast.stdout) and tag.findall(fast.stdout) == tag.findall(plain.stdout), "same content tag"
     bad = invoke(*args, "--pip-on", "elsewhere", env=env)
     assert bad.returncode == 2 and "--pip-on 'elsewhere': choose one of auto, native, target" in bad.stderr
+    bad = invoke(*args, "--os-on", "elsewhere", env=env)
+    assert bad.returncode == 2 and "--os-on 'elsewhere': choose one of auto, native, target" in bad.stderr
 
 
 def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
@@ -199,7 +210,8 @@ def test_a_base_image_of_one_arch_keeps_pip_in_the_image(tmp_path):
                  env={"ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
     assert "--build-arg PIP_ON=target" in out.stdout and "BUILD_BASE_IMAGE" not in out.stdout
-    assert "names one arch's image, so pip runs in the image; put {arch} in it" in out.stdout
+    assert "--build-arg OS_ON=target" in out.stdout
+    assert "names one arch's image, so pip and apt run in the image; put {arch} in it" in out.stdout
 
 
 def test_podman_builds_a_foreign_arch_with_the_fast_path_too(tmp_path):

@@ -1,0 +1,174 @@
+"""The OS step of an arm64 image without emulating apt: real builds on the local engine,
+printed and written to docs/results.md. Figures, not assertions: the target is printed
+next to what was measured.
+
+    python benchmarks/os_step.py [--suite bookworm --suite trixie] [--repeat 1] [--load] [--whole]
+                                 # after scripts/bootstrap.sh, on x86_64; about 10 min per suite
+
+For each Debian suite, the runtime Dockerfile's first OS stage (`python-distro`: the OS
+packages and the distro's Python, the same package set on both sides) built for linux/arm64
+with --no-cache both ways:
+  - emulated (OS_ON=target): apt in the image, every binary under qemu;
+  - native (OS_ON=native): apt and dpkg on the build machine resolve, fetch and unpack into a
+    copy of the base; the image's stage configures them (maintainer scripts, triggers) under qemu.
+apt's download cache is warm for both (filled by an untimed build first): the figures are
+the work, not the mirror. Then the two file systems are compared entry by entry (type, mode,
+owner, link, content) and the package lists (name, arch, version) from dpkg's status.
+--load runs each build again beside a second emulated apt step (what CI's other lane does);
+--whole also times the cold 2.1.0 arm64 image (to its image tests) with each OS step.
+Base images: the debootstrap ones the tests make (ascend-build-test/debian:<suite>-<arch>),
+made here when missing."""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ascend_build import engine as eng  # noqa: E402
+from ascend_build.engine.emulation import build_args as emulation_args  # noqa: E402
+from ascend_build.inputs.baseimage import debian_base  # noqa: E402
+from ascend_build.platforms import PLATFORMS, host  # noqa: E402
+from benchmarks.results import report  # noqa: E402
+from tests.integration.conftest import image_tree  # noqa: E402
+
+BASE = "ascend-build-test/debian:{suite}-{arch}"
+TAG = "ascend-build-bench/os-step:{suite}-{on}"
+CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# A cell of each suite whose runtime Dockerfile is built: the OS step is the same for every
+# stack of an OS (its package list is the family's, its Python the distro's).
+CELLS = {"bookworm": ("2.1.0", "debian12"), "trixie": ("2.10.0-26.1.0", "debian13")}
+_STEP = re.compile(r"^#(\d+) \[([^\]]+)\]", re.M)
+_DONE = re.compile(r"^#(\d+) DONE ([0-9.]+)s", re.M)
+
+
+def base(engine: eng.Engine, suite: str, arch: str) -> str:
+    ref = BASE.format(suite=suite, arch=arch)
+    if engine.image_id(ref) is None:
+        debian_base(engine, suite, f"linux/{arch}", ref)
+    return ref
+
+
+def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = False) -> float:
+    """The `python-distro` stage of the suite's runtime Dockerfile, OS_ON=`on`; wall seconds."""
+    stack, os_name = CELLS[suite]
+    here = host()
+    assert here is not None and PLATFORMS["linux/arm64"].emulated(), "an x86_64 build machine: arm64 is emulated here"
+    req = eng.BuildRequest(dockerfile=ROOT / "images" / "runtime" / stack / os_name / "Dockerfile",
+                           context=ROOT / "images", platform="linux/arm64", target="python-distro",
+                           tags=[TAG.format(suite=suite, on=on)], network="host", no_cache=not cache,
+                           build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": on,
+                                       "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro",
+                                       **emulation_args(PLATFORMS["linux/arm64"])},
+                           secrets={"ca-bundle": CA} if CA.exists() else {})
+    started = time.monotonic()
+    if engine.build(req, log) != 0:
+        raise SystemExit(f"build failed: {log}")
+    return time.monotonic() - started
+
+
+def steps(log: Path) -> dict[str, float]:
+    """Seconds per step group of a BuildKit log: what ran where."""
+    text = log.read_text(errors="replace")
+    names = dict(_STEP.findall(text))
+    groups: dict[str, float] = {}
+    for number, seconds in _DONE.findall(text):
+        name = names.get(number, "")
+        group = ("build machine: resolve, fetch, unpack" if "native-unpack-" in name else
+                 "image: configure (qemu)" if "-native" in name else
+                 "image: apt (qemu)" if "-target" in name else "other")
+        groups[group] = groups.get(group, 0.0) + float(seconds)
+    return groups
+
+
+def packages(engine: eng.Engine, image: str) -> list[str]:
+    """name:arch=version of every package dpkg's status lists as installed (read natively)."""
+    cid = subprocess.run(engine.command("create", "--platform", "linux/arm64", image, "true"), capture_output=True,
+                         text=True, check=True).stdout.strip()
+    try:
+        status = subprocess.run(engine.command("cp", f"{cid}:/var/lib/dpkg/status", "-"), capture_output=True,
+                                check=True).stdout
+    finally:
+        subprocess.run(engine.command("rm", cid), capture_output=True)
+    import io
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(status)) as tar:
+        member = tar.extractfile("status")
+        assert member is not None
+        text = member.read().decode()
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(" "))
+        if fields.get("Status", "").endswith(" installed"):
+            found.append(f"{fields['Package']}:{fields['Architecture']}={fields['Version']}")
+    return sorted(found)
+
+
+def load_beside(engine: eng.Engine, suite: str) -> subprocess.Popen:
+    """A second emulated apt step of the same packages in a container: CI's other lane."""
+    words = "gcc g++ make cmake python3 python3-dev ca-certificates curl"
+    script = f"apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {words}"
+    cpu = emulation_args(PLATFORMS["linux/arm64"]).get("QEMU_CPU", "")
+    argv = engine.command("run", "--rm", "--platform", "linux/arm64", *(["-e", f"QEMU_CPU={cpu}"] if cpu else []),
+                          base(engine, suite, "arm64"), "bash", "-c", script)
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", action="append", choices=sorted(CELLS), help="Debian suite (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--load", action="store_true", help="also each build beside an emulated apt step")
+    args = ap.parse_args()
+    engine = eng.detect("docker")
+    work = ROOT / ".build" / "bench-os-step"
+    work.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str, str]] = []
+    detail: list[str] = []
+    for suite in args.suite or ["bookworm", "trixie"]:
+        build(engine, suite, "native", work / f"{suite}-warm.log", cache=True)      # fills apt's download cache
+        times: dict[str, list[float]] = {"native": [], "target": []}
+        groups: dict[str, dict[str, float]] = {}
+        for _ in range(args.repeat):
+            for on in ("target", "native"):
+                log = work / f"{suite}-{on}.log"
+                times[on].append(build(engine, suite, on, log))
+                groups[on] = steps(log)
+        native, emulated = (statistics.median(times[on]) for on in ("native", "target"))
+        stack, os_name = CELLS[suite]
+        rows.append((f"{os_name} OS step (arm64 on {host()}): native / emulated",
+                     f"{native / emulated:.2f} ({native:.0f} s / {emulated:.0f} s)", "<= 0.33"))
+        for on in ("native", "target"):
+            detail.append(f"{os_name}, OS_ON={on}: " + ", ".join(f"{g} {s:.0f} s" for g, s in sorted(groups[on].items())))
+        fast, plain = (TAG.format(suite=suite, on=on) for on in ("native", "target"))
+        same_packages = packages(engine, fast) == packages(engine, plain)
+        a, b = image_tree(engine, fast), image_tree(engine, plain)
+        differ = sorted(set(a) ^ set(b)) + sorted(p for p in set(a) & set(b) if a[p] != b[p])
+        rows.append((f"{os_name}: packages (name, arch, version) the same", f"{same_packages} "
+                     f"({len(packages(engine, fast))} packages)", "True"))
+        rows.append((f"{os_name}: file system entries that differ", f"{len(differ)} of {len(a)}"
+                     + (f" ({', '.join(differ[:4])})" if differ else ""), "0"))
+        if args.load:
+            loaded = {}
+            for on in ("target", "native"):
+                other = load_beside(engine, suite)
+                time.sleep(2)
+                loaded[on] = build(engine, suite, on, work / f"{suite}-{on}-load.log")
+                other.wait()
+            rows.append((f"{os_name} OS step beside an emulated apt step: native / emulated",
+                         f"{loaded['native'] / loaded['target']:.2f} ({loaded['native']:.0f} s / "
+                         f"{loaded['target']:.0f} s)", "-"))
+    report("os_step.py", "The OS step of an arm64 image without emulating apt",
+           f"engine {engine.version} ({engine.mode}), linux/arm64 under qemu on {host()}, apt's download cache warm",
+           rows, "Produced by `python benchmarks/os_step.py`. Step sums (BuildKit's, seconds):\n\n"
+           + "\n".join(f"- {line}" for line in detail))
+
+
+if __name__ == "__main__":
+    main()

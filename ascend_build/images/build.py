@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
@@ -29,7 +29,7 @@ from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag
-from .render import ROOT, Rendered, runtime_dockerfile
+from .render import Rendered, runtime_dockerfile
 from .steps import Built
 
 KIND = RUNTIME      # this module is the runtime kind (catalog.py)
@@ -323,7 +323,7 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
 def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, str]:
     """The cell's lock, wherever the matrix is, and the plan's line that says which (its folder
     and package count, or unlocked). A cell without one is refused unless --unlocked."""
-    found = locks.find(matrix, cell, ROOT)      # a stale lock is refused here
+    found = locks.find(matrix, cell, project.root())      # a stale lock is refused here
     lock = found.lock
     if lock is not None:
         if found.project:
@@ -332,13 +332,13 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, st
         return lock, f"python packages: locked by {found.name} ({len(lock.packages)} packages, sha256-checked)"
     what = f"stack {cell.stack.name} / Python {cell.python} / {cell.arch}"
     hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}"
-            + ("" if matrix.path.resolve() == (ROOT / "matrix.yaml").resolve() else f" --matrix {matrix.path}")
+            + ("" if matrix.path.resolve() == (project.root() / "matrix.yaml").resolve() else f" --matrix {matrix.path}")
             + "` makes one")
     if site.require_pins:
         raise PackageError(f"{what} has no lock and --require-pins is set; {hint}")
     if not site.unlocked:
         looked = locks.folder(found.root, cell.stack.name, cell.python, cell.arch)
-        other = (f"; the project's {found.other.where.relative_to(ROOT)} was made from other inputs than this "
+        other = (f"; the project's {found.other.where.relative_to(project.root())} was made from other inputs than this "
                  f"matrix asks" if found.other else "")
         raise UserError(f"{what} has no lock (none in {looked}{other}): pip would resolve its Python packages at "
                         f"build time, so two builds may differ (an unlocked build once put two numpys in one image); "

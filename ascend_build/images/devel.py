@@ -12,7 +12,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from .. import atomic, console
+from .. import atomic, console, project
 from ..errors import UserError
 from ..inputs.options import Site
 from ..locking import layerlock
@@ -21,7 +21,7 @@ from ..matrix import Cell, Matrix, OSBase
 from ..matrix.frameworks import CANN
 from ..matrix.like import Like
 from .kinds import RUNTIME, Asked, ImageKind, label, option
-from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
+from .render import PACKAGES, Rendered, plain_dockerfile
 from .steps import SCRIPTS, OnRuntime
 
 SUFFIX = "devel"        # <CANN-only image name>-devel-<arch>
@@ -145,7 +145,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, request: DevelRequest) -> la
     is built. A dry run resolves and writes nothing: it says what the real run does."""
     path = lock_input(matrix)
     lock_path = layerlock.path_for(path, cell)
-    found = locks.find(matrix, cell, ROOT).lock
+    found = locks.find(matrix, cell, project.root()).lock
     if site.dry:
         lines, kept = split_held(pin_lines(), locks.pinned_versions(found.files) if found else {})
         console.show(f"# devel: OS tools ({cell.os.family}): {TOOLS[cell.os.family]}; bash as /bin/sh; root; "

@@ -15,7 +15,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import BuildFailed
@@ -23,7 +23,7 @@ from ..matrix import Cell
 from ..provenance import probe as probes
 from ..provenance import restamp, sbom
 from . import steps
-from .render import FINISH_TAR, ROOT, finish_dockerfile
+from .render import FINISH_TAR, finish_dockerfile
 
 
 def epoch() -> int:
@@ -33,7 +33,7 @@ def epoch() -> int:
     if given.isdigit():
         return int(given)
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True,
+        out = subprocess.run(["git", "-C", str(project.root()), "log", "-1", "--format=%ct"], capture_output=True, text=True,
                              timeout=30)
         return int(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip().isdigit() else 0
     except (OSError, subprocess.TimeoutExpired):
@@ -90,7 +90,7 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
         try:
             if not engine.tag(candidate, temporary):
                 raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
-            req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
+            req = eng.BuildRequest(dockerfile=project.root() / finish_dockerfile().path, context=ctx, platform=platform,
                                    build_args={"CANDIDATE": temporary}, iidfile=iidfile)
             log = work / "finish.log"
             if engine.build(req, log) != 0:

@@ -76,6 +76,22 @@ def _tag(matrix: Matrix, t: Tested) -> str:
     return readable_tag(RUNTIME.repository, cell.name, cell.target)
 
 
+def cann_only_rows(matrix: Matrix) -> list[dict[str, str]]:
+    """Each release's CANN-only line: the written one, else the derived one."""
+    from ..matrix.eras import cann_key
+    from ..matrix.frameworks import CANN
+    rows = []
+    for version in sorted(matrix.cann, key=cann_key):
+        st = matrix.stacks.get(CANN.stack_name(version)) or matrix.derived.get(CANN.stack_name(version))
+        if st is None:
+            continue
+        rows.append({"CANN": f"`--cann {version}`", "line": "derived" if st.derived else "`cann_stacks:`",
+                     "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
+                     "Pythons from": st.derived_from or f"`{st.key_path}.python`",
+                     "OS (Dockerfiles)": _oses(matrix, st)})
+    return rows
+
+
 def chip_rows(matrix: Matrix) -> list[dict[str, str]]:
     """Each chip's record, and how many lines build images for it."""
     rows = []
@@ -123,6 +139,15 @@ def support_page(matrix: Matrix) -> str:
         "when Huawei's compatibility grid pairs them. The Python column gives the range and what an image gets.",
         "",
         markdown(lines),
+        "",
+        "## CANN-only lines of every release",
+        "",
+        "Every CANN release the import knows has a CANN-only line (`invoke build --cann RELEASE`): written in",
+        "`cann_stacks:` above, or derived from the import, its Pythons from the source named here. A derived",
+        "line builds on the OSes its release's official images use and on the Debian releases debootstrap makes;",
+        "its environment is its release's (imported.yaml, from the official images).",
+        "",
+        markdown(cann_only_rows(matrix)),
         "",
         "## Images",
         "",

@@ -1,0 +1,127 @@
+"""The first hour, fifth pass (issue 78): a Debian cell of every CANN line, derived ones
+included, and README's CANN-only command as printed for every release `invoke matrix`
+lists; the tags and labels say what an image is; the smaller points a new user met. Each
+command runs as a user types it (tests/forked.py)."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from ascend_build.errors import UserError
+from ascend_build.matrix import load_matrix
+from ascend_build.matrix.frameworks import CANN
+from tests.conftest import ROOT
+from tests.forked import invoke
+
+DEBIAN = ("debian11", "debian12", "debian13")
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix(ROOT / "matrix.yaml")
+
+
+def cann_only(m, release: str):
+    return m.stacks.get(CANN.stack_name(release)) or m.derived.get(CANN.stack_name(release))
+
+
+# ------------------------------------------------------------------ a Debian cell of every CANN line
+def test_every_cann_release_has_a_cann_only_line_with_a_debian_cell(matrix):
+    """The derived lines included: a release with official images takes their Pythons, one
+    without takes those of the releases published for it, or its nearest line's; each says
+    where its Pythons come from, and builds on every Debian release debootstrap makes."""
+    for release in matrix.cann:
+        st = cann_only(matrix, release)
+        assert st is not None, f"CANN {release}: no CANN-only line (`--cann {release}` would be refused)"
+        for os_ in DEBIAN:
+            assert matrix.allows(st, matrix.os[os_]), f"{st.name} on {os_}"
+            cell = matrix.cell(st, os_)
+            assert cell.python in st.pythons() and cell.cann.env is not None, cell.name
+        if st.derived:
+            assert st.derived_from and st.derived_from in st.python_path
+            official = matrix.official_oses(st)
+            # its release's official OSes (the default one where it has none), and Debian
+            assert set(matrix.derived_oses(st)) == set(official or [matrix.defaults.os]) | set(DEBIAN), st.name
+    assert cann_only(matrix, "8.5.0").derived_from.startswith("the Pythons of CANN 8.5.0's official images")
+    assert "published for CANN 8.0.RC1" in cann_only(matrix, "8.0.RC1").derived_from
+    assert "CANN 9.1.0's line" in cann_only(matrix, "9.1.1").derived_from
+
+
+def test_a_derived_line_keeps_the_environment_of_its_releases_official_images(matrix):
+    """Its Debian Dockerfile has the ENV its release's official images have, as its Ubuntu one."""
+    from ascend_build.images.render import runtime_dockerfile
+    st = cann_only(matrix, "8.5.0")
+    debian = runtime_dockerfile(matrix, st, matrix.os["debian12"]).text
+    ubuntu = runtime_dockerfile(matrix, st, matrix.os["ubuntu22.04"]).text
+    env = [line for line in ubuntu.splitlines() if line.startswith(("ENV ASCEND_", "    ASCEND_", "    LD_LIBRARY"))]
+    assert env and all(line in debian.splitlines() for line in env)
+    assert (ROOT / "images/runtime/cann8.5.0/debian12/Dockerfile").read_text() == debian
+
+
+def test_a_refused_os_names_one_that_is_built_the_default_first(matrix):
+    """8.3.RC2's official images are on Ubuntu 22.04 and openEuler 24.03: a refusal names the
+    matrix's default OS (Ubuntu 22.04), not the first of them by name."""
+    with pytest.raises(UserError) as info:
+        matrix.cell(cann_only(matrix, "8.3.RC2"), "openeuler22.03")
+    said = str(info.value)
+    assert f"pass --os {matrix.defaults.os}," in said and "debian12" in said
+    assert matrix.cell(cann_only(matrix, "8.3.RC2")).os.name == matrix.defaults.os
+
+
+def readme_cann_only_command() -> list[str]:
+    """README's CANN-only command, as printed (its words after `invoke build`)."""
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"`invoke build (--cann \S+ [^`]*)`", text)
+    assert found, "README prints no CANN-only command"
+    return found[1].split()
+
+
+@pytest.fixture(scope="module")
+def where(tmp_path_factory):
+    """A folder to run in, its own HOME, and an empty packages folder (no CANN file is here:
+    a real run would download them; a dry one plans with stand-ins)."""
+    folder = tmp_path_factory.mktemp("first-hour-fifth")
+    (folder / "packages").mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("INVOKE_")}, "HOME": str(folder),
+           "ASCEND_BUILD_CACHE": str(folder / "cache")}
+    return folder, env
+
+
+def plan(where, *argv: str):
+    folder, env = where
+    return invoke(*argv, "--dry", "--packages", str(folder / "packages"), cwd=folder, env=env)
+
+
+def lock_refusal_only(out) -> bool:
+    """The dry run planned the whole image and ends as the real one would, on the lock alone,
+    naming the exact `invoke lock` that makes it."""
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    return (out.returncode == 2 and len(errors) == 1 and "has no lock" in errors[0]
+            and re.search(r"`\S*(invoke|ascend-build) lock --cann \S+ --python 3\.\d+ --platform linux/\w+` makes one",
+                          errors[0]) is not None and " tag '<built id>' " in out.stdout)
+
+
+def test_readmes_cann_only_command_plans_for_every_release_the_matrix_lists(where, matrix):
+    """The command as printed, with each release `invoke matrix` lists: the whole plan, and at
+    most the lock refusal (the release's lock is committed for the Python it takes there)."""
+    words = readme_cann_only_command()
+    assert "--os" in words and words[words.index("--os") + 1] in DEBIAN
+    listed = invoke("matrix", cwd=where[0], env={**where[1], "COLUMNS": "120"}).stdout
+    releases = re.findall(r"^(\d+\.\d+\.(?:RC)?\d+) ", listed.split("CANN releases (imported.yaml):")[1], re.M)
+    assert set(releases) == set(matrix.cann), releases
+    for release in releases:
+        argv = [release if i and words[i - 1] == "--cann" else w for i, w in enumerate(words)]
+        out = plan(where, "build", *argv)
+        said = out.stdout[-1500:] + out.stderr[-1500:]
+        assert out.returncode == 0 or lock_refusal_only(out), f"{release}: {said}"
+        assert "Traceback" not in said
+
+
+def test_the_done_when_command_plans_with_its_lock(where):
+    out = plan(where, "build", "--cann", "8.5.0", "--os", "debian12", "--python", "3.11", "--platform", "linux/arm64")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "python packages: locked by locks/cann8.5.0/py3.11-aarch64" in out.stdout
+    assert "ascend-runtime:cann8.5.0-910b-debian12-py3.11-arm64" in out.stdout
+    assert "/images/runtime/cann8.5.0/debian12/Dockerfile " in out.stdout

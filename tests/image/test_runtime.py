@@ -16,6 +16,7 @@ from ascend_build.images.checks import HOST_DRIVER_LIBS, env_gaps, missing_libra
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.locking.lock import Lock, normalize, pinned_versions
 from ascend_build.matrix import FRAMEWORKS
+from tests.conftest import label
 from tests.image.conftest import run_on_npu
 
 
@@ -524,6 +525,16 @@ def test_labels_describe_the_contents(labels, cell):
         assert labels[f"{LABEL_PREFIX}.torch"] == cell.stack.torch.version
         assert labels[f"{LABEL_PREFIX}.torch-npu"] == cell.stack.package
     assert labels["org.opencontainers.image.version"] == cell.name
+
+
+def test_the_image_says_its_kind(labels, cell):
+    """Every kind's image carries its kind (a CANN-only image's is runtime's); an image built
+    on a runtime image (this suite runs on it after its own) says its own kind."""
+    from ascend_build.images.catalog import ON_RUNTIME
+    kind = label(labels, "kind")
+    assert kind in {"runtime"} | {k.KIND.name for k in ON_RUNTIME}, kind
+    if kind == "runtime":
+        assert label(labels, "stack") == cell.stack.name
 
 
 def test_apex_slot_matches_its_label(host, labels):

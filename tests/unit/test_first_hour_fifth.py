@@ -125,3 +125,33 @@ def test_the_done_when_command_plans_with_its_lock(where):
     assert "python packages: locked by locks/cann8.5.0/py3.11-aarch64" in out.stdout
     assert "ascend-runtime:cann8.5.0-910b-debian12-py3.11-arm64" in out.stdout
     assert "/images/runtime/cann8.5.0/debian12/Dockerfile " in out.stdout
+
+
+# ------------------------------------------------------------------ tags and labels say what the image is
+def test_every_kind_labels_its_images_with_its_kind():
+    """The kind label on every kind's image, the runtime's (a CANN-only image is one) and the
+    builder's too: `run --serve` and `invoke test --image` read it."""
+    from ascend_build.images import catalog
+    from ascend_build.images.kinds import BUILDER, RUNTIME, BuilderFacts, RuntimeFacts, label
+    m = load_matrix(ROOT / "matrix.yaml")
+    cell = m.cell("cann9.0.0", "debian12", "3.11")
+    facts = RuntimeFacts(cell, "sha-0", "debian:bookworm", "absent", "", "none", "[]")
+    assert RUNTIME.labels(facts)[label("kind")] == "runtime"
+    assert BUILDER.labels(BuilderFacts(m.builder_cell("2.1.0"), "sha-0", "x"))[label("kind")] == "builder"
+    # the kinds on a runtime image set theirs (their modules' tests hold the values)
+    assert set(catalog.KINDS) == {"runtime", "builder", "layer", "devel", "serving"}
+    assert all(kind.name == name for name, kind in catalog.KINDS.items())
+
+
+def test_a_devel_image_keeps_every_word_of_its_cann_only_images_tag(where):
+    """`--no-nnal`: the CANN-only image is ...-py3.11-nonnal-arm64, and its devel image
+    ...-py3.11-nonnal-devel-arm64 (was ...-py3.11-devel-arm64, the name of the devel image
+    with NNAL); both labelled with their kind."""
+    out = plan(where, "build", "--cann", "9.0.0", "--os", "debian12", "--python", "3.11", "--no-nnal", "--devel")
+    said = out.stdout + out.stderr
+    assert out.returncode == 0, said[-3000:]
+    assert "ascend-runtime:cann9.0.0-910b-debian12-py3.11-nonnal-arm64" in out.stdout
+    assert "ascend-runtime:cann9.0.0-910b-debian12-py3.11-nonnal-devel-arm64" in out.stdout
+    assert "-py3.11-devel-arm64" not in out.stdout
+    assert out.stdout.count("--label io.ascend-build.kind=runtime ") == 1
+    assert out.stdout.count("--label io.ascend-build.kind=devel ") == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,52 @@ def test_a_devel_image_keeps_every_word_of_its_cann_only_images_tag(where):
     assert "-py3.11-devel-arm64" not in out.stdout
     assert out.stdout.count("--label io.ascend-build.kind=runtime ") == 1
     assert out.stdout.count("--label io.ascend-build.kind=devel ") == 1
+
+
+# ------------------------------------------------------------------ login shells keep the image's environment
+IMAGE_PATH = "/opt/venv/bin:/usr/local/Ascend/ascend-toolkit/latest/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEBIAN_PROFILE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"      # Debian's /etc/profile, root
+HOSTILE = "a b $(touch {mark}) `touch {mark}` ';touch {mark};' \"x\" \\ * ~"
+
+
+def login(shell: str, script: Path, before: dict[str, str], after: str = "") -> dict[str, str]:
+    """What a login shell has once /etc/profile set PATH (as Debian's does) and sourced the
+    profile script: the environment it was started with, `before`, and nothing else."""
+    import subprocess
+    code = f'PATH={DEBIAN_PROFILE_PATH}; export PATH; . "{script}"; {after}env -0'
+    out = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in before.items()), shell, "-c", code],
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return dict(item.split("=", 1) for item in out.stdout.decode().split("\0") if "=" in item)
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_the_profile_gives_a_login_shell_the_images_env_back(tmp_path, shell):
+    """Debian's /etc/profile sets PATH anew (the venv and CANN's folders gone: `bash -lc python3`
+    was /usr/bin/python3), and `su -` starts empty: the script sets every ENV variable again,
+    PATH's folders in front in the image's order and none twice; a variable the container was
+    started with keeps its value; who the shell is (HOME, USER) is the login's; a value is
+    data, whatever it holds."""
+    import shutil
+
+    from ascend_build.images.finish import profile_text
+    if not shutil.which(shell):
+        pytest.fail(f"{shell} is not installed (scripts/bootstrap.sh)")
+    mark = tmp_path / "ran"
+    env = [f"PATH={IMAGE_PATH}", "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest",
+           "LD_LIBRARY_PATH=/usr/local/Ascend/ascend-toolkit/latest/lib64", "HOME=/root", "USER=root",
+           f"HOSTILE={HOSTILE.format(mark=mark)}", "not-a-name=1"]
+    script = tmp_path / "ascend-build-env.sh"
+    script.write_text(profile_text(env))
+    # `su -`: nothing but what login set
+    got = login(shell, script, {"HOME": "/home/user"})
+    assert got["PATH"] == IMAGE_PATH
+    assert got["ASCEND_TOOLKIT_HOME"] == "/usr/local/Ascend/ascend-toolkit/latest"
+    assert got["HOSTILE"] == HOSTILE.format(mark=mark) and not mark.exists()
+    assert got["HOME"] == "/home/user" and "USER" not in got and "not-a-name" not in got
+    # `bash -lc` in `docker run -e LD_LIBRARY_PATH=...`: the run's value kept; sourced twice, PATH the same
+    got = login(shell, script, {"LD_LIBRARY_PATH": "/mine"}, after=f'. "{script}"; ')
+    assert got["LD_LIBRARY_PATH"] == "/mine" and got["PATH"] == IMAGE_PATH
+    # a PATH of the user's own beyond the image's folders stays, behind them
+    got = login(shell, script, {}, after=f'PATH=/mine:$PATH; . "{script}"; ')
+    assert got["PATH"] == f"/mine:{IMAGE_PATH}"

@@ -20,7 +20,7 @@ from ..engine.network import describe as describe_network
 from ..errors import BuildFailed, EngineError, PackageError, PackageMissing, UserError
 from ..hashing import kind_of, sha256_of
 from ..inputs import baseimage
-from ..inputs.durations import takes_minutes
+from ..inputs.durations import said, takes_minutes
 from ..inputs.options import Inputs, Site
 from ..inputs.packages import Located, PackageStore, warn_unpinned
 from ..locking import lock as locks
@@ -213,8 +213,12 @@ def _long_steps(p: Prepared) -> list[str]:
                                    + (where if emulated else ""),
                                    "cpython under qemu" if emulated else "cpython",
                                    "once per base: later builds take it from the cache"))
-    lines.append(takes_minutes(f"the image {cell.name}, cold", "image, pip under qemu" if emulated and not native
-                               else "image", "later builds take the unchanged steps from the cache"))
+    step = ("cann-only image" if not cell.stack.framework.layers else
+            "image, pip under qemu" if emulated and not native else "image")
+    lines.append(takes_minutes(f"the image {cell.name}, cold", step,
+                               ("of that, the OS packages under qemu: " + said("os packages under qemu") + "; "
+                                if emulated else "") + "later builds take the unchanged steps from the cache",
+                               emulated))
     return lines
 
 

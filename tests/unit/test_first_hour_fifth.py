@@ -205,3 +205,29 @@ def test_the_profile_gives_a_login_shell_the_images_env_back(tmp_path, shell):
     # a PATH of the user's own beyond the image's folders stays, behind them
     got = login(shell, script, {}, after=f'PATH=/mine:$PATH; . "{script}"; ')
     assert got["PATH"] == f"/mine:{IMAGE_PATH}"
+
+
+# ------------------------------------------------------------------ the smaller points
+def test_the_dry_runs_times_are_the_measured_ones_from_one_table(where):
+    """A CANN-only arm64 image took 13 min cold here, the 2.10.0-26.1.0 runtime 16.6 (13.5 of
+    them the OS packages under qemu); the plan said "about 3 min". Every time a plan says is
+    made from durations.TOOK's figures: a new measurement is written there once."""
+    from ascend_build.inputs.durations import TOOK, said
+    for step, took in TOOK.items():
+        assert str(int(max(took.minutes) / (60 if max(took.minutes) >= 90 else 1) + 0.5)) in said(step), step
+    from ascend_build.platforms import get as get_platform
+    assert said("cann-only image") == "about 13 min here" and said("image") == "about 3-17 min here"
+    assert said("os packages under qemu") == "about 3-14 min here"
+    # this project's build machines are x86_64: an arm64 image's steps run under qemu there
+    emulated = next((p for p in ("linux/arm64", "linux/amd64") if get_platform(p).emulated()), None)
+    amd64 = next(p for p in ("linux/amd64", "linux/arm64") if not get_platform(p).emulated())
+    if emulated is not None:
+        cann = [line for line in plan(where, "build", "--cann", "8.5.0", "--os", "debian12", "--platform",
+                                      emulated).stdout.splitlines() if line.startswith("# takes minutes: the image ")]
+        assert cann == ["# takes minutes: the image cann8.5.0-910b-debian12-py3.11, cold (about 13 min here; of "
+                        f"that, the OS packages under qemu: {said('os packages under qemu')}; later builds take the "
+                        "unchanged steps from the cache)"]
+        torch = plan(where, "build", "--torch", "2.1.0", "--os", "debian12", "--platform", emulated).stdout
+        assert "cold (about 3-17 min here; of that, the OS packages under qemu" in torch
+    native = plan(where, "build", "--torch", "2.1.0", "--os", "debian12", "--platform", amd64, "--unlocked").stdout
+    assert "cold (at most about 3-17 min here: measured with the image's steps under qemu" in native

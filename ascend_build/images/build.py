@@ -167,7 +167,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
                          + (str(p.lock.where) if p.lock else "nothing: there is no lock (a real run stops here)"
                             if p.refusal else "the matrix's specifiers (unlocked: --unlocked)"))
-            for line in _long_steps(p):
+            for line in _missing_bases(matrix, p) + _long_steps(p):
                 console.show(line)
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content, stop=_stop(p))
@@ -193,6 +193,30 @@ def _stop(p: Prepared) -> UserError | None:
     if p.stops:
         return PackageError("a real build of this image stops before it starts:\n" + "\n\n".join(p.stops))
     return None
+
+
+def _missing_bases(matrix: Matrix, p: Prepared) -> list[str]:
+    """A dry run's lines for the base images the engine lacks (the image's, and on the fast
+    path the build machine's): the real run pulls them first, and stops there (exit 6) where no
+    registry serves them; each with what to do. None with --debootstrap (its lines say it
+    makes them), nor where no engine answers (a dry run needs none)."""
+    plan, site, cell, engine = p.plan, p.site, p.plan.cell, p.engine
+    if site.debootstrap:
+        return []
+    bases = {plan.build_args["BASE_IMAGE"]: cell.platform}
+    if plan.host_args["PIP_ON"] == "native":
+        bases.setdefault(plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()))
+    try:
+        if not engine.answers():
+            return []
+        missing = [(ref, platform) for ref, platform in bases.items() if not engine.exists(ref)]
+    except EngineError:
+        return []
+    if not missing:
+        return []
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform, chip=cell.chip)
+    return [f"# base image {ref} ({platform}) is not in the engine: the real run pulls it first, and stops there "
+            f"(exit 6) where no registry serves it." for ref, platform in missing] + [f"#   {advice}"]
 
 
 def _long_steps(p: Prepared) -> list[str]:
@@ -266,7 +290,8 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
                         + (f"The Debian cell of this line builds without a registry: "
-                           f"`invoke build {cell.stack.flag} --os {other.name} --debootstrap`" if other
+                           f"`invoke build {cell.stack.flag} --os {other.name}"
+                           f"{baseimage.cell_flags(matrix, cell.platform, cell.chip)} --debootstrap`" if other
                            else ""))
     return baseimage.on_local_base(site, cell.os.image, cell.os.suite)
 
@@ -292,7 +317,7 @@ def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, sit
     """Both base images (the image's and, on the fast path, the build machine's) are here
     or can be had, before the build: pulled, or made by debootstrap with --debootstrap."""
     make = baseimage.made_here(engine, site, cell.os.suite)
-    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform, chip=cell.chip)
     steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
     if plan.host_args["PIP_ON"] == "native":
         steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()), advice, make)

@@ -158,8 +158,14 @@ def _tidy(root: Path) -> None:
                 path.unlink()
 
 
+def cell_flags(matrix: Matrix, platform: str | None, chip: str | None) -> str:
+    """The options a suggested command needs to name the same arch and chip (none: the defaults)."""
+    return ((f" --platform {platform}" if platform and platform != matrix.defaults.platform else "")
+            + (f" --chip {chip}" if chip and chip.lower() != matrix.defaults.chip.lower() else ""))
+
+
 def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str | None = None,
-           task: str = "build") -> str:
+           task: str = "build", chip: str | None = None) -> str:
     """What to do when `image` can be neither found nor pulled: for a Debian release,
     make it here; for any other, a mirror, or the Debian cell (or flavor) of this line."""
     name = image.split("/")[-1]
@@ -172,7 +178,7 @@ def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str
                 f"reuse it). Or once, for every build: `invoke base-image "
                 f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
                 f"{suite}-{{arch}}. Or {mirror}.")
-    where = f" --platform {platform}" if platform and platform != matrix.defaults.platform else ""
+    where = cell_flags(matrix, platform, chip)
     if task == "builder" and stack is not None and stack.torch is not None:
         gcc = stack.torch.gcc
         offline = [n for n, b in matrix.builders.items() if matrix.debootstrap_suite(b.image) and b.offers(gcc)]

@@ -166,8 +166,8 @@ def pin(o: PinOptions) -> None:
         files += pkgs.fetch_release(m, o.cann, folders, download=not o.offline)
     if not files and not published:
         raise UserError("nothing to pin: pass --file PATH, --packages DIR or --cann VERSION")
-    for name, digest in pkgs.pin(m, files, published):
-        console.show(f"pinned {name} {digest}")
+    for pinned in pkgs.pin(m, files, published):
+        console.show(pinned.said())
 
 
 def _published(o: PinOptions) -> dict[Path, str]:

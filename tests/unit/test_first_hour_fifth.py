@@ -231,3 +231,21 @@ def test_the_dry_runs_times_are_the_measured_ones_from_one_table(where):
         assert "cold (about 3-17 min here; of that, the OS packages under qemu" in torch
     native = plan(where, "build", "--torch", "2.1.0", "--os", "debian12", "--platform", amd64, "--unlocked").stdout
     assert "cold (at most about 3-17 min here: measured with the image's steps under qemu" in native
+
+
+def test_the_commands_help_lists_the_tasks(tmp_path):
+    """`ascend-build --help` gave invoke's core options and no task (`--list` was needed):
+    now the tasks follow them; outside a checkout it says where to run it."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("INVOKE_")}
+    out = subprocess.run([sys.executable, "-m", "ascend_build", "--help"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Core options:" in out.stdout and "Available tasks:" in out.stdout
+    tasks = re.findall(r"^  ([a-z][a-z-]+) ", out.stdout.split("Available tasks:")[1], re.M)
+    assert {"build", "matrix", "render", "lock", "run", "site"} <= set(tasks), tasks
+    assert "`ascend-build --help TASK` gives a task's options." in out.stdout
+    elsewhere = subprocess.run([sys.executable, "-m", "ascend_build", "--help"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120)
+    assert elsewhere.returncode == 0 and "run ascend-build in a checkout of this project" in elsewhere.stdout

@@ -45,11 +45,14 @@ PINS = (Pin("wheel", "0.38.4"), Pin("pyyaml", "6.0.1"), Pin("setuptools", "67.4.
         Pin("attrs"), Pin("decorator"), Pin("sympy"), Pin("psutil"), Pin("scipy"), Pin("protobuf"))
 
 # Their OS packages, per package family (templates/_steps.j2 installs them). openEuler's list
-# names no pkg-config: pkgconf is added, which the suite's `pkg-config gtest` needs.
+# names no pkg-config: pkgconf is added, which the suite's `pkg-config gtest` needs. Then what a
+# developer clones and builds with: git and wget (Huawei's base images install both, and its
+# devel Dockerfiles run `git clone`), gdb, and ninja (CMake's generator the Ascend C builds use).
+DEVELOPER = "git wget gdb ninja-build"
 TOOLS = {
     "apt": "vim zip tree dos2unix sudo bzip2 pigz locales libgtest-dev pkg-config systemctl gawk "
-           "nlohmann-json3-dev patch",
-    "dnf": "vim zip tree dos2unix sudo bzip2 pigz gtest gtest-devel pkgconf gawk nlohmann-json-devel patch",
+           f"nlohmann-json3-dev patch {DEVELOPER}",
+    "dnf": f"vim zip tree dos2unix sudo bzip2 pigz gtest gtest-devel pkgconf gawk nlohmann-json-devel patch {DEVELOPER}",
 }
 
 

@@ -142,11 +142,11 @@ class Matrix:
         defined = [st.key for st in self.stacks.values() if st.framework is fw]
         if not fw.paired:           # CANN only: a stack is a CANN release the data knows
             derived = [st.key for st in self.derived.values() if st.framework is fw]
-            known = ("a CANN release cann: knows, with no official CANN image to derive its stack from"
+            known = ("a CANN release cann: knows, with nothing in the import to derive its stack from"
                      if key in self.cann else
                      f"not a CANN release cann: knows ({', '.join(self.cann)}; `invoke update` imports Huawei's)")
             return (f"unknown {fw.title} stack {key!r}; {self.path} defines: {', '.join(defined) or 'none'} "
-                    f"({fw.section}:), and the official CANN images' releases give: {', '.join(derived) or 'none'}. "
+                    f"({fw.section}:), and the import derives: {', '.join(derived) or 'none'}. "
                     f"{key} is {known}; to add a line: a `{fw.section}:` entry keyed by it "
                     f"with its Python range" + (f" (see the {defined[-1]} entry)" if defined else ""))
         mine = {r: v for r, v in self.releases.get(fw.name, {}).items() if r == key or r.startswith(key + ".")}

@@ -18,7 +18,8 @@ CANN_TAG = (r"(?P<cann>[0-9][0-9A-Za-z._+-]*?)-(?P<chip>[0-9A-Za-z]+)-(?P<os>[a-
 _CANN = re.compile(CANN_TAG)
 _TORCH_NPU = re.compile(r"(?P<package>[0-9][\w.+]*)-cann(?P<cann>[0-9][\w.]*)-(?P<chip>[0-9A-Za-z]+)-"
                         r"(?P<os>[a-z]+[0-9][0-9.]*)-py(?P<python>3\.[0-9]+)")
-CANN_FORM = "<cann>-<chip>-<os>-py<X.Y> (e.g. 9.0.1-a3-ubuntu22.04-py3.11)"
+CANN_FORM = ("<cann>-<chip>-<os>-py<X.Y>[-devel] (e.g. 9.0.1-a3-ubuntu22.04-py3.11, and its devel twin "
+             "9.0.1-a3-ubuntu22.04-py3.11-devel)")
 TORCH_NPU_FORM = "<torch_npu>-cann<CANN>-<chip>-<os>-py<X.Y> (e.g. 2.12.0-cann9.1.0-a3-openeuler24.03-py3.12)"
 
 

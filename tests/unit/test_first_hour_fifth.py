@@ -249,3 +249,41 @@ def test_the_commands_help_lists_the_tasks(tmp_path):
     elsewhere = subprocess.run([sys.executable, "-m", "ascend_build", "--help"], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=120)
     assert elsewhere.returncode == 0 and "run ascend-build in a checkout of this project" in elsewhere.stdout
+
+
+def test_invoke_site_fits_the_terminal(where):
+    """`invoke site` wrote lines of 317 columns: it fits the terminal as `invoke matrix` does;
+    --wide keeps one line a row (what scripts read)."""
+    folder, env = where
+    for columns in (80, 100):
+        out = invoke("site", cwd=folder, env={**env, "COLUMNS": str(columns)})
+        assert out.returncode == 0, out.stderr
+        longest = max(out.stdout.splitlines(), key=len)
+        assert len(longest) <= columns, longest
+        assert "ca_bundle" in out.stdout and "taken by" in out.stdout
+    wide = invoke("site", "--wide", cwd=folder, env={**env, "COLUMNS": "80"})
+    assert max(len(line) for line in wide.stdout.splitlines()) > 80
+    assert all(len(line.split()) >= 2 for line in wide.stdout.splitlines()[2:])      # a row a line
+
+
+def test_the_devel_image_has_git_wget_gdb_and_ninja(matrix):
+    """Huawei's devel Dockerfile runs `git clone`, and its base images install git and wget;
+    a developer debugs and builds with gdb and ninja: every OS family's devel image installs
+    them, and the devel suite finds each command (tests/devel_image)."""
+    from ascend_build.images import devel
+    from tests.devel_image.test_devel import COMMANDS
+    for os_ in matrix.os.values():
+        words = devel.TOOLS[os_.family].split()
+        assert {"git", "wget", "gdb", "ninja-build"} <= set(words), os_.family
+        text = devel.dockerfile(os_).text
+        assert all(w in text for w in ("git", "wget", "gdb", "ninja-build")), os_.name
+        assert (ROOT / devel.dockerfile(os_).path).read_text() == text
+    assert {"git", "wget", "gdb", "ninja"} <= set(COMMANDS)
+
+
+def test_a_like_tag_with_a_wrong_suffix_is_answered_with_the_form_that_names_devel():
+    """`--like ...-py3.11-dev` answered with a format line that said nothing of -devel."""
+    from ascend_build.matrix.like import resolve
+    with pytest.raises(UserError) as info:
+        resolve(load_matrix(ROOT / "matrix.yaml"), "quay.io/ascend/cann:9.0.0-910b-ubuntu22.04-py3.11-dev")
+    assert "[-devel]" in str(info.value) and "-devel" in str(info.value).split("reads", 1)[1]

@@ -365,7 +365,10 @@ class Matrix:
 
     def _kernels(self, st: Stack, cann: CannRelease, chip: str, target: Platform) -> CannFile:
         if chip not in cann.kernels:
-            having = [s.flag for s in self.stacks.values() if chip in self.cann[s.cann].kernels]
+            # the image's own framework first (a CANN-only ask: the CANN-only lines, derived ones too)
+            lines = sorted([*self.stacks.values(), *self.derived.values()],
+                           key=lambda s: (s.framework is not st.framework, cann_key(s.cann)))
+            having = [s.flag for s in lines if chip in self.cann[s.cann].kernels]
             raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
                             f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}"
                             + (f". Stacks on a CANN with {chip} kernels: {', '.join(having)}" if having else ""))

@@ -76,6 +76,20 @@ def _tag(matrix: Matrix, t: Tested) -> str:
     return readable_tag(RUNTIME.repository, cell.name, cell.target)
 
 
+def _cann_only_section(matrix: Matrix) -> list[str]:
+    return [
+        "## CANN-only lines of every release",
+        "",
+        "Every CANN release the import knows has a CANN-only line (`invoke build --cann RELEASE`): written in",
+        "`cann_stacks:` above, or derived from the import, its Pythons from the source named here. A derived",
+        "line builds on the OSes its release's official images use and on the Debian releases debootstrap makes;",
+        "its environment is its release's (imported.yaml, from the official images).",
+        "",
+        markdown(cann_only_rows(matrix)),
+        "",
+    ]
+
+
 def cann_only_rows(matrix: Matrix) -> list[dict[str, str]]:
     """Each release's CANN-only line: the written one, else the derived one."""
     from ..matrix.eras import cann_key
@@ -140,15 +154,7 @@ def support_page(matrix: Matrix) -> str:
         "",
         markdown(lines),
         "",
-        "## CANN-only lines of every release",
-        "",
-        "Every CANN release the import knows has a CANN-only line (`invoke build --cann RELEASE`): written in",
-        "`cann_stacks:` above, or derived from the import, its Pythons from the source named here. A derived",
-        "line builds on the OSes its release's official images use and on the Debian releases debootstrap makes;",
-        "its environment is its release's (imported.yaml, from the official images).",
-        "",
-        markdown(cann_only_rows(matrix)),
-        "",
+        *_cann_only_section(matrix),
         "## Images",
         "",
         "What `images:` asks for (CI builds, tests and pushes these). Each also gets a content tag,",

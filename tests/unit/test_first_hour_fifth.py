@@ -112,6 +112,7 @@ def test_readmes_cann_only_command_plans_for_every_release_the_matrix_lists(wher
     listed = invoke("matrix", cwd=where[0], env={**where[1], "COLUMNS": "120"}).stdout
     releases = re.findall(r"^(\d+\.\d+\.(?:RC)?\d+) ", listed.split("CANN releases (imported.yaml):")[1], re.M)
     assert set(releases) == set(matrix.cann), releases
+    assert "cann8.5.0*" in listed and "* a CANN-only line derived from the import" in listed   # found there
     for release in releases:
         argv = [release if i and words[i - 1] == "--cann" else w for i, w in enumerate(words)]
         out = plan(where, "build", *argv)

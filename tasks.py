@@ -189,5 +189,5 @@ def site(c, o: siteconfig.SiteOptions):
     ~/.invoke.yaml, invoke.yaml beside tasks.py, INVOKE_ASCEND_BUILD_<KEY> variables or
     `invoke -f FILE` (each later one wins); an option on the command line wins over all.
     Passwords are shown as ***."""
-    siteconfig.show(c.config, siteconfig.settings(vars(THIS)))
+    siteconfig.show(c.config, siteconfig.settings(vars(THIS)), o.wide)
 

@@ -270,6 +270,24 @@ class AscendProgram(Program):
         kwargs.setdefault("binary", NAME)
         super().__init__(**kwargs)
 
+    def print_help(self) -> None:
+        """invoke's core help, then the tasks as `--list` gives them: `ascend-build --help` is
+        what a new user types first, and invoke's own lists only its core options."""
+        super().print_help()
+        if self.namespace is not None:
+            return          # invoke lists a bundled namespace's tasks itself
+        try:
+            self.load_collection()
+        except Exit:
+            print(f"\nNo tasks.py here or in a folder above: run {NAME} in a checkout of this project (its tasks "
+                  f"are the commands).")
+            return
+        self.list_root, self.list_depth, self.list_format = None, None, "flat"
+        self.scoped_collection = self.collection
+        print("")
+        self.list_tasks()
+        print(f"`{NAME} --help TASK` gives a task's options.")
+
     def print_task_help(self, name: str) -> None:
         """invoke's help of a task, its options in sections: the task's own, then each kind's
         (`invoke build`: the options of the kinds built on a runtime image, pages.option_sections)."""

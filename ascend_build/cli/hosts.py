@@ -89,6 +89,9 @@ def run(o: RunOptions, command: list[str], matrix: Path, interactive: bool = Fal
         console.warn(f"{image} is not here to read its labels: its driver and chip needs are not checked")
     if serve and facts:
         _check_serving_image(facts)
+    elif serve and not o.dry:
+        raise UserError(f"--serve: {image} is not here, so its labels cannot say it is a serving image; pull it "
+                        f"first (`{engine.client} pull {image}`), then run it")
     if facts is not None and not o.force:
         problems = [ch for ch in doc.examine(Path(o.host_root), "root", facts) if ch.blocking
                     and ch.name.startswith("image")]
@@ -135,13 +138,14 @@ def _serve(o: RunOptions, command: list[str]) -> Serve | None:
 
 
 def _check_serving_image(facts: ImageFacts) -> None:
-    """An image whose labels say it has no vLLM is refused; one without the label (built
-    elsewhere, or before it) is taken at its word."""
+    """Only a serving image is served: one whose labels say another kind, or say no kind at
+    all (built elsewhere, or before every image carried its kind), is refused."""
     from ..host.serving import KIND
-    if facts.kind is not None and facts.kind != KIND:
-        raise UserError(f"--serve: {facts.ref} is a {facts.kind} image (io.ascend-build.kind={facts.kind}), "
-                        f"without vLLM; serve with a serving image (io.ascend-build.kind={KIND}: `invoke build --vllm "
-                        f"RELEASE` builds one on this image's stack)")
+    if facts.kind != KIND:
+        what = (f"a {facts.kind} image (io.ascend-build.kind={facts.kind}), without vLLM" if facts.kind else
+                "not labelled a serving image (no io.ascend-build.kind: built elsewhere, or before the label)")
+        raise UserError(f"--serve: {facts.ref} is {what}; serve with a serving image (io.ascend-build.kind={KIND}: "
+                        f"`invoke build --vllm RELEASE` builds one, on the stack that release pins)")
     if facts.kernels == "no":
         console.warn(f"{facts.ref} was built without vLLM-Ascend's custom kernels (io.ascend-build.kernels=no): "
                      f"its custom operators and sleep mode are off (`invoke build --vllm` without --no-kernels has them)")

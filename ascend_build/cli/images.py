@@ -9,10 +9,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import console
+from .. import console, project
 from ..errors import TestsFailed, UserError
 from ..images import catalog, steps
-from ..images.render import ROOT
 from ..images.serving import suffix_of
 from ..matrix import Cell, Matrix, Stack, load_matrix
 from .options import DRY, Choice, Engine, Output, group, matrix_file, opt, required
@@ -46,7 +45,7 @@ def test(o: SuiteOptions) -> None:
     with tempfile.NamedTemporaryFile(prefix="ascend-build-timings-", suffix=".jsonl", delete=False) as fh:
         timings = fh.name
     code = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-ra",
-                           "--durations=10", "-n", "3"], cwd=ROOT,
+                           "--durations=10", "-n", "3"], cwd=project.root(),
                           env={**os.environ, "ASCEND_BUILD_TEST_TIMINGS": timings}).returncode
     Path(timings).unlink(missing_ok=True)
     exit_with(code)       # pytest's own code for the whole suite

@@ -17,7 +17,7 @@ from typing import Any, Literal, Mapping, Sequence
 from .. import console
 from ..engine.network import ca_setting, check_url, proxy_settings, redact, refuse_control
 from ..errors import UserError
-from .options import Flag, flags
+from .options import Flag, flags, opt
 
 SECTION = "ascend_build"
 WHERE = ("invoke's config: /etc/invoke.yaml, ~/.invoke.yaml, invoke.yaml beside tasks.py, "
@@ -178,7 +178,9 @@ def sources(config: Any, known: Mapping[str, Setting],
 
 @dataclass(frozen=True)
 class SiteOptions:
-    """`invoke site` takes no option: it shows what the others would take."""
+    """`invoke site` shows what the other tasks would take."""
+    wide: bool = opt(False, "one line a row, whatever the terminal's width (what scripts read); without it the "
+                            "table fits the terminal (100 columns where the output is not one)")
 
 
 def from_shell(found: Mapping[str, tuple[Any, str]],
@@ -205,7 +207,7 @@ def from_shell(found: Mapping[str, tuple[Any, str]],
     return shell
 
 
-def show(config: Any, known: Mapping[str, Setting]) -> None:
+def show(config: Any, known: Mapping[str, Setting], wide: bool = False) -> None:
     """`invoke site`: every setting, its value (passwords hidden), where it came from and the
     tasks that take it; those unset too, so a site sees what it could write once. Where no
     setting is written, the value a task takes from this shell instead (a CA bundle, a proxy)."""
@@ -217,12 +219,23 @@ def show(config: Any, known: Mapping[str, Setting]) -> None:
         shown = "" if value is None else ", ".join(redact(str(v)) for v in value) if isinstance(value, list) \
             else redact(str(value))
         rows.append((key, shown, where, ", ".join(setting.takers)))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    console.show(f"site settings: the {SECTION}: section of {WHERE} (each later one wins; an option on the "
-                 "command line wins over all; where none is set, a task takes the CA bundle and the proxy this "
-                 "shell gives it)")
-    for row in rows:
-        console.show("  ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip())
+    intro = (f"site settings: the {SECTION}: section of {WHERE} (each later one wins; an option on the command "
+             "line wins over all; where none is set, a task takes the CA bundle and the proxy this shell gives it)")
+    if wide:
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        console.show(intro)
+        for row in rows:
+            console.show("  ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip())
+        return
+    # The terminal's width ($COLUMNS, else its own), as `invoke matrix` fits it: each cell folded
+    # in its column, the setting's name kept whole.
+    import shutil
+    import textwrap
+
+    from ..matrix.report import table
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    console.show("\n".join(textwrap.wrap(intro, width)))
+    console.show(table([dict(zip(rows[0], row)) for row in rows[1:]], width, keep=("setting",)))
 
 
 def apply(takes: Sequence[str], config: Any, known: Mapping[str, Setting], kwargs: dict[str, Any],

@@ -77,6 +77,36 @@ def _tag(matrix: Matrix, t: Tested) -> str:
     return readable_tag(RUNTIME.repository, cell.name, cell.target)
 
 
+def _cann_only_section(matrix: Matrix) -> list[str]:
+    return [
+        "## CANN-only lines of every release",
+        "",
+        "Every CANN release the import knows has a CANN-only line (`invoke build --cann RELEASE`): written in",
+        "`cann_stacks:` above, or derived from the import, its Pythons from the source named here. A derived",
+        "line builds on the OSes its release's official images use and on the Debian releases debootstrap makes;",
+        "its environment is its release's (imported.yaml, from the official images).",
+        "",
+        markdown(cann_only_rows(matrix)),
+        "",
+    ]
+
+
+def cann_only_rows(matrix: Matrix) -> list[dict[str, str]]:
+    """Each release's CANN-only line: the written one, else the derived one."""
+    from ..matrix.eras import cann_key
+    from ..matrix.frameworks import CANN
+    rows = []
+    for version in sorted(matrix.cann, key=cann_key):
+        st = matrix.stacks.get(CANN.stack_name(version)) or matrix.derived.get(CANN.stack_name(version))
+        if st is None:
+            continue
+        rows.append({"CANN": f"`--cann {version}`", "line": "derived" if st.derived else "`cann_stacks:`",
+                     "Python": f"{st.python_min}-{st.python_max} (default {st.python_default})",
+                     "Pythons from": st.derived_from or f"`{st.key_path}.python`",
+                     "OS (Dockerfiles)": _oses(matrix, st)})
+    return rows
+
+
 def chip_rows(matrix: Matrix) -> list[dict[str, str]]:
     """Each chip's record, and how many lines build images for it."""
     rows = []
@@ -125,6 +155,7 @@ def support_page(matrix: Matrix) -> str:
         "",
         markdown(lines),
         "",
+        *_cann_only_section(matrix),
         "## Images",
         "",
         "What `images:` asks for (CI builds, tests and pushes these). Each also gets a content tag,",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from invoke import Exit
 
-from .. import console
+from .. import console, project
 from ..engine import interrupts
 from ..errors import CODE, UserError
 from . import siteconfig
@@ -89,7 +90,12 @@ def task(record: type, *, without: tuple[str, ...] = (), help: dict[str, str] | 
             if hasattr(c, "config"):       # the task's invoke Context: the site's settings, every task's
                 known = siteconfig.settings(fn.__globals__)     # the tasks beside this one (tasks.py's)
                 given = siteconfig.apply(takes, c.config, known, dict(given), sys.argv[1:])
-            return fn(c, record_of(record, given, without))
+            # One project: the checkout of the tasks.py invoke loaded, or the one --matrix names.
+            tasks = Path(fn.__globals__.get("__file__") or ".").absolute().parent
+            if isinstance(given.get("matrix"), str):
+                given["matrix"] = project.matrix_file(given["matrix"], tasks)
+            with project.working_in(project.checkout_for(given.get("matrix"), tasks)):
+                return fn(c, record_of(record, given, without))
         body.__signature__ = signature(record, without)      # type: ignore[attr-defined]
         made = invoke_task(auto_shortflags=False, help=dict(told), iterable=[x.name for x in declared if x.iterable],
                            **opts)(user_errors(body))

@@ -309,6 +309,13 @@ class Engine:
     def exists(self, ref: str) -> bool:
         return self.image(ref) is not None
 
+    def answers(self) -> bool:
+        """Whether the engine itself answers (a dry run's client may have none running): only
+        then does an image it lacks mean the image is not here."""
+        field = "{{.Version.Version}}" if self.kind == "podman" else "{{.ServerVersion}}"
+        out = self._run("info", "--format", field, timeout=60)
+        return out.returncode == 0 and bool(out.stdout.strip())
+
     def labels(self, ref: str) -> dict[str, str] | None:
         found = self.image(ref)
         return None if found is None else dict((found.get("Config") or {}).get("Labels") or {})

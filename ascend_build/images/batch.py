@@ -55,13 +55,13 @@ def build_on_runtime(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, ext
     the runtime's content tag (one tested image: its layers reused, never rebuilt), its
     content tag from its Dockerfile, build args and inputs, reused when tested already, else
     built, tested with its suites (its own, then the runtime's), finished and tagged
-    `<runtime name>-<suffix>-<arch>`."""
+    `<runtime tag name>-<suffix>-<arch>` (every word of the runtime's tag kept: -nonnal, -uidN)."""
     image = ext.kind.image(matrix, cell, site, ext.ready)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     build_args = {"RUNTIME_IMAGE": base, **image.build_args}
     content = content_tag(image.rendered.text, build_args, image.hashes)
-    tags = image.kind.tags(inputs.repository, f"{cell.name}-{image.suffix}", content, cell.target)
-    work = site.work_dir(f"{cell.name}-{cell.target.suffix}-{image.suffix}", engine.kind)
+    tags = image.kind.tags(inputs.repository, f"{cell.tag_name}-{image.suffix}", content, cell.target)
+    work = site.work_dir(f"{cell.tag_name}-{cell.target.suffix}-{image.suffix}", engine.kind)
     plan = steps.Plan(image, cell, steps.current_dockerfile(image.rendered), build_args, content, tags,
                       image.labels(content, base), work, f"{image.what} on {cell.name} ({cell.platform})")
     test = run_tests or partial(steps.run_image_tests, kind=image.kind)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import check as check_network
@@ -20,7 +20,7 @@ from ..engine.network import describe as describe_network
 from ..errors import BuildFailed, EngineError, PackageError, PackageMissing, UserError
 from ..hashing import kind_of, sha256_of
 from ..inputs import baseimage
-from ..inputs.durations import takes_minutes
+from ..inputs.durations import said, takes_minutes
 from ..inputs.options import Inputs, Site, on_build_machine
 from ..inputs.packages import Located, PackageStore, warn_unpinned
 from ..locking import lock as locks
@@ -29,7 +29,7 @@ from ..matrix import Cell, Matrix
 from ..platforms import host as host_platform
 from . import finish, steps
 from .kinds import RUNTIME, RuntimeFacts, Tags, content_tag
-from .render import ROOT, Rendered, runtime_dockerfile
+from .render import Rendered, runtime_dockerfile
 from .steps import Built
 
 KIND = RUNTIME      # this module is the runtime kind (catalog.py)
@@ -172,7 +172,7 @@ def build(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, engine: eng.En
             console.show(f"# stage requirements/{files}.txt (the lock without comments) from "
                          + (str(p.lock.where) if p.lock else "nothing: there is no lock (a real run stops here)"
                             if p.refusal else "the matrix's specifiers (unlocked: --unlocked)"))
-            for line in _long_steps(p):
+            for line in _missing_bases(matrix, p) + _long_steps(p):
                 console.show(line)
             steps.show_dry(engine, req, plan.tags, RUNTIME)
             return Built(cell, None, plan.tags, None, plan.content, stop=_stop(p))
@@ -200,6 +200,30 @@ def _stop(p: Prepared) -> UserError | None:
     return None
 
 
+def _missing_bases(matrix: Matrix, p: Prepared) -> list[str]:
+    """A dry run's lines for the base images the engine lacks (the image's, and on the fast
+    path the build machine's): the real run pulls them first, and stops there (exit 6) where no
+    registry serves them; each with what to do. None with --debootstrap (its lines say it
+    makes them), nor where no engine answers (a dry run needs none)."""
+    plan, site, cell, engine = p.plan, p.site, p.plan.cell, p.engine
+    if site.debootstrap:
+        return []
+    bases = {plan.build_args["BASE_IMAGE"]: cell.platform}
+    if plan.host_args["PIP_ON"] == "native":
+        bases.setdefault(plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()))
+    try:
+        if not engine.answers():
+            return []
+        missing = [(ref, platform) for ref, platform in bases.items() if not engine.exists(ref)]
+    except EngineError:
+        return []
+    if not missing:
+        return []
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform, chip=cell.chip)
+    return [f"# base image {ref} ({platform}) is not in the engine: the real run pulls it first, and stops there "
+            f"(exit 6) where no registry serves it." for ref, platform in missing] + [f"#   {advice}"]
+
+
 def _long_steps(p: Prepared) -> list[str]:
     """A dry plan's lines for its steps that take minutes, each with its time here: the
     bases debootstrap would make (as _check_bases decides), CPython compiled, the image."""
@@ -218,8 +242,12 @@ def _long_steps(p: Prepared) -> list[str]:
                                    + (where if emulated else ""),
                                    "cpython under qemu" if emulated else "cpython",
                                    "once per base: later builds take it from the cache"))
-    lines.append(takes_minutes(f"the image {cell.name}, cold", "image, pip under qemu" if emulated and not native
-                               else "image", "later builds take the unchanged steps from the cache"))
+    step = ("cann-only image" if not cell.stack.framework.layers else
+            "image, pip under qemu" if emulated and not native else "image")
+    lines.append(takes_minutes(f"the image {cell.name}, cold", step,
+                               ("of that, the OS packages under qemu: " + said("os packages under qemu") + "; "
+                                if emulated else "") + "later builds take the unchanged steps from the cache",
+                               emulated))
     return lines
 
 
@@ -267,7 +295,8 @@ def _with_debootstrap(matrix: Matrix, cell: Cell, site: Site) -> Site:
         other = matrix.offline_os(cell.stack)
         raise UserError(f"--debootstrap makes Debian bases; {cell.os.name} ({cell.os.image}) is not one. "
                         + (f"The Debian cell of this line builds without a registry: "
-                           f"`invoke build {cell.stack.flag} --os {other.name} --debootstrap`" if other
+                           f"`invoke build {cell.stack.flag} --os {other.name}"
+                           f"{baseimage.cell_flags(matrix, cell.platform, cell.chip)} --debootstrap`" if other
                            else ""))
     return baseimage.on_local_base(site, cell.os.image, cell.os.suite)
 
@@ -293,7 +322,7 @@ def _check_bases(engine: eng.Engine, matrix: Matrix, cell: Cell, plan: Plan, sit
     """Both base images (the image's and, on the fast path, the build machine's) are here
     or can be had, before the build: pulled, or made by debootstrap with --debootstrap."""
     make = baseimage.made_here(engine, site, cell.os.suite)
-    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform)
+    advice = baseimage.advice(matrix, cell.os.image, cell.stack, cell.platform, chip=cell.chip)
     steps.check_base(engine, plan.build_args["BASE_IMAGE"], cell.platform, advice, make)
     if on_build_machine(plan.host_args):
         steps.check_base(engine, plan.host_args["BUILD_BASE_IMAGE"], str(host_platform()), advice, make)
@@ -328,7 +357,7 @@ def _refuse_early(cell: Cell, site: Site, inputs: Inputs) -> None:
 def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, str]:
     """The cell's lock, wherever the matrix is, and the plan's line that says which (its folder
     and package count, or unlocked). A cell without one is refused unless --unlocked."""
-    found = locks.find(matrix, cell, ROOT)      # a stale lock is refused here
+    found = locks.find(matrix, cell, project.root())      # a stale lock is refused here
     lock = found.lock
     if lock is not None:
         if found.project:
@@ -337,13 +366,13 @@ def _lock(matrix: Matrix, cell: Cell, site: Site) -> tuple[locks.Lock | None, st
         return lock, f"python packages: locked by {found.name} ({len(lock.packages)} packages, sha256-checked)"
     what = f"stack {cell.stack.name} / Python {cell.python} / {cell.arch}"
     hint = (f"`invoke lock {cell.stack.flag} --python {cell.python} --platform {cell.platform}"
-            + ("" if matrix.path.resolve() == (ROOT / "matrix.yaml").resolve() else f" --matrix {matrix.path}")
+            + ("" if matrix.path.resolve() == (project.root() / "matrix.yaml").resolve() else f" --matrix {matrix.path}")
             + "` makes one")
     if site.require_pins:
         raise PackageError(f"{what} has no lock and --require-pins is set; {hint}")
     if not site.unlocked:
         looked = locks.folder(found.root, cell.stack.name, cell.python, cell.arch)
-        other = (f"; the project's {found.other.where.relative_to(ROOT)} was made from other inputs than this "
+        other = (f"; the project's {found.other.where.relative_to(project.root())} was made from other inputs than this "
                  f"matrix asks" if found.other else "")
         raise UserError(f"{what} has no lock (none in {looked}{other}): pip would resolve its Python packages at "
                         f"build time, so two builds may differ (an unlocked build once put two numpys in one image); "

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .. import atomic
+from .. import atomic, project
 from .. import engine as eng
 from ..inputs.options import Site
 from ..matrix import Cell, Matrix
 from ..matrix.like import Like
 from . import build, devel, serving, sources, userlayer
 from .kinds import Asked, ImageKind
-from .render import ROOT, Rendered, finish_dockerfile
+from .render import Rendered, finish_dockerfile
 from .steps import OnRuntime, label_of
 
 
@@ -87,8 +87,10 @@ class RenderReport:
     extra: list[Path]       # in images/ but rendered from nothing
 
 
-def render(matrix: Matrix, root: Path = ROOT, check: bool = False) -> RenderReport:
-    """Write (or with `check`, compare) every generated Dockerfile."""
+def render(matrix: Matrix, root: Path | None = None, check: bool = False) -> RenderReport:
+    """Write (or with `check`, compare) every generated Dockerfile, into the project's images/
+    (`root`: another folder)."""
+    root = project.root() if root is None else root
     outputs = render_all(matrix)
     wanted = {r.path for r in outputs}
     stale, written = [], []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from .. import atomic, console
+from .. import atomic, console, project
 from ..errors import UserError
 from ..inputs.options import Site
 from ..locking import layerlock
@@ -21,7 +21,7 @@ from ..matrix import Cell, Matrix, OSBase
 from ..matrix.frameworks import CANN
 from ..matrix.like import Like
 from .kinds import RUNTIME, Asked, ImageKind, label, option
-from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
+from .render import PACKAGES, Rendered, plain_dockerfile
 from .steps import SCRIPTS, OnRuntime
 
 SUFFIX = "devel"        # <CANN-only image name>-devel-<arch>
@@ -45,11 +45,14 @@ PINS = (Pin("wheel", "0.38.4"), Pin("pyyaml", "6.0.1"), Pin("setuptools", "67.4.
         Pin("attrs"), Pin("decorator"), Pin("sympy"), Pin("psutil"), Pin("scipy"), Pin("protobuf"))
 
 # Their OS packages, per package family (templates/_steps.j2 installs them). openEuler's list
-# names no pkg-config: pkgconf is added, which the suite's `pkg-config gtest` needs.
+# names no pkg-config: pkgconf is added, which the suite's `pkg-config gtest` needs. Then what a
+# developer clones and builds with: git and wget (Huawei's base images install both, and its
+# devel Dockerfiles run `git clone`), gdb, and ninja (CMake's generator the Ascend C builds use).
+DEVELOPER = "git wget gdb ninja-build"
 TOOLS = {
     "apt": "vim zip tree dos2unix sudo bzip2 pigz locales libgtest-dev pkg-config systemctl gawk "
-           "nlohmann-json3-dev patch",
-    "dnf": "vim zip tree dos2unix sudo bzip2 pigz gtest gtest-devel pkgconf gawk nlohmann-json-devel patch",
+           f"nlohmann-json3-dev patch {DEVELOPER}",
+    "dnf": f"vim zip tree dos2unix sudo bzip2 pigz gtest gtest-devel pkgconf gawk nlohmann-json-devel patch {DEVELOPER}",
 }
 
 
@@ -145,7 +148,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, request: DevelRequest) -> la
     is built. A dry run resolves and writes nothing: it says what the real run does."""
     path = lock_input(matrix)
     lock_path = layerlock.path_for(path, cell)
-    found = locks.find(matrix, cell, ROOT).lock
+    found = locks.find(matrix, cell, project.root()).lock
     if site.dry:
         lines, kept = split_held(pin_lines(), locks.pinned_versions(found.files) if found else {})
         console.show(f"# devel: OS tools ({cell.os.family}): {TOOLS[cell.os.family]}; bash as /bin/sh; root; "

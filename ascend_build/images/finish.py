@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..engine import interrupts
 from ..errors import BuildFailed
@@ -23,7 +25,7 @@ from ..matrix import Cell
 from ..provenance import probe as probes
 from ..provenance import restamp, sbom
 from . import steps
-from .render import FINISH_TAR, ROOT, finish_dockerfile
+from .render import FINISH_TAR, finish_dockerfile
 
 
 def epoch() -> int:
@@ -33,7 +35,7 @@ def epoch() -> int:
     if given.isdigit():
         return int(given)
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True,
+        out = subprocess.run(["git", "-C", str(project.root()), "log", "-1", "--format=%ct"], capture_output=True, text=True,
                              timeout=30)
         return int(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip().isdigit() else 0
     except (OSError, subprocess.TimeoutExpired):
@@ -57,6 +59,52 @@ def files_tar(files: dict[str, bytes], when: int) -> bytes:
             info.size, info.mode, info.mtime = len(data), 0o644, when
             tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+
+# A login shell (`bash -l`, `sh -l`, `su -`) reads /etc/profile: on Debian it sets PATH anew
+# (the image's venv and CANN's folders gone), and `su -` starts from an empty environment.
+# This script, written from the image's final ENV, gives them back to every login shell.
+PROFILE = "/etc/profile.d/ascend-build-env.sh"
+# Who the shell is and where: the login sets these (su - for its user), never the image.
+LOGIN_OWN = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "MAIL", "TERM", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def profile_text(env: list[str]) -> str:
+    """The profile script for an image whose ENV is `env` (its config's `K=V` list): POSIX sh
+    (dash reads it for `sh -l`), each value a quoted word (data, never code). A variable the
+    shell has already keeps its value (`docker run -e`); PATH gets the image's folders back,
+    in their order, in front of what /etc/profile set, none twice."""
+    pairs = [item.split("=", 1) for item in env if "=" in item]
+    kept = [(name, value) for name, value in pairs if _NAME.fullmatch(name) and name not in LOGIN_OWN]
+    lines = ["# Written by ascend-build (images/finish.py) from this image's ENV: do not edit.",
+             "# A login shell (bash -l, sh -l, su -) runs /etc/profile, which on Debian sets PATH anew, and",
+             "# `su -` starts from an empty environment: the image's ENV again. A variable the shell has",
+             "# keeps its value (docker run -e); PATH gets the image's folders back in front.",
+             *(f'[ -n "${{{name}+x}}" ] || export {name}={shlex.quote(value)}'
+               for name, value in kept if name != "PATH")]
+    path = next((value for name, value in kept if name == "PATH"), None)
+    if path is not None:
+        lines += [f"_ascend_build_rest={shlex.quote(path + ':')}",
+                  "_ascend_build_front=",
+                  'while [ -n "$_ascend_build_rest" ]; do',
+                  '    _ascend_build_dir=${_ascend_build_rest%%:*}',
+                  '    _ascend_build_rest=${_ascend_build_rest#*:}',
+                  '    case ":${_ascend_build_front}${PATH:-}:" in',
+                  '        *":$_ascend_build_dir:"*) ;;',
+                  '        *) [ -z "$_ascend_build_dir" ] || _ascend_build_front="$_ascend_build_front$_ascend_build_dir:" ;;',
+                  "    esac",
+                  "done",
+                  'PATH="$_ascend_build_front${PATH:-}"',
+                  'PATH="${PATH%:}"',
+                  "export PATH",
+                  "unset _ascend_build_rest _ascend_build_front _ascend_build_dir"]
+    return "\n".join(lines) + "\n"
+
+
+def _profile(config: dict) -> dict[str, bytes]:
+    """The profile script of an image of this config, by its path in the image."""
+    return {PROFILE: profile_text(list(config.get("Env") or [])).encode()}
 
 
 @dataclass(frozen=True)
@@ -90,7 +138,7 @@ def add(engine: eng.Engine, candidate: str, platform: str, files: dict[str, byte
         try:
             if not engine.tag(candidate, temporary):
                 raise BuildFailed(f"could not tag the candidate {candidate} to add the project's files to it")
-            req = eng.BuildRequest(dockerfile=ROOT / finish_dockerfile().path, context=ctx, platform=platform,
+            req = eng.BuildRequest(dockerfile=project.root() / finish_dockerfile().path, context=ctx, platform=platform,
                                    build_args={"CANDIDATE": temporary}, iidfile=iidfile)
             log = work / "finish.log"
             if engine.build(req, log) != 0:
@@ -146,11 +194,12 @@ def runtime(engine: eng.Engine, candidate: str, cell: Cell, requirements: dict[s
     """Manifest, the lock as installed (requirements/<layer>.txt) and SBOM into a runtime candidate."""
     found = probes.probe(engine, candidate, cell.platform, _globs(cell))
     found["requirements"] = dict(requirements)          # the candidate does not carry them yet
-    labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
+    config = sbom.inspect(engine, candidate)["Config"]
+    labels = config.get("Labels") or {}
     when = epoch() if reproducible is None else reproducible.epoch
     manifest, document = manifest_text(cell, found), sbom.make(labels, ref, found, when)
     files = {f"{probes.REQUIREMENTS}/{layer}.txt": text.encode() for layer, text in requirements.items()}
-    files |= {probes.MANIFEST: manifest.encode(), probes.SBOM_PATH: document.encode()}
+    files |= {probes.MANIFEST: manifest.encode(), probes.SBOM_PATH: document.encode(), **_profile(config)}
     return _written(engine, candidate, cell.platform, files, work, manifest, document, reproducible)
 
 
@@ -161,11 +210,13 @@ def layer(engine: eng.Engine, candidate: str, cell: Cell, name: str, lock_text: 
     found = probes.probe(engine, candidate, cell.platform)
     own = own or f"layer-{name}"
     found["requirements"] = {**found["requirements"], own: lock_text}
-    labels = sbom.inspect(engine, candidate)["Config"].get("Labels") or {}
+    config = sbom.inspect(engine, candidate)["Config"]
+    labels = config.get("Labels") or {}
     manifest = (found.get("manifest") or "").rstrip() + f"\n# user layer {name}: pip freeze\n" + found["freeze"]
     document = sbom.make(labels, ref, found, epoch())
+    # its own ENV (a serving image adds to the runtime's): the runtime's script written again
     files = {f"{probes.REQUIREMENTS}/{own}.txt": lock_text.encode(), probes.MANIFEST: manifest.encode(),
-             probes.SBOM_PATH: document.encode()}
+             probes.SBOM_PATH: document.encode(), **_profile(config)}
     return _written(engine, candidate, cell.platform, files, work, manifest, document)
 
 

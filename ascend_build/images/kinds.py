@@ -112,7 +112,9 @@ def _common(platform: str, content: str, base: str) -> dict[str, str]:
 
 def _runtime_labels(f: RuntimeFacts) -> dict[str, str]:
     cell = f.cell
-    return {**_common(cell.platform, f.content, f.base), label("stack"): cell.stack.name, label("os"): cell.os.name,
+    # kind: every image says what it is (a CANN-only image is the runtime kind on the CANN stack)
+    return {**_common(cell.platform, f.content, f.base), label("kind"): RUNTIME_KIND, label("stack"): cell.stack.name,
+            label("os"): cell.os.name,
             label("python"): cell.python, label("chip"): cell.chip, label("apex"): f.apex,
             label("cann-packages"): f.packages, label("lock"): f.lock,
             label("cann-sha256"): f.cann_sums, "org.opencontainers.image.version": cell.name,
@@ -130,7 +132,8 @@ def _runtime_labels(f: RuntimeFacts) -> dict[str, str]:
 
 
 def _builder_labels(f: BuilderFacts) -> dict[str, str]:
-    return {**_common(f.cell.platform, f.content, f.base), label("pythons"): " ".join(f.cell.pythons)}
+    return {**_common(f.cell.platform, f.content, f.base), label("kind"): BUILDER_KIND,
+            label("pythons"): " ".join(f.cell.pythons)}
 
 
 def _layer_labels(f: LayerFacts) -> dict[str, str]:
@@ -139,9 +142,10 @@ def _layer_labels(f: LayerFacts) -> dict[str, str]:
             "org.opencontainers.image.base.name": f.runtime}
 
 
-BUILDER: ImageKind[BuilderFacts] = ImageKind("builder", "builder.Dockerfile.j2", None, "builder_image",
+BUILDER_KIND, RUNTIME_KIND = "builder", "runtime"     # their io.ascend-build.kind labels
+BUILDER: ImageKind[BuilderFacts] = ImageKind(BUILDER_KIND, "builder.Dockerfile.j2", None, "builder_image",
                                               "ascend-builder", _builder_labels)
-RUNTIME: ImageKind[RuntimeFacts] = ImageKind("runtime", "runtime.Dockerfile.j2", "builder", "image",
+RUNTIME: ImageKind[RuntimeFacts] = ImageKind(RUNTIME_KIND, "runtime.Dockerfile.j2", "builder", "image",
                                              "ascend-runtime", _runtime_labels)
 # A team's requirements on a tested runtime image: the runtime suite runs again on it.
 LAYER: ImageKind[LayerFacts] = ImageKind("layer", "layer.Dockerfile.j2", "runtime", "layer_image",

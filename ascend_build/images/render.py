@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from .. import project
 from ..errors import UserError
 from ..matrix import Builder, Matrix, OSBase, Stack, TorchParts, expected_toolkit
 from ..matrix.cannenv import env_instructions
@@ -17,13 +18,19 @@ from ..matrix.eras import INSTALLER_LOGS, own_kernels
 from ..matrix.eras import NNAL as NNAL_FILE
 from .kinds import BUILDER, LABEL_PREFIX, LAYER, RUNTIME
 
-ROOT = Path(__file__).resolve().parents[2]      # the checkout: images/ and docs/ are written there
-# The templates are package data (ascend_build/templates: in a checkout, a link to templates/).
+# The templates are package data (ascend_build/templates: in a checkout, a link to templates/);
+# a checkout renders from its own templates/ (project.py: the one the command works on).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+def templates() -> Path:
+    """The templates the project renders from: its own templates/ in a checkout, else the package's."""
+    own = project.root() / "templates"
+    return own if (own / RUNTIME.template).is_file() else TEMPLATES
 
 def _steps():
     """templates/_steps.j2's macros, for Python's own uses (the Dockerfile templates import it)."""
-    return _env().get_template("_steps.j2").module
+    return _env(templates()).get_template("_steps.j2").module
 
 
 def net_setup() -> str:
@@ -196,15 +203,20 @@ class Rendered:
 
 
 @functools.lru_cache(maxsize=None)
-def _env() -> jinja2.Environment:
+def _cached(folder: Path) -> jinja2.Environment:
     # One environment: it parses each template once (rendering every Dockerfile of the
     # matrix is then a fraction of a second).
     # auto_reload off: the templates do not change while a task runs (no stat per template use).
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False, auto_reload=False)
     env.filters["wrap"] = _wrap
     env.filters.update(FILTERS)
     return env
+
+
+def _env(folder: Path | None = None) -> jinja2.Environment:
+    """The environment of the project's templates (one per folder, each parsed once)."""
+    return _cached((folder or templates()).resolve())
 
 
 def runtime_dockerfile(matrix: Matrix, stack: Stack, os: OSBase) -> Rendered:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..errors import UserError
 from ..hashing import files_in
@@ -24,7 +24,7 @@ from ..matrix.like import Like
 from ..platforms import host as host_platform
 from . import steps
 from .kinds import RUNTIME, UNKNOWN, Asked, ImageKind, label, option
-from .render import PACKAGES, ROOT, Rendered, plain_dockerfile
+from .render import PACKAGES, Rendered, plain_dockerfile
 from .steps import SCRIPTS, OnRuntime
 
 
@@ -201,7 +201,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, req: ServingRequest) -> Read
         console.show(f"# serving: the real run fetches both release files (sha256-checked) and checks or makes "
                      f"{lock_path}")
         return Ready(req, layerlock.read(lock_path) or layerlock.LayerLock(lock_path, ""), None)
-    hold = layerlock.held(cell, locks.find(matrix, cell, ROOT).lock)
+    hold = layerlock.held(cell, locks.find(matrix, cell, project.root()).lock)
     cache = site.cache_dir / "serving"
     vllm = serving_lock.release_file(site.net, "vllm", req.vllm_sdist, req.vllm_sdist_sha256, cache)
     plugin_name, plugin_sha = _plugin(req, cell, site)

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
-from .. import console
+from .. import console, project
 from .. import engine as eng
 from ..engine import interrupts
 from ..engine.network import Network, secret_files, tls_hint
 from ..errors import BuildFailed, EngineError, TestsFailed, UserError
 from ..locking.layerlock import LayerLock
 from .kinds import NO_CONTENT_TAG, ImageKind, Tags, label, suites
-from .render import ROOT, Rendered
+from .render import Rendered
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,10 @@ class Built:
 
 def current_dockerfile(rendered: Rendered) -> Path:
     """The committed Dockerfile, refused when it is not what the matrix renders to."""
-    path = ROOT / rendered.path
+    path = project.root() / rendered.path
     if not path.exists() or path.read_text() != rendered.text:
-        raise UserError(f"{rendered.path} is missing or stale against the matrix; run `invoke render` first")
+        raise UserError(f"{rendered.path} is missing or stale against the matrix in {project.root()}; run "
+                        f"`invoke render` first")
     return path
 
 
@@ -254,12 +255,12 @@ def run_image_tests(image: str, matrix_path: Path, engine: eng.Engine, extra: li
     # suite's own variables would make it think it is one of that run's workers).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "ASCEND_BUILD_TEST_"))}
     for name in chosen:
-        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / name), "-p", "no:cacheprovider",
+        cmd = [sys.executable, "-m", "pytest", str(project.root() / "tests" / name), "-p", "no:cacheprovider",
                "--image", image, "--matrix", str(matrix_path), "--engine-client", engine.client,
                "--engine", engine.kind, "-v", *(extra or [])]
         console.say("$ " + eng.show(cmd))
         # Through the engine runner: Ctrl-C reaches pytest, which removes its containers.
-        code = eng.run(cmd, cwd=ROOT, env=env, inherit=False)
+        code = eng.run(cmd, cwd=project.root(), env=env, inherit=False)
         if code != 0:       # any code but 0 fails: 5 (nothing collected) proves nothing; a signal's is < 0
             return code
     return 0

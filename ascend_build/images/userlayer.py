@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import console
+from .. import console, project
 from ..errors import UserError
 from ..hashing import files_in
 from ..inputs.options import Site
@@ -19,7 +19,7 @@ from ..locking import lock as locks
 from ..matrix import Cell, Matrix
 from ..matrix.like import Like
 from .kinds import LAYER, Asked, LayerFacts, option
-from .render import ROOT, Rendered, layer_dockerfile
+from .render import Rendered, layer_dockerfile
 from .steps import SCRIPTS, OnRuntime
 
 KIND = LAYER        # this module is the user layer kind (catalog.py)
@@ -93,7 +93,7 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, req: LayerRequest) -> Ready:
     lines = layerlock.parse(req.requirements)
     # The runtime's lock, found as its build finds it (beside the matrix, or the project's); a layer
     # has none to hold without it, --unlocked or not.
-    hold = layerlock.held(cell, locks.find(matrix, cell, ROOT).lock)
+    hold = layerlock.held(cell, locks.find(matrix, cell, project.root()).lock)
     # --offline is about CANN packages; the layer resolves against the site's pip index,
     # as the runtime's pip steps install from it (a current lock needs no network at all).
     lock, said = _lock(req, lines, cell, hold, site.net, req.wheelhouse, site.dry)

@@ -27,7 +27,7 @@ from ..errors import UserError
 from ..matrix import Matrix, Stack
 from ..platforms import PLATFORMS, host
 from ..platforms import get as get_platform
-from .durations import TIMES, takes_minutes
+from .durations import said, takes_minutes
 from .options import Site
 
 # What debootstrap leaves that a base image should not carry (the official Debian images
@@ -116,8 +116,8 @@ def debian_base(engine: eng.Engine, suite: str, platform: str, tag: str,
         # debootstrap is quiet for a minute or more (longer under qemu): say what runs, and
         # stream its progress on a terminal (plain logs stay short).
         console.say(f"base image {tag}: debootstrap {suite} ({target.suffix}) from {mirror}"
-                    + (f" under qemu: {TIMES['debootstrap under qemu']} on 2 cores" if target.emulated()
-                       else f": {TIMES['debootstrap']}"))
+                    + (f" under qemu: {said('debootstrap under qemu')} on 2 cores" if target.emulated()
+                       else f": {said('debootstrap')}"))
         if dry:
             console.show(eng.show(boot))
             console.show(f"# remove from it: {', '.join(JUNK)}")
@@ -158,8 +158,14 @@ def _tidy(root: Path) -> None:
                 path.unlink()
 
 
+def cell_flags(matrix: Matrix, platform: str | None, chip: str | None) -> str:
+    """The options a suggested command needs to name the same arch and chip (none: the defaults)."""
+    return ((f" --platform {platform}" if platform and platform != matrix.defaults.platform else "")
+            + (f" --chip {chip}" if chip and chip.lower() != matrix.defaults.chip.lower() else ""))
+
+
 def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str | None = None,
-           task: str = "build") -> str:
+           task: str = "build", chip: str | None = None) -> str:
     """What to do when `image` can be neither found nor pulled: for a Debian release,
     make it here; for any other, a mirror, or the Debian cell (or flavor) of this line."""
     name = image.split("/")[-1]
@@ -168,11 +174,11 @@ def advice(matrix: Matrix, image: str, stack: Stack | None = None, platform: str
     suite = matrix.debootstrap_suite(image)
     if suite:
         return (f"Make it here from the Debian mirror: add --debootstrap (it makes this arch's base and, for a cross "
-                f"build, the build machine's; {TIMES['debootstrap under qemu']} under qemu on 2 cores, once: later builds "
+                f"build, the build machine's; {said('debootstrap under qemu')} under qemu on 2 cores, once: later builds "
                 f"reuse it). Or once, for every build: `invoke base-image "
                 f"--suite {suite} --tag MIRROR/debian:{suite}-{{arch}}` and --base-image {image}=MIRROR/debian:"
                 f"{suite}-{{arch}}. Or {mirror}.")
-    where = f" --platform {platform}" if platform and platform != matrix.defaults.platform else ""
+    where = cell_flags(matrix, platform, chip)
     if task == "builder" and stack is not None and stack.torch is not None:
         gcc = stack.torch.gcc
         offline = [n for n, b in matrix.builders.items() if matrix.debootstrap_suite(b.image) and b.offers(gcc)]

@@ -411,10 +411,26 @@ def fetch_release(matrix: Matrix, version: str, dirs: list[Path], download: bool
     return [store.locate(f).path for f in wanted.values()]
 
 
-def pin(matrix: Matrix, files: list[Path], published: dict[Path, str] | None = None) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Pinned:
+    """One file pinned: its name, the sum written, and the one it replaced (None: it had none)."""
+    name: str
+    sha256: str
+    replaced: str | None = None
+
+    def said(self) -> str:
+        """The task's line: a new sum, or one that replaces another (old -> new)."""
+        if self.replaced is None or self.replaced == self.sha256:
+            return f"pinned {self.name} {self.sha256}" + (" (as it was)" if self.replaced else "")
+        return (f"pinned {self.name} {self.sha256}, replacing the sum it had: {self.replaced} -> {self.sha256} "
+                f"(a build checks the file against the new one)")
+
+
+def pin(matrix: Matrix, files: list[Path], published: dict[Path, str] | None = None) -> list[Pinned]:
     """Hash local files and write their sha256 into matrix.yaml, keeping the rest of the
     file (comments, order) byte for byte: beside a hand-recorded entry, or in cann_pins for
-    a file the import names (imported.yaml is machine-written). Returns (file name, sha256).
+    a file the import names (imported.yaml is machine-written). Returns each file pinned,
+    with the sum it replaced.
     `published`: CANN files with the sum Huawei publishes for each, recorded once the file
     hashes to it, the installer never read (for a header this project cannot check).
     Two pins at once each keep theirs: the file is locked, read again under the lock, and
@@ -511,7 +527,12 @@ def _pin_python(matrix: Matrix, lines: list[str], path: Path, minor: str) -> str
     return digest
 
 
-def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[tuple[str, str]]:
+def _had(matrix: Matrix, fs: list[CannFile]) -> str | None:
+    """The sum a CANN file has in the matrix before it is pinned (cann_pins: or its entry)."""
+    return next((f.sha256 for f in fs if f.sha256), None) or matrix.cann_pins.get(fs[0].file)
+
+
+def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[Pinned]:
     by_name = known_files(matrix)
     tarballs = python_tarballs(matrix)
     lines = matrix.path.read_text().splitlines(keepends=True)
@@ -521,14 +542,15 @@ def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[
         if path.name in tarballs and path.name not in by_name:
             if kind_of(path) or path.stat().st_size == 0:
                 raise PackageError(f"{path}: {kind_of(path) or 'empty'}, not a tarball; nothing was pinned")
-            done.append((path.name, _pin_python(matrix, lines, path, tarballs[path.name])))
+            had = matrix.pythons[tarballs[path.name]].sha256
+            done.append(Pinned(path.name, _pin_python(matrix, lines, path, tarballs[path.name]), had))
             continue
         _pinnable(path, by_name, tarballs)
         fs, digest = by_name[path.name], sha256_of(path)
         if any(f.sha256 != digest for f in fs):     # bytes already pinned (to a published sum, say): no new check
             check_payload(next((f for f in fs if f.zip_sha256), fs[0]), path)   # pin only a payload that is whole
             check_contents(fs[0], path)                                         # and what its name says it is
-        done.append((path.name, _record(matrix, lines, pins, fs, digest)))
+        done.append(Pinned(path.name, _record(matrix, lines, pins, fs, digest), _had(matrix, fs)))
     for path, digest in published.items():
         # Huawei's sum stands for the header this project could not check: the file's bytes
         # are held to it, and the installer is neither run nor read.
@@ -541,7 +563,8 @@ def _pin(matrix: Matrix, files: list[Path], published: dict[Path, str]) -> list[
             raise PackageError(f"{path}: sha256 mismatch for {path.name}\n  published {digest} (the sum given)\n"
                                f"  actual    {actual}\nThe file is not the one Huawei published (a corrupt or cut-"
                                f"short download, or another release's); nothing was pinned.")
-        done.append((path.name, _record(matrix, lines, pins, by_name[path.name], digest)))
+        done.append(Pinned(path.name, _record(matrix, lines, pins, by_name[path.name], digest),
+                           _had(matrix, by_name[path.name])))
     if pins != dict(matrix.cann_pins):
         lines = _with_pins(matrix, lines, pins)
     atomic.write_text(matrix.path, "".join(lines))       # pin() holds its lock

@@ -26,6 +26,7 @@ from .records import (
     Files,
     ImageSpec,
     OSBase,
+    PackageRelease,
     PythonSource,
     Repo,
     Stack,
@@ -139,7 +140,7 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
         pythons={k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256")) for k, v in d["pythons"].items()},
         cann=cann,
         stacks=stacks,
-        derived=_derived(cann, stacks),
+        derived=_derived(cann, stacks, releases),
         images=[ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                           i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
                 for i in d["images"]],
@@ -190,21 +191,41 @@ def _official(tags: Any) -> tuple[OfficialTag, ...]:
     return tuple(tag for tag in map(cann_tag, map(str, tags)) if tag is not None)
 
 
-def _derived(cann: Mapping[str, CannRelease], written: Mapping[str, Stack]) -> dict[str, Stack]:
-    """A CANN-only stack for each release the official CANN images publish that cann_stacks:
-    writes no entry for: its Python range the images' (lowest to highest), its default the
-    Python most of them take (the newer of two as common); NNAL as the release has it, the
-    chips its kernels."""
-    out = {}
-    for ver, rel in cann.items():
+def _derived(cann: Mapping[str, CannRelease], written: Mapping[str, Stack],
+             releases: Mapping[str, Mapping[str, PackageRelease]]) -> dict[str, Stack]:
+    """A CANN-only stack for each release cann_stacks: writes no entry for, so that `--cann V`
+    builds for every release the import knows. Its Python range, lowest to highest, and its
+    default (the Python most of them take, the newer of two as common), from the first of:
+    the release's official CANN images; the Pythons the framework releases published for it
+    have wheels for (aarch64); the nearest release before it with a CANN-only line. NNAL as
+    the release has it, the chips its kernels."""
+    out: dict[str, Stack] = {}
+    for ver in sorted(cann, key=cann_key):
         name = CANN.stack_name(ver)
-        if name in written or not rel.images:
+        if name in written:
             continue
+        rel = cann[ver]
         counts = Counter(t.python for t in rel.images)
+        source = f"the Pythons of CANN {ver}'s official images, cann.{ver}.images"
+        if not counts:
+            made = [r for fw in releases.values() for r in fw.values() if ver in r.cann and r.pythons("aarch64")]
+            counts = Counter(p for r in made for p in r.pythons("aarch64"))
+            source = (f"the Pythons of the releases published for CANN {ver} "
+                      f"({', '.join(r.version for r in made[:6])}{', ...' if len(made) > 6 else ''})")
+        if not counts:
+            lines = [st for st in (*written.values(), *out.values())
+                     if st.framework is CANN and cann_key(st.cann) < cann_key(ver)]
+            if not lines:
+                continue
+            near = max(lines, key=lambda st: cann_key(st.cann))
+            counts = Counter({p: 1 for p in near.pythons()} | {near.python_default: 2})
+            source = (f"the Pythons of CANN {near.cann}'s line, the nearest release before it with one (nothing "
+                      f"published names {ver}'s)")
         pythons = sorted(counts, key=minor)
         default = max(pythons, key=lambda p: (counts[p], minor(p)))
         entry = {"python": {"min": pythons[0], "max": pythons[-1], "default": default}}
-        out[name] = dataclasses.replace(_stack(name, ver, entry, CANN, ver, ver, None), derived=True)
+        out[name] = dataclasses.replace(_stack(name, ver, entry, CANN, ver, ver, None), derived=True,
+                                        derived_from=source)
     return out
 
 

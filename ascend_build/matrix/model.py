@@ -142,11 +142,11 @@ class Matrix:
         defined = [st.key for st in self.stacks.values() if st.framework is fw]
         if not fw.paired:           # CANN only: a stack is a CANN release the data knows
             derived = [st.key for st in self.derived.values() if st.framework is fw]
-            known = ("a CANN release cann: knows, with no official CANN image to derive its stack from"
+            known = ("a CANN release cann: knows, with nothing in the import to derive its stack from"
                      if key in self.cann else
                      f"not a CANN release cann: knows ({', '.join(self.cann)}; `invoke update` imports Huawei's)")
             return (f"unknown {fw.title} stack {key!r}; {self.path} defines: {', '.join(defined) or 'none'} "
-                    f"({fw.section}:), and the official CANN images' releases give: {', '.join(derived) or 'none'}. "
+                    f"({fw.section}:), and the import derives: {', '.join(derived) or 'none'}. "
                     f"{key} is {known}; to add a line: a `{fw.section}:` entry keyed by it "
                     f"with its Python range" + (f" (see the {defined[-1]} entry)" if defined else ""))
         mine = {r: v for r, v in self.releases.get(fw.name, {}).items() if r == key or r.startswith(key + ".")}
@@ -209,8 +209,8 @@ class Matrix:
     def allows(self, st: Stack, os: OSBase) -> bool:
         """A (stack, OS) the matrix allows, so a Dockerfile is rendered for it: every OS, but
         one below torch_atb's glibc floor for a stack that asks for torch_atb, and for a stack
-        derived from the official images only the OSes those images publish."""
-        if st.derived and os.name not in self.official_oses(st):
+        derived from the import the OSes of derived_oses."""
+        if st.derived and os.name not in self.derived_oses(st):
             return False
         if not st.torch_atb:
             return True
@@ -221,12 +221,24 @@ class Matrix:
         return True
 
     def official_oses(self, st: Stack) -> tuple[str, ...]:
-        """The OSes CANN st.cann's official images publish (a derived stack is built on those)."""
+        """The OSes CANN st.cann's official images publish."""
         return tuple(sorted({t.os for t in self.cann[st.cann].images}))
 
+    def derived_oses(self, st: Stack) -> tuple[str, ...]:
+        """The OSes a stack derived from the import is built on: those its release's official
+        images publish (the matrix's default OS where there are none), and every Debian release
+        debootstrap makes, which a site that reaches no registry builds on."""
+        official = [o for o in self.official_oses(st) if o in self.os] or [self.defaults.os]
+        return tuple(dict.fromkeys([*official, *(o.name for o in self.os.values() if o.suite)]))
+
     def _official_os(self, st: Stack) -> str:
-        """The OS most of the release's official images are on (a derived stack's default)."""
-        return Counter(t.os for t in self.cann[st.cann].images).most_common(1)[0][0]
+        """A derived stack's OS when none is asked for: the matrix's default OS where the stack is
+        built on it, else the one most of the release's official images are on."""
+        allowed = self.derived_oses(st)
+        if self.defaults.os in allowed:
+            return self.defaults.os
+        counts = Counter(t.os for t in self.cann[st.cann].images if t.os in allowed)
+        return counts.most_common(1)[0][0] if counts else allowed[0]
 
     def debootstrap_suite(self, image: str) -> str | None:
         """The Debian suite that makes `image` without a registry, if the matrix names one."""
@@ -301,14 +313,17 @@ class Matrix:
                                 f"({'--torch-atb' if torch_atb else 'torch_atb: true'}); build with NNAL, or a "
                                 f"stack without torch_atb")
             st = dataclasses.replace(st, nnal=False)
-        if os is None and st.derived and self.defaults.os not in self.official_oses(st):
+        if os is None and st.derived and self.defaults.os not in self.derived_oses(st):
             os = self._official_os(st)
         base = self._os(os)
         if not self.allows(st, base) and st.derived:
-            raise UserError(f"stack {st.name} is derived from CANN {st.cann}'s official images, which publish "
-                            f"{', '.join(self.official_oses(st))}, not {base.name}: pass --os "
-                            f"{self._official_os(st)}, or write a `{st.framework.section}:` entry keyed "
-                            f"{st.key} (docs/matrix.md) to build it on other OSes")
+            official = self.official_oses(st)
+            made = (f"on the OSes CANN {st.cann}'s official images publish ({', '.join(official)})" if official
+                    else f"on the matrix's default OS ({self.defaults.os}: CANN {st.cann} has no official image)")
+            raise UserError(f"stack {st.name} is derived from the import, built {made} and on the Debian releases "
+                            f"debootstrap makes ({', '.join(o.name for o in self.os.values() if o.suite)}); not "
+                            f"on {base.name}: pass --os {self._official_os(st)}, or write a "
+                            f"`{st.framework.section}:` entry keyed {st.key} (docs/matrix.md) to build it on other OSes")
         python = python or st.python_for(base)
         source = self._python_source(st, base, python)
         target = self.platform(platform)
@@ -350,7 +365,10 @@ class Matrix:
 
     def _kernels(self, st: Stack, cann: CannRelease, chip: str, target: Platform) -> CannFile:
         if chip not in cann.kernels:
-            having = [s.flag for s in self.stacks.values() if chip in self.cann[s.cann].kernels]
+            # the image's own framework first (a CANN-only ask: the CANN-only lines, derived ones too)
+            lines = sorted([*self.stacks.values(), *self.derived.values()],
+                           key=lambda s: (s.framework is not st.framework, cann_key(s.cann)))
+            having = [s.flag for s in lines if chip in self.cann[s.cann].kernels]
             raise UserError(f"CANN {cann.version} has no kernels for chip {chip!r} "
                             f"(cann.{cann.version}.kernels); chips with kernels: {', '.join(cann.kernels)}"
                             + (f". Stacks on a CANN with {chip} kernels: {', '.join(having)}" if having else ""))

@@ -25,7 +25,8 @@ _TORCH_NPU = re.compile(r"(?P<package>[0-9][\w.+]*)-cann(?P<cann>[0-9][\w.]*)-(?
                         r"(?P<os>[a-z]+[0-9][0-9.]*)-py(?P<python>3\.[0-9]+)")
 _DATED = re.compile(r"(?P<cann>[0-9]+\.[0-9]+\.[0-9A-Za-z]+)_(?P<built>[0-9]{14})-(?P<chip>[0-9A-Za-z]+)-"
                     r"(?P<os>[a-z]+[0-9][0-9.]*)-py(?P<python>3\.[0-9]+)(?P<devel>-devel)?")
-CANN_FORM = "<cann>-<chip>-<os>-py<X.Y> (e.g. 9.0.1-a3-ubuntu22.04-py3.11)"
+CANN_FORM = ("<cann>-<chip>-<os>-py<X.Y>[-devel] (e.g. 9.0.1-a3-ubuntu22.04-py3.11, and its devel twin "
+             "9.0.1-a3-ubuntu22.04-py3.11-devel)")
 DATED_FORM = "<cann>_<YYYYMMDDhhmmss>-<chip>-<os>-py<X.Y>[-devel] (e.g. 9.2.0_20260930220649-910b-ubuntu22.04-py3.12)"
 TORCH_NPU_FORM = "<torch_npu>-cann<CANN>-<chip>-<os>-py<X.Y> (e.g. 2.12.0-cann9.1.0-a3-openeuler24.03-py3.12)"
 

@@ -248,13 +248,14 @@ class Stack:
     cxx11_abi: Mapping[str, bool] = field(default_factory=dict)    # arch -> built with the CXX11 ABI
     torch: TorchParts | None = None           # a torch stack's own parts
     derived: bool = False                     # not written in matrix.yaml: derived from the import (load.py)
+    derived_from: str = ""                    # where a derived stack's Pythons come from
 
     @property
     def python_path(self) -> str:
         """Where its Python range comes from, for messages."""
         if self.derived:
-            return (f"the Pythons of CANN {self.cann}'s official images, cann.{self.cann}.images; a "
-                    f"`{self.framework.section}:` entry keyed {self.key} overrides them")
+            return (f"{self.derived_from or 'the import'}; a `{self.framework.section}:` entry keyed {self.key} "
+                    f"overrides them")
         return f"{self.key_path}.python"
 
     @property

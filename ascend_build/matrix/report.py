@@ -183,13 +183,21 @@ def cann_table(matrix: Matrix, width: int | None = None) -> str:
     """Every CANN release the data knows, a stack on it or not, with where it was read (that
     column --wide's only: its sources run to 200 characters)."""
     from .eras import cann_key
+    def stacks(v: str) -> str:
+        return ", ".join([st.name for st in matrix.stacks.values() if st.cann == v]
+                         + [f"{st.name}*" for st in matrix.derived.values() if st.cann == v]) or "-"
     rows = [{"CANN": v, "chips with kernels": ", ".join(c.kernels), "NNAL": "yes" if c.nnal else "-",
-             "driver": c.driver or "-", "stacks": ", ".join(st.name for st in matrix.stacks.values() if st.cann == v)
-             or "-", "source": c.source} for v, c in sorted(matrix.cann.items(), key=lambda kv: cann_key(kv[0]))]
+             "driver": c.driver or "-", "stacks": stacks(v), "source": c.source}
+            for v, c in sorted(matrix.cann.items(), key=lambda kv: cann_key(kv[0]))]
+    note = ("* a CANN-only line derived from the import (no `cann_stacks:` entry): `invoke build --cann RELEASE` "
+            "builds it on the OSes its release's official images use and on Debian 11, 12 and 13"
+            if matrix.derived else "")
     if width is not None:
-        return "\n\nCANN releases (imported.yaml):\n" + table([{k: v for k, v in r.items() if k != "source"}
-                                                                for r in rows], width, keep=("CANN",))
-    return "\n\nCANN releases (imported.yaml, each with where `invoke update` read it):\n" + table(rows)
+        note = "\n".join(textwrap.wrap(note, width))
+        shown = table([{k: v for k, v in r.items() if k != "source"} for r in rows], width, keep=("CANN",))
+        return "\n\nCANN releases (imported.yaml):\n" + shown + ("\n\n" + note if note else "")
+    return ("\n\nCANN releases (imported.yaml, each with where `invoke update` read it):\n" + table(rows)
+            + ("\n\n" + note if note else ""))
 
 
 def _unpaired(matrix: Matrix) -> str:

@@ -6,6 +6,11 @@ import re
 from packaging.version import Version
 
 
+def test_the_image_says_it_is_a_builder(labels):
+    from tests.conftest import label
+    assert label(labels, "kind") == "builder"
+
+
 def test_gcc_major_is_the_matrix_value(host, bcell):
     for var in ("CC", "CXX"):
         out = host.run(f'"${var}" -dumpfullversion -dumpversion')

@@ -18,7 +18,7 @@ from tests.conftest import label
 # What the tools' packages give on the PATH (the official images' lists, and the CANN-only
 # image's compilers, which a devel image needs as much).
 COMMANDS = ("gcc", "g++", "make", "cmake", "pkg-config", "patch", "gawk", "vim", "zip", "tree", "dos2unix", "sudo",
-            "bzip2", "pigz")
+            "bzip2", "pigz", "git", "wget", "gdb", "ninja")
 
 # A gtest program that reads a JSON document with nlohmann-json: both found as an operator's
 # test build finds them (pkg-config, the system include path).

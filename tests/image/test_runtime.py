@@ -12,10 +12,21 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ascend_build.images.checks import HOST_DRIVER_LIBS, env_gaps, missing_libraries, nnal_vars, sourcing_changes
+from ascend_build.images.checks import (
+    HOST_DRIVER_LIBS,
+    RESOLVE_SCRIPT,
+    env_gaps,
+    gap_fix,
+    missing_libraries,
+    nnal_vars,
+    paths_of,
+    read_resolved,
+    sourcing_changes,
+)
 from ascend_build.images.kinds import LABEL_PREFIX
 from ascend_build.locking.lock import Lock, normalize, pinned_versions
 from ascend_build.matrix import FRAMEWORKS
+from tests.conftest import label
 from tests.image.conftest import run_on_npu
 
 
@@ -23,6 +34,19 @@ from tests.image.conftest import run_on_npu
 def set_env(cell) -> str:
     """The set_env.sh of the image's CANN era (ascend-toolkit/ up to 8.5, cann/ from 9.0)."""
     return cell.cann.era.set_env_path()
+
+
+def resolved(host, *envs: dict[str, str]):
+    """Every path the environments name, as the kernel sees it in the image (its real path and
+    the links on the way): PATH entries reach a release's tree through ascend-toolkit/latest."""
+    out = host.run(f"python3 -c {shlex.quote(RESOLVE_SCRIPT)} {shlex.quote(json.dumps(paths_of(*envs)))}")
+    assert out.rc == 0, out.stderr
+    return read_resolved(out.stdout)
+
+
+def no_gaps(gaps: list[str], cell) -> None:
+    """The gaps, each with its entry and link, and what to do about them."""
+    assert gaps == [], "\n".join(gaps) + "\n" + gap_fix(cell.cann.version, cell.cann.env.source if cell.cann.env else "")
 
 
 def pyjson(host, code: str):
@@ -57,15 +81,17 @@ def test_set_env_exists_and_sources_cleanly(host, set_env):
     assert result.stderr == ""
 
 
-def test_image_env_carries_everything_set_env_exports(host, image_env, set_env):
-    # Source the era's set_env.sh in an empty environment and compare with the image's ENV.
+def test_image_env_carries_everything_set_env_exports(host, image_env, set_env, cell):
+    """Source the era's set_env.sh in an empty environment and compare with the image's ENV,
+    paths as the kernel sees them (a folder the image reaches through ascend-toolkit/latest is
+    the one set_env.sh names by the release's tree)."""
     out = host.run(f"env -i PATH=/usr/bin:/bin bash -c 'source {set_env} >/dev/null && env -0'")
     assert out.rc == 0, out.stderr
     exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
-    assert env_gaps(exported, image_env) == []
+    no_gaps(env_gaps(exported, image_env, seen=resolved(host, exported, image_env)), cell)
 
 
-def test_sourcing_set_env_changes_nothing_a_plain_docker_run_has(docker_run, cell, set_env):
+def test_sourcing_set_env_changes_nothing_a_plain_docker_run_has(docker_run, host, cell, set_env):
     """`docker run` sources no set_env.sh, so the image ENV must be what they export:
     sourcing the toolkit's, then NNAL's at the image's ABI (and SiP's) where NNAL is in, sets
     no variable to another value and adds no folder to a path list (issue 68)."""
@@ -81,7 +107,9 @@ def test_sourcing_set_env_changes_nothing_a_plain_docker_run_has(docker_run, cel
     assert out.returncode == 0, out.stderr
     before, after = (dict(item.split("=", 1) for item in base64.b64decode(text).decode().split("\0") if "=" in item)
                      for text in out.stdout.split())
-    assert sourcing_changes(before, after) == []
+    changes = sourcing_changes(before, after, resolved(host, before, after))
+    assert changes == [], "\n".join(changes) + "\n" + gap_fix(cell.cann.version, cell.cann.env.source if cell.cann.env
+                                                                 else "")
 
 
 # The CANN tools people run by name in a container (profiling, diagnosis), by the folder
@@ -526,6 +554,16 @@ def test_labels_describe_the_contents(labels, cell):
     assert labels["org.opencontainers.image.version"] == cell.name
 
 
+def test_the_image_says_its_kind(labels, cell):
+    """Every kind's image carries its kind (a CANN-only image's is runtime's); an image built
+    on a runtime image (this suite runs on it after its own) says its own kind."""
+    from ascend_build.images.catalog import ON_RUNTIME
+    kind = label(labels, "kind")
+    assert kind in {"runtime"} | {k.KIND.name for k in ON_RUNTIME}, kind
+    if kind == "runtime":
+        assert label(labels, "stack") == cell.stack.name
+
+
 def test_apex_slot_matches_its_label(host, labels):
     apex = labels[f"{LABEL_PREFIX}.apex"]
     shown = host.run("pip show apex")
@@ -580,7 +618,7 @@ def test_image_env_carries_what_nnals_set_env_exports(host, cell, image_env):
                    f"&& env -0'")
     assert out.rc == 0, out.stderr
     exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
-    assert env_gaps(exported, image_env, nnal_vars(exported)) == []
+    no_gaps(env_gaps(exported, image_env, nnal_vars(exported), resolved(host, exported, image_env)), cell)
 
 
 @pytest.mark.needs_nnal
@@ -617,7 +655,8 @@ def test_sip_is_beside_atb_where_nnal_holds_it(host, cell, image_env):
     out = host.run(f"env -i PATH=/usr/bin:/bin bash -c '. {SIP_ROOT}/set_env.sh >/dev/null && env -0'")
     assert out.rc == 0, out.stderr
     exported = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
-    assert env_gaps(exported, image_env, ("ASDSIP_HOME_PATH", "LD_LIBRARY_PATH")) == []
+    no_gaps(env_gaps(exported, image_env, ("ASDSIP_HOME_PATH", "LD_LIBRARY_PATH"), resolved(host, exported, image_env)),
+            cell)
 
 
 @pytest.mark.needs_nnal
@@ -643,6 +682,46 @@ def test_login_shells_start_bash_and_sh_alike(docker_run, cell):
         assert out.returncode == 0, out.stderr
         assert "rc=0" in out.stdout and "no-torch-import" in out.stdout, (shell, out.stdout)
         assert out.stderr.strip() == "", (shell, out.stderr)
+
+
+# What a login shell and a plain `docker run` must agree on: the Python first on PATH (the
+# venv's), that it imports the venv's packages, and CANN's tools (atc, as the kernel finds it).
+LOGIN_CHECK = ('printf "python3=%s\\npython=%s\\natc=%s\\n" "$(command -v python3)" "$(command -v python)" '
+               '"$(readlink -f "$(command -v atc)")"; '
+               'python3 -c "import sys, numpy; print(\'prefix=\' + sys.prefix); print(\'numpy=\' + numpy.__file__)"')
+
+
+def _said(out) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+
+
+@pytest.mark.parametrize("how", ["bash -lc", "sh -lc", "su -"])
+def test_a_login_shell_keeps_the_images_environment(docker_run, suite_engine, image, platform, labels, image_env,
+                                                    how):
+    """Kubernetes commands and CI jobs often run `bash -lc`: Debian's /etc/profile set PATH
+    anew, so `bash -lc python3` was /usr/bin/python3 (not the venv's), `import numpy` failed,
+    atc was not found, and a serving image's `bash -lc python` was "command not found". A
+    login shell (`bash -l`, `sh -l`, and `su -` to the image's user, which starts from an
+    empty environment) finds what a plain run finds, and has every variable the image sets."""
+    from ascend_build.engine import RunSpec
+    from ascend_build.images.finish import LOGIN_OWN
+    plain = docker_run("bash", "-c", LOGIN_CHECK)
+    assert plain.returncode == 0, plain.stderr
+    names = " ".join(sorted(n for n in image_env if n not in LOGIN_OWN and re.fullmatch(r"[A-Za-z_]\w*", n)))
+    script = f'{LOGIN_CHECK}; for n in {names}; do eval "[ -n \\"\\${{$n+x}}\\" ]" || echo "unset=$n"; done'
+    if how == "su -":
+        user = "HwHiAiUser" if label(labels, "user") != "root" else "root"
+        out = suite_engine.run_container(RunSpec(image, ("su", "-", user, "-c", script), platform=platform,
+                                                 user="0:0"), timeout=300)
+    else:
+        out = docker_run(how.split()[0], "-lc", script)
+    assert out.returncode == 0, f"{how}: {out.stdout[-2000:]}{out.stderr[-2000:]}"
+    got, want = _said(out), _said(plain)
+    for key in ("python3", "python", "atc", "prefix", "numpy"):
+        assert got.get(key) == want[key], (f"{how}: {key} is {got.get(key) or 'not found'}, a plain run's "
+                                           f"{want[key]} (the login shell's PATH: /etc/profile.d/ascend-build-env.sh)")
+    unset = [line.split("=", 1)[1] for line in out.stdout.splitlines() if line.startswith("unset=")]
+    assert unset == [], f"{how}: the image ENV's {unset} not set in a login shell"
 
 
 def test_no_installer_log_is_left_in_the_image(host):

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ascend_build.inputs.durations import TIMES
+from ascend_build.inputs.durations import said as TIME
 from ascend_build.matrix import load_matrix
 from ascend_build.platforms import get as get_platform
 from tests import forked
@@ -33,7 +33,7 @@ def test_the_readmes_dry_build_names_the_debootstrap_and_its_time(tmp_path):
     said = minutes(out)
     base = next((line for line in said if "debootstrap of debian:bookworm arm64" in line), None)
     assert base is not None, out.stdout
-    assert f"({TIMES[ARM64_STEP]}; once: later builds reuse ascend-build/debian:bookworm-arm64)" in base
+    assert f"({TIME(ARM64_STEP)}; once: later builds reuse ascend-build/debian:bookworm-arm64)" in base
     # said before the build that needs it
     lines = out.stdout.splitlines()
     assert lines.index(base) < next(i for i, line in enumerate(lines) if " build " in line and "BASE_IMAGE" in line)
@@ -50,7 +50,7 @@ def test_a_plan_that_compiles_cpython_says_so_with_its_time(tmp_path):
                           "--packages", str(tmp_path)))
     cpython = [line for line in said if f"compiling CPython {version}, which debian12 lacks" in line]
     step = "cpython under qemu" if get_platform("linux/arm64").emulated() else "cpython"
-    assert len(cpython) == 1 and f"({TIMES[step]};" in cpython[0], said
+    assert len(cpython) == 1 and f"({TIME(step)};" in cpython[0], said
 
 
 def test_a_plan_that_compiles_wheels_names_the_builder_and_each_compile(tmp_path):
@@ -58,12 +58,12 @@ def test_a_plan_that_compiles_wheels_names_the_builder_and_each_compile(tmp_path
                           "--torch-npu-src", "upstream", "--apex-src", "upstream", "--dry",
                           "--packages", str(tmp_path)))
     builder = [line for line in said if line.startswith("# takes minutes: the builder image torch2.1.0-")]
-    assert builder and all(f"({TIMES['builder']}; once: later builds reuse ascend-builder:" in b for b in builder)
+    assert builder and all(f"({TIME('builder')}; once: later builds reuse ascend-builder:" in b for b in builder)
     for kind in ("torch_npu", "apex"):
         compiled = [line for line in said if line.startswith(f"# takes minutes: compiling {kind} in builder ")]
         assert len(compiled) == 1, said
         assert "once: the wheel cache keeps it" in compiled[0]
-        assert TIMES[kind] in compiled[0] or TIMES[f"{kind} under qemu"] in compiled[0]
+        assert TIME(kind) in compiled[0] or TIME(f"{kind} under qemu") in compiled[0]
 
 
 def test_the_matrix_fits_the_terminal_and_wide_gives_every_column(tmp_path):

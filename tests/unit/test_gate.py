@@ -82,6 +82,40 @@ def test_a_passing_suite_tags_every_tag_on_the_image_it_tested(matrix, site, eng
     assert engine.untagged() == set(), "the candidate before the project's files was removed"
 
 
+def test_the_finished_image_has_the_login_profile_of_its_own_env(matrix, site, engine):
+    """The project's files (the last layer, tested with the image) include the profile script
+    that gives a login shell the image's ENV back, written from the candidate's ENV."""
+    import io
+    import tarfile
+
+    from ascend_build.images.finish import PROFILE, profile_text
+    built = build(matrix, site, engine, SuiteDouble(0))
+    image = engine.images[built.image_id]
+    with tarfile.open(fileobj=io.BytesIO(image.layers[-1])) as tar:
+        written = tar.extractfile(PROFILE.lstrip("/")).read().decode()
+    env = image.config["config"]["Env"]
+    assert env and written == profile_text(env)
+    assert "_ascend_build_rest=/usr/bin:/bin:" in written, written
+
+
+def test_a_dry_run_says_the_debian_base_is_missing_and_what_makes_it(matrix, site, capsys):
+    """Only the real run said it (exit 6, after the plan looked fine): the dry run names each
+    base the engine lacks and what makes it here; nothing when the base is there, or when
+    --debootstrap makes it (its own lines say so)."""
+    dry = dataclasses.replace(site, dry=True)
+    build(matrix, dry, EngineDouble(), SuiteDouble(0))
+    said = capsys.readouterr().out
+    assert f"# base image {BASE} (linux/arm64) is not in the engine: the real run pulls it first, and stops there " \
+           "(exit 6) where no registry serves it." in said
+    assert "add --debootstrap" in said and f"--base-image {BASE}=MIRROR/" in said
+    here = EngineDouble()
+    here.add(BASE, platform="linux/arm64")
+    build(matrix, dry, here, SuiteDouble(0))
+    assert "is not in the engine" not in capsys.readouterr().out
+    build(matrix, dataclasses.replace(dry, debootstrap=True), EngineDouble(), SuiteDouble(0))
+    assert "is not in the engine" not in capsys.readouterr().out
+
+
 def test_a_failing_suite_tags_nothing_and_removes_what_it_built(matrix, site, engine):
     suite = SuiteDouble(1)
     with pytest.raises(SuiteFailed, match="nothing was tagged and the image was removed"):

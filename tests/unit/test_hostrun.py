@@ -251,3 +251,26 @@ def test_invoke_run_serve_refuses_an_image_without_vllm(tmp_path):
     served = forked.invoke(*task, "--docker", str(client))
     assert served.returncode == 0 and "vllm serve /models/Qwen2.5-7B-Instruct" in served.stdout, served.stderr
     assert "without vLLM-Ascend's custom kernels" in served.stderr
+
+
+def test_invoke_run_serve_refuses_an_unlabelled_image_and_one_it_cannot_read(tmp_path):
+    """An image without the kind label (built elsewhere, or before every image carried its
+    kind) is not taken at its word: refused as a runtime image is (issue 78: CANN-only and
+    runtime images had no label, and passed). One that is not here cannot be checked: a real
+    run is refused before it starts; a dry run (a preview on a build machine) says so."""
+    root = make_host(tmp_path / "host", cards=1)
+    model = model_dir(tmp_path / "models")
+    task = ["run", "--image", "ascend-runtime:x", "--host-root", str(root), "--runtime", "runc", "--serve", str(model)]
+    (tmp_path / "a").mkdir()
+    client, _ = client_double(tmp_path / "a", {"io.ascend-build.chip": "910b", "io.ascend-build.platform": "linux/arm64"})
+    refused = forked.invoke(*task, "--dry", "--docker", str(client))
+    assert refused.returncode == 2 and "is not labelled a serving image (no io.ascend-build.kind" in refused.stderr, \
+        refused.stderr
+    (tmp_path / "b").mkdir()
+    client, calls = client_double(tmp_path / "b")       # no such image
+    refused = forked.invoke(*task, "--docker", str(client))
+    assert refused.returncode == 2 and "ascend-runtime:x is not here, so its labels cannot say" in refused.stderr, \
+        refused.stderr
+    assert " run " not in calls.read_text()
+    preview = forked.invoke(*task, "--dry", "--docker", str(client))
+    assert preview.returncode == 0 and "not here to read its labels" in preview.stderr, preview.stderr

@@ -22,7 +22,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("matrix",),
     ("engine",),
     ("platforms", "chips"),
-    ("hashing", "errors", "console", "atomic"),
+    ("hashing", "errors", "console", "atomic", "project"),
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 

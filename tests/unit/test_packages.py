@@ -13,7 +13,7 @@ import pytest
 
 from ascend_build.errors import PackageError
 from ascend_build.hashing import sha256_of
-from ascend_build.inputs.packages import PackageStore, pin
+from ascend_build.inputs.packages import PackageStore, Pinned, pin
 from ascend_build.matrix import CannFile, load_matrix
 from tests.conftest import copy_matrix
 from tests.doubles.cann_double import make_run
@@ -128,7 +128,7 @@ def test_pin_writes_sums_and_keeps_the_rest(tmp_path):
     pkg = tmp_path / "Ascend-cann-kernels-910b_8.0.RC1_linux.run"   # no-arch era: two entries share it
     pkg.write_bytes(BODY)
     board = make_run(tmp_path / "board", "kernels", "8.0.0", "aarch64", chip="310b")     # cann_chips:
-    assert pin(load_matrix(matrix_path), [pkg, board]) == [(pkg.name, SHA), (board.name, sha256_of(board))]
+    assert pin(load_matrix(matrix_path), [pkg, board]) == [Pinned(pkg.name, SHA), Pinned(board.name, sha256_of(board))]
     after = matrix_path.read_text()
     assert (matrix_path.parent / "imported.yaml").read_text() == imported
     assert after.replace(f"cann_pins:\n  {pkg.name}: {SHA}\n", "cann_pins: {}\n").replace(
@@ -381,7 +381,7 @@ def test_pin_writes_a_cpython_tarballs_sum_under_its_pythons_entry(tmp_path):
     before = path.read_text()
     assert load_matrix(path).pythons["3.12"].sha256 is None
     tarball = _python_tarball(tmp_path, "Python-3.12.13.tar.xz", "Python-3.12.13")
-    assert pin(load_matrix(path), [tarball]) == [("Python-3.12.13.tar.xz", sha256_of(tarball))]
+    assert pin(load_matrix(path), [tarball]) == [Pinned("Python-3.12.13.tar.xz", sha256_of(tarball))]
     after = load_matrix(path)
     assert after.pythons["3.12"].sha256 == sha256_of(tarball)
     changed = [(a, b) for a, b in zip(before.splitlines(), path.read_text().splitlines()) if a != b]

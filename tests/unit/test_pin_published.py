@@ -190,3 +190,21 @@ def test_a_corrupt_installer_is_sent_to_the_published_zip(tmp_path):
     assert out.returncode == 3 and "truncated" in out.stderr, out.stdout + out.stderr
     assert f"Use Huawei's {toolkit.zip} in its place: get it from {toolkit.zip_url}" in out.stderr
     assert f"Fetch it again from {toolkit.url}" not in out.stderr
+
+
+def test_pinning_again_says_which_sum_it_replaces(tmp_path):
+    """Re-pinning replaced a sum without a word (issue 78): the line names the old and the
+    new; the same sum again says it is as it was."""
+    matrix = copy_matrix(tmp_path / "m")
+    path = uncheckable(tmp_path / "packages", TOOLKIT)
+    first = sha256_of(path)
+    out = invoke(tmp_path, "pin", "--file", f"packages/{path.name}", "--sha256", first, "--matrix", str(matrix))
+    assert out.returncode == 0 and out.stdout.strip() == f"pinned {path.name} {first}", out.stdout + out.stderr
+    again = invoke(tmp_path, "pin", "--file", f"packages/{path.name}", "--sha256", first, "--matrix", str(matrix))
+    assert again.stdout.strip() == f"pinned {path.name} {first} (as it was)", again.stdout + again.stderr
+    path.write_bytes(path.read_bytes() + b"another download")
+    second = sha256_of(path)
+    out = invoke(tmp_path, "pin", "--file", f"packages/{path.name}", "--sha256", second, "--matrix", str(matrix))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"pinned {path.name} {second}, replacing the sum it had: {first} -> {second}" in out.stdout
+    assert load_matrix(matrix).cann_pins[path.name] == second

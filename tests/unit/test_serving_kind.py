@@ -28,7 +28,7 @@ from ascend_build.locking.layerlock import LayerLock
 from ascend_build.matrix import load_matrix
 from ascend_build.platforms import host as host_platform
 from tests import forked
-from tests.conftest import copy_matrix
+from tests.conftest import ROOT, copy_matrix
 from tests.doubles.engine_double import EngineDouble
 from tests.doubles.net_doubles import PackageIndexDouble
 from tests.doubles.suite_double import SuiteDouble
@@ -67,7 +67,7 @@ def _sha(data: bytes) -> str:
 # ------------------------------------------------------------------ the kinds as modules
 def test_every_kind_is_a_module_with_its_kind_and_its_dockerfiles():
     assert serving in catalog.MODULES and catalog.KINDS["serving"] is serving.KIND
-    matrix = load_matrix(Path(catalog.ROOT) / "matrix.yaml")
+    matrix = load_matrix(ROOT / "matrix.yaml")
     for module in catalog.MODULES:
         rendered = module.render(matrix)
         assert rendered and all(r.path.parts[0] == "images" for r in rendered), module.KIND.name

@@ -184,7 +184,7 @@ def probe(c, o):
 @task(siteconfig.SiteOptions)
 def site(c, o):
     """The site's settings."""
-    siteconfig.show(c.config, siteconfig.settings(vars(THIS)))
+    siteconfig.show(c.config, siteconfig.settings(vars(THIS)), o.wide)
 '''
 
 
@@ -204,7 +204,7 @@ def test_an_option_declared_site_is_taken_from_a_site_file_and_listed_by_site(tm
     assert _taken(taken.stderr) == {"mirror_url"}
     given = run("probe", "--mirror-url", "https://mine.example/simple")
     assert "mirror_url=https://mine.example/simple" in given.stdout, given.stdout + given.stderr
-    rows = _table(run("site"))
+    rows = _table(run("site", "--wide"))
     assert rows == {"mirror_url": ("https://user:***@mirror.site/simple", str(site), "probe")}
     # checked as a URL, its option's kind; a key of the same record not declared site is none
     for text, message in (("mirror_url: mirror.site\n", "ascend_build.mirror_url in invoke's config"),
@@ -221,7 +221,7 @@ def test_invoke_site_shows_each_value_where_it_came_from_and_who_takes_it(tmp_pa
                                            "  proxy: http://user:site-secret-pw@proxy.site:3128\n")
     run_file = tmp_path / "run.yaml"
     run_file.write_text("ascend_build:\n  repository: run.example/runtime\n  offline: true\n")
-    out = invoke("-f", str(run_file), "site", env=_env(
+    out = invoke("-f", str(run_file), "site", "--wide", env=_env(
         tmp_path, INVOKE_ASCEND_BUILD_PIP_INDEX_URL="https://reader:index-secret-pw@pypi.site/simple",
         INVOKE_ASCEND_BUILD_REPOSITORY="env.example/runtime"))
     assert out.returncode == 0, out.stdout + out.stderr
@@ -248,11 +248,11 @@ def test_the_file_invoke_reads_at_each_level_is_the_one_read_strictly_and_shown(
     (tmp_path / ".invoke.py").write_text('ascend_build = {"repository": "py.example/runtime"}\n')
     run_file = tmp_path / "run.json"
     run_file.write_text('{"ascend_build": {"offline": true}}')
-    rows = _table(invoke("-f", str(run_file), "site", env=_env(tmp_path)))
+    rows = _table(invoke("-f", str(run_file), "site", "--wide", env=_env(tmp_path)))
     assert rows["repository"][:2] == ("py.example/runtime", str(tmp_path / ".invoke.py"))
     assert rows["offline"][:2] == ("True", str(run_file))
     (tmp_path / ".invoke.yml").write_text("ascend_build:\n  repository: yml.example/runtime\n")
-    rows = _table(invoke("site", env=_env(tmp_path)))
+    rows = _table(invoke("site", "--wide", env=_env(tmp_path)))
     assert rows["repository"][:2] == ("yml.example/runtime", str(tmp_path / ".invoke.yml"))
     # the file invoke would read is the one refused, though the .py after it is fine
     (tmp_path / ".invoke.yml").write_text("ascend_build:\n\trepository: x\n")
@@ -305,7 +305,7 @@ def test_invoke_site_shows_what_a_task_takes_from_this_shell_where_no_setting_is
     ca = tmp_path / "corp-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
     env = _shell(tmp_path, PIP_CERT=str(ca), https_proxy="http://me:shell-pw@proxy.shell:3128", NO_PROXY=".corp")
-    rows = _table(invoke("site", env=env))
+    rows = _table(invoke("site", "--wide", env=env))
     assert rows["ca_bundle"][:2] == (str(ca), "$PIP_CERT of this shell")
     assert rows["proxy"][:2] == ("http://me:***@proxy.shell:3128", "$https_proxy of this shell")
     assert rows["no_proxy"][:2] == (".corp", "$NO_PROXY of this shell")
@@ -317,7 +317,7 @@ def test_invoke_site_shows_what_a_task_takes_from_this_shell_where_no_setting_is
     assert "shell-pw" not in plan.stdout + plan.stderr
     # a setting wins over the shell: in the build, and so in `invoke site`
     (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  ca_bundle: none\n  proxy: http://proxy.site:3128\n")
-    rows = _table(invoke("site", env=env))
+    rows = _table(invoke("site", "--wide", env=env))
     assert rows["ca_bundle"][:2] == ("none", str(tmp_path / ".invoke.yaml"))
     assert rows["proxy"][:2] == ("http://proxy.site:3128", str(tmp_path / ".invoke.yaml"))
     assert rows["no_proxy"][:2] == (".corp", "$NO_PROXY of this shell")     # the build takes it with the site's proxy
@@ -334,15 +334,15 @@ def test_invoke_site_names_pips_cert_setting_and_unset_where_the_shell_gives_not
     (tmp_path / "pip").mkdir()
     (tmp_path / "pip" / "pip.conf").write_text(f"[global]\ncert = {ca}\n")
     env = {k: v for k, v in _shell(tmp_path, XDG_CONFIG_HOME=str(tmp_path)).items() if k != "PIP_CONFIG_FILE"}
-    rows = _table(invoke("site", env=env))
+    rows = _table(invoke("site", "--wide", env=env))
     assert rows["ca_bundle"][:2] == (str(ca), "pip's cert setting")
-    rows = _table(invoke("site", env=_shell(tmp_path, http_proxy="http://proxy.shell:3128")))
+    rows = _table(invoke("site", "--wide", env=_shell(tmp_path, http_proxy="http://proxy.shell:3128")))
     assert rows["ca_bundle"][:2] == ("", "unset")
     assert rows["proxy"][:2] == ("http://proxy.shell:3128", "$http_proxy of this shell")
     assert rows["no_proxy"][:2] == ("", "unset")
     # `--proxy none` written as the site's: no proxy at all, the shell's exceptions neither
     (tmp_path / ".invoke.yaml").write_text("ascend_build:\n  proxy: none\n")
-    rows = _table(invoke("site", env=_shell(tmp_path, https_proxy="http://p:1", no_proxy=".corp")))
+    rows = _table(invoke("site", "--wide", env=_shell(tmp_path, https_proxy="http://p:1", no_proxy=".corp")))
     assert rows["proxy"][:2] == ("none", str(tmp_path / ".invoke.yaml")) and rows["no_proxy"][:2] == ("", "unset")
 
 

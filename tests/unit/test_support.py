@@ -40,12 +40,17 @@ def test_a_matrix_change_makes_the_page_stale_and_render_rewrites_it(tmp_path):
 
 def test_every_line_and_every_image_of_the_matrix_is_on_the_page():
     text = support_page(MATRIX)
-    lines = text.split("## Lines")[1].split("## Images")[0]
+    lines = text.split("## Lines")[1].split("## CANN-only lines of every release")[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in lines.splitlines() if row.startswith("| ")][1:] \
         == list(MATRIX.stacks)
     images = text.split("## Images")[1].split("## Built and tested here")[0]
     for cell in MATRIX.image_cells():
         assert f"`ascend-runtime:{cell.name}-{cell.target.suffix}`" in images, cell.name
+    # every CANN release's CANN-only line, with its Debian Dockerfiles
+    cann_only = text.split("## CANN-only lines of every release")[1].split("## Images")[0]
+    rows = [r for r in cann_only.splitlines() if r.startswith("| `--cann ")]
+    assert [r.split("`")[1] for r in rows] == [f"--cann {v}" for v in MATRIX.cann]
+    assert all("debian12" in r.split(" | ")[-1] for r in rows)
     # NNAL installs on every OS (its glibc floor is 2.17): a 26.x line lists Ubuntu 22.04 too
     row = next(r for r in lines.splitlines() if r.startswith("| 2.12.0 |"))
     assert "ubuntu22.04" in row.split(" | ")[-1] and "debian13" in row.split(" | ")[-1]

@@ -1,0 +1,86 @@
+"""A new user's CANN-only walk (issue 78), from README's own command: a release with no
+`cann_stacks:` entry and no Debian official image (CANN 8.5.0), on Debian 12 as a site without a
+registry builds it, with its devel image, without editing a file by hand. The CANN packages
+are the test doubles in the form Huawei publishes them (.zip around the .run, NNAL bare, pinned
+as the README says: `invoke pin --packages DIR`); the matrix is a copy, so that the pin and the
+devel lock the build writes stay out of the checkout. Then the Done-when of the issue: a login
+shell in the built image has the venv's Python and its numpy, and CANN's atc."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ascend_build.hashing import sha256_of
+from tests.conftest import committed_imported_text, copy_matrix
+from tests.doubles.cann_double import make_run
+from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT
+
+RELEASE = "8.5.0"
+
+
+def readme_command() -> list[str]:
+    """README's CANN-only command as printed, with this walk's release."""
+    found = re.search(r"`invoke build (--cann \S+ [^`]*)`", (ROOT / "README.md").read_text())
+    assert found, "README prints no CANN-only command"
+    words = found[1].split()
+    return ["build", *[RELEASE if i and words[i - 1] == "--cann" else w for i, w in enumerate(words)]]
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory) -> tuple[Path, Path]:
+    """The 8.5.0 doubles as Huawei publishes them, and a matrix copy whose imported sums are the
+    doubles' .zip sums (what `invoke update` would hold for them), its locks a copy of the
+    project's, NNAL pinned by `invoke pin --packages` as README says."""
+    made, folder = tmp_path_factory.mktemp("made-850"), tmp_path_factory.mktemp("cann-850")
+    for run in (make_run(made, "toolkit", RELEASE, "aarch64"), make_run(made, "kernels", RELEASE, "aarch64")):
+        with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
+            archive.write(run, run.name)
+    make_run(folder, "nnal", RELEASE, "aarch64")
+    imported = committed_imported_text()
+    for archive in folder.glob("*.zip"):
+        run = archive.name[:-4] + ".run"
+        imported, count = re.subn(rf"(\{{file: {re.escape(run)}, zip_sha256: )[0-9a-f]{{64}}",
+                                  rf"\g<1>{sha256_of(archive)}", imported)
+        assert count == 1, run
+    matrix = copy_matrix(tmp_path_factory.mktemp("matrix-850"), imported=imported)
+    shutil.copytree(ROOT / "locks", matrix.parent / "locks")
+    pin = subprocess.run([sys.executable, "-m", "ascend_build", "pin", "--matrix", str(matrix), "--packages",
+                          str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert pin.returncode == 0 and "pinned Ascend-cann-nnal_8.5.0_linux-aarch64.run" in pin.stdout, \
+        pin.stdout + pin.stderr
+    return folder, matrix
+
+
+def test_readmes_cann_only_command_builds_a_derived_release_and_its_devel_image_on_debian(engine, arm64_base, walk,
+                                                                                           tmp_path):
+    packages, matrix = walk
+    command = readme_command()
+    assert command[command.index("--os") + 1] == "debian12" and "--platform" in command, command
+    here = ["--devel", "--packages", str(packages), "--offline", "--matrix", str(matrix), "--base-image",
+            f"debian:bookworm={BOOKWORM}", "--repository", REPO, "--network", "host",
+            *(["--ca-bundle", str(CA)] if CA.exists() else [])]
+    out = subprocess.run([sys.executable, "-m", "ascend_build", *command, *here], cwd=ROOT, capture_output=True,
+                         text=True, timeout=3600, env={**os.environ, "ASCEND_BUILD_CACHE": str(tmp_path / "cache")})
+    said = out.stdout + out.stderr
+    assert out.returncode == 0, said[-8000:]
+    name = f"cann{RELEASE}-910b-debian12-py3.11"
+    runtime, devel = f"{REPO}:{name}-arm64", f"{REPO}:{name}-devel-arm64"
+    assert "tests/image" in said and "tests/devel_image" in said, "both suites ran"
+    for tag, kind in ((runtime, "runtime"), (devel, "devel")):
+        found = engine.image(tag)
+        assert found is not None, f"{tag} not tagged: {said[-3000:]}"
+        assert found["Config"]["Labels"]["io.ascend-build.kind"] == kind
+    # the issue's Done-when, as a user runs it
+    login = subprocess.run([engine.client, "run", "--rm", "--platform", "linux/arm64", runtime, "bash", "-lc",
+                            'python3 -c "import numpy, sys; print(sys.prefix)"; command -v atc'],
+                           capture_output=True, text=True, timeout=900)
+    assert login.returncode == 0, login.stdout + login.stderr
+    prefix, atc = login.stdout.split()
+    assert prefix == "/opt/venv" and atc.endswith("/bin/atc"), login.stdout

@@ -22,9 +22,6 @@ class Chip:
     ring: str = ""              # the Ascend operator's ring-controller.atlas label
     kernel_folder: str = ""     # where its kernels install: opp/built-in/op_impl/ai_core/tbe/kernel/<this>
     kernels_file: str = ""      # its kernels file where upstream names it outside its era's rule ({v} {arch})
-    # vLLM-Ascend's SOC_VERSION, which its kernels are compiled for ("": no serving image), as its
-    # release's Dockerfile, Dockerfile.a3 and Dockerfile.310p set it (vllm_ascend-0.23.0 sdist)
-    soc_version: str = ""
 
     def __str__(self) -> str:
         return self.name
@@ -43,16 +40,15 @@ class Chip:
 # with super_device_id); the resource from MindCluster's device plugin (huawei.com/Ascend910
 # for its training products). The ring labels are ascend-<chip> as the jobs wrote them before
 # this record: MindX DL 6.0.RC3's operator table gives ascend-910b for A3 SuperPoD systems,
-# which is not checked here, so A3's stays ascend-a3. SOC_VERSION: the values vLLM-Ascend's
-# build takes for the chip's series (ascend910b1 for A2, ascend910_9391 for A3, ascend310p1
-# for the 300I Duo cards), one per series: its kernels are compiled for the series.
+# which is not checked here, so A3's stays ascend-a3. vLLM-Ascend's SOC_VERSION per chip is
+# no record's: each release's Dockerfiles set it (imported, matrix/serving.py).
 CHIPS: dict[str, Chip] = {c.name: c for c in (
     Chip("910b", "Atlas A2 training and inference products", smi=r"\b910B\d?\b", npus=8, rank_table="1.0",
-         resource="huawei.com/Ascend910", ring="ascend-910b", kernel_folder="ascend910b", soc_version="ascend910b1"),
+         resource="huawei.com/Ascend910", ring="ascend-910b", kernel_folder="ascend910b"),
     # An A3 server has 16 NPUs; up to CANN 8.3 its kernels came as Atlas-A3-cann-kernels.
     Chip("A3", "Atlas A3 training and inference products", spellings=("a3",), smi=r"910_?93\d*|\bA3\b", npus=16,
          rank_table="1.2", resource="huawei.com/Ascend910", ring="ascend-a3", kernel_folder="ascend910_93",
-         kernels_file="Atlas-A3-cann-kernels_{v}_linux-{arch}.run", soc_version="ascend910_9391"),
+         kernels_file="Atlas-A3-cann-kernels_{v}_linux-{arch}.run"),
     # A board (Atlas 200I/500 A2, Orange Pi AIpro): one card, devices of its own.
     Chip("310b", "Atlas 200I/500 A2 inference products", smi=r"\b310B\d?\b", host="board",
          kernel_folder="ascend310b"),
@@ -60,7 +56,7 @@ CHIPS: dict[str, Chip] = {c.name: c for c in (
          ring="ascend-950", kernel_folder="ascend950"),
     Chip("910", "Atlas training products", smi=r"\b(Ascend)?910[A-Z]?\b", npus=8, resource="huawei.com/Ascend910",
          ring="ascend-910", kernel_folder="ascend910"),
-    Chip("310p", "Atlas inference products", kernel_folder="ascend310p", soc_version="ascend310p1"),
+    Chip("310p", "Atlas inference products", kernel_folder="ascend310p"),
 )}
 
 # The chip meant where none is named (a job, an indexed Job, the lines tested here): the
@@ -86,17 +82,6 @@ def chip(name: str | None) -> Chip:
     if found is None:
         raise UserError(f"unknown chip {name!r}; the chips known: {', '.join(CHIPS)}")
     return found
-
-
-def soc_version(name: str | None) -> str:
-    """The SOC_VERSION a vLLM-Ascend build compiles its kernels for, on the chip a name
-    names; a chip without one is refused, naming those that have one."""
-    found = chip(name)
-    if not found.soc_version:
-        serve = [f"{c.name} ({c.soc_version})" for c in CHIPS.values() if c.soc_version]
-        raise UserError(f"chip {found.name}: vLLM-Ascend has no SOC_VERSION for it here, so no serving image is built "
-                        f"for it; the chips with one: {', '.join(serve)} (--chip)")
-    return found.soc_version
 
 
 def spelling(name: str) -> str:

@@ -156,7 +156,10 @@ def build(o: BuildOptions) -> None:
     if o.for_host:
         from ..host import doctor as doc
         stack, chip = doc.for_host(m, Path(o.for_host), stack, chip)
-    os_name, python = o.choice.os, o.choice.python
+    # and, on that stack, the Python its release's own images have when none is asked (0.23.0: 3.12)
+    os_name = o.choice.os
+    python = o.choice.python or next((a.python for _, a in asked
+                                      if a.python and stack and a.stack and a.stack.name == stack.name), None)
     if found is not None:
         stack, os_name, python, chip = found.stack, found.os, found.python, found.chip
     cell = m.cell(stack, os_name, python, chip, o.choice.platform, torch_atb=o.torch_atb, run_as=o.run_as,

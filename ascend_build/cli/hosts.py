@@ -17,6 +17,8 @@ from .options import Engine, choice, group, help_of, k8s_name, matrix_file, numb
 from .wrap import exit_with
 
 if TYPE_CHECKING:
+    from ..cluster import k8s
+    from ..cluster import serving as sv
     from ..host.doctor import ImageFacts
     from ..host.serving import Serve
 
@@ -290,14 +292,17 @@ def ranktable(o: RanktableOptions) -> None:
 class JobOptions:
     name: str | None = opt(None, "the job's name (lowercase, digits, '-'; default train, serve for --kind serving)")
     image: str | None = opt(None, "the image by content tag (REPO:sha-...) or digest")
-    nodes: str | None = opt(None, "servers (pods) of a training job, default 2 (a serving Deployment's: --replicas)")
-    devices: str = opt("8", "NPUs per server (default 8); --kind serving: per server pod, its "
-                            "--tensor-parallel-size")
+    nodes: str | None = opt(None, "servers (pods) of a training job, default 2; --kind serving: the nodes one server "
+                                  "spans (default 1: a Deployment of servers; 2 or more: a LeaderWorkerSet whose groups "
+                                  "run one server over Ray)")
+    devices: str = opt("8", "NPUs per server (default 8); --kind serving: per pod (one node's cards), the tensor "
+                            "parallel size")
     kind: str = opt("ascendjob", "ascendjob (Ascend operator on Volcano, default), indexed (a plain indexed Job), "
-                                 "or serving (a serving image's vLLM: a Deployment and its ClusterIP Service)")
+                                 "or serving (a serving image's vLLM: a Deployment or a LeaderWorkerSet, and a "
+                                 "ClusterIP Service)")
     chip: str = opt(next(c.name for c in known() if c.job),       # the one its help calls the default
                     _either(_JOBS) + ": the operator's ring label and the device plugin's resource")
-    queue: str = opt("default", "Volcano queue (default: default)")
+    queue: str = opt("default", "Volcano queue (default: default); --kind serving with --gang volcano")
     hccl_timeout: str = opt("1800", help_of(RunOptions, "hccl_timeout"))
     framework: str = opt("auto", "auto (default: the image's labels when the engine has it, else its name), torch "
                                  "or mindspore (a CANN-only image, cann, has no launcher to run a job with)")
@@ -308,22 +313,50 @@ class JobOptions:
     bind: str = opt("numa", "numa (default) or even: each rank bound to an equal slice of the pod's cores; off: "
                             "unbound")
     bind_min_cores: str = opt("5", help_of(RunOptions, "bind_min_cores"))
-    # --kind serving only (SERVING_ONLY below).
+    # The site's cluster (every job kind asks for the resource and tolerates the taints).
+    npu_resource: str | None = opt(None, "the device plugin's NPU resource every request and limit names (default: "
+                                         "the chip's, huawei.com/Ascend910 of MindCluster; CCE's "
+                                         "huawei.com/ascend-1980; 310P's huawei.com/Ascend310P)", site=True)
+    toleration: list[str] | None = opt(None, "a taint the pods tolerate, KEY[=VALUE]:EFFECT as kubectl writes it "
+                                             "(repeatable), e.g. dedicated=npu:NoSchedule", iterable=True, site=True)
+    # --kind serving only (SERVING_ONLY below; the site's settings are taken where they apply).
     model: str | None = opt(None, "--kind serving: the model's folder inside --model-claim (served as "
                                   "/models/<this>)")
     model_claim: str | None = opt(None, "--kind serving: the PersistentVolumeClaim holding the models, mounted "
                                         "read-only at /models")
-    replicas: str | None = opt(None, "--kind serving: servers (pods) behind the Service, each on --devices NPUs "
-                                     "(default 1)")
+    replicas: str | None = opt(None, "--kind serving: servers behind the Service (default 1), each on --devices NPUs "
+                                     "of --nodes nodes")
     port: str | None = opt(None, "--kind serving: the API's port in the pod and on the Service (default 8000)")
     shm_size: str | None = opt(None, "--kind serving: the pod's /dev/shm, a memory emptyDir (default 16Gi; it "
                                      "counts against --memory)")
+    parallel: str | None = opt(None, "--kind serving with --nodes 2 or more: pipeline (default: tensor parallel over "
+                                     "each node's cards, one pipeline stage per node) or tensor (over every card)")
+    startup_timeout: str | None = opt(None, "--kind serving: seconds a server may take to load its model before "
+                                            "liveness may restart it (default 1800; 3600 across nodes)")
+    grace_period: str | None = opt(None, "--kind serving: seconds a stopping server has to drain its requests "
+                                         "(terminationGracePeriodSeconds, default 180)")
+    run_as: str | None = opt(None, "--kind serving: who the image's containers run as where the engine does not "
+                                   "have the image to read its label: root (default) or UID:GID (invoke build "
+                                   "--run-as); the pods run as it, non-root")
+    arch: str | None = opt(None, "--kind serving: arm64 or amd64, the nodes' kubernetes.io/arch (default: the "
+                                 "image's label, else its tag's -arm64/-amd64)")
+    hccl_socket_ifname: str | None = opt(None, "--kind serving across nodes: HCCL_SOCKET_IFNAME, the pods' interface "
+                                               "for HCCL's sockets (default: not set; HCCL_IF_IP, the pod's address, "
+                                               "decides)", site=True)
+    gloo_socket_ifname: str | None = opt(None, "--kind serving across nodes: GLOO_SOCKET_IFNAME and "
+                                               "TP_SOCKET_IFNAME, the pods' interface for gloo (default: not set)",
+                                         site=True)
+    gang: str = opt("none", "--kind serving: none (default) or volcano: the pods scheduled by Volcano in --queue, a "
+                            "LeaderWorkerSet's groups gang-scheduled (its controller run with Volcano as its "
+                            "gangSchedulingManagement provider)", site=True)
+    npu_gid: str = opt("1000", "--kind serving: the hosts' HwHiAiUser GID, owner of /dev/davinci*, a supplementary "
+                               "group of every serving pod (default 1000)", site=True)
 
 
-SERVING_ONLY = ("model", "model_claim", "replicas", "port", "shm_size")
-# A training job's options and their defaults: a serving Deployment refuses any other value.
-_TRAINING_ONLY = {"nodes": None, "queue": "default", "hccl_timeout": "1800", "framework": "auto", "bind": "numa",
-                  "bind_min_cores": "5"}
+SERVING_ONLY = ("model", "model_claim", "replicas", "port", "shm_size", "parallel", "startup_timeout", "grace_period",
+                "run_as", "arch")
+# A training job's options and their defaults: a serving job refuses any other value.
+_TRAINING_ONLY = {"hccl_timeout": "1800", "framework": "auto", "bind": "numa", "bind_min_cores": "5"}
 
 
 def job(o: JobOptions, command: list[str], matrix: Path) -> None:
@@ -338,7 +371,7 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
         return _serving_job(o, image, d, command)
     given = [f"--{name.replace('_', '-')}" for name in SERVING_ONLY if getattr(o, name) is not None]
     if given:
-        raise UserError(f"{', '.join(given)}: for --kind serving (a vLLM Deployment); a training job "
+        raise UserError(f"{', '.join(given)}: for --kind serving (vLLM's servers); a training job "
                         f"(--kind {o.kind}) takes none")
     name = o.name or "train"
     n, timeout = number(o.nodes or "2", "--nodes", 1, 4096), number(o.hccl_timeout, "--hccl-timeout", 1, 86400)
@@ -351,26 +384,68 @@ def job(o: JobOptions, command: list[str], matrix: Path) -> None:
         console.note(f"# torch_npu: CPU_AFFINITY_CONF mode {affinity.mode} ({affinity.why})")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus", 0, k8s.MAX_CPUS), o.memory or "", o.bind,
                          number(o.bind_min_cores, "--bind-min-cores"), affinity.mode if affinity else 0)
-    made = (k8s.ascend_job(name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores)
+    site = _placement(o)
+    made = (k8s.ascend_job(name, image, n, d, command, chip.name, o.queue, timeout, chosen, cores, site)
             if o.kind == "ascendjob" else k8s.indexed_job(name, image, n, d, command, timeout, framework=chosen,
-                                                          cores=cores, chip=chip.name))
+                                                          cores=cores, chip=chip.name, site=site))
     _write(made, o.output)
 
 
-def _serving_job(o: JobOptions, image: str, devices: int, command: list[str]) -> None:
-    """A Deployment of vLLM servers and its Service, from a serving image."""
+def _placement(o: JobOptions) -> k8s.Placement:
+    """The site's resource and tolerations, as a training job takes them."""
     from ..cluster import k8s
+    from ..cluster import serving as sv
+    return k8s.Placement(sv.resource_name(o.npu_resource) if o.npu_resource else "",
+                         tuple(sv.toleration(t).manifest() for t in o.toleration or ()))
+
+
+def _serving_job(o: JobOptions, image: str, devices: int, command: list[str]) -> None:
+    """A Deployment of vLLM servers, or a LeaderWorkerSet of server groups, and its Service."""
+    from ..cluster import k8s
+    from ..cluster import serving as sv
     from ..host.serving import DEFAULT_PORT
     given = [f"--{name.replace('_', '-')}" for name, default in _TRAINING_ONLY.items() if getattr(o, name) != default]
     if given:
-        raise UserError(f"{', '.join(given)}: for a training job; a serving Deployment (--kind serving) takes none"
-                        + (" (its number of servers is --replicas)" if o.nodes is not None else ""))
+        raise UserError(f"{', '.join(given)}: for a training job; a serving job (--kind serving) takes none")
     model = required(o.model, "--model", "Qwen2.5-7B-Instruct")
     claim = required(o.model_claim, "--model-claim", "models")
-    serve = k8s.Serving(model, claim, number(o.replicas or 1, "--replicas", 1, 1000),
-                        number(o.port or DEFAULT_PORT, "--port", 1, 65535), o.shm_size or "16Gi")
+    nodes = number(o.nodes or 1, "--nodes", 1, 64)
+    if o.parallel is not None and nodes == 1:
+        raise UserError("--parallel: for one server across nodes (--nodes 2 or more); on one node the tensor parallel "
+                        "size is --devices")
+    serve = sv.Serving(model, claim, number(o.replicas or 1, "--replicas", 1, 1000),
+                       number(o.port or DEFAULT_PORT, "--port", 1, 65535), o.shm_size or "16Gi", nodes,
+                       choice(o.parallel or "pipeline", "--parallel", ("pipeline", "tensor")),  # type: ignore[arg-type]
+                       number(o.startup_timeout or 0, "--startup-timeout", 0, 86400),
+                       number(o.grace_period or 180, "--grace-period", 1, 86400))
+    site = sv.ClusterSite(sv.resource_name(o.npu_resource) if o.npu_resource else "",
+                          tuple(sv.toleration(t) for t in o.toleration or ()),
+                          sv.interface(o.hccl_socket_ifname, "--hccl-socket-ifname"),
+                          sv.interface(o.gloo_socket_ifname, "--gloo-socket-ifname"),
+                          choice(o.gang, "--gang", ("none", "volcano")), o.queue,  # type: ignore[arg-type]
+                          number(o.npu_gid, "--npu-gid", 1, 2**31 - 1))
+    if o.queue != "default" and site.gang != "volcano":
+        raise UserError(f"--queue {o.queue[:40]}: a Volcano queue, for --gang volcano")
     cores = k8s.PodCores(None if o.cpus is None else number(o.cpus, "--cpus", 0, k8s.MAX_CPUS), o.memory or "")
-    _write(k8s.serving(o.name or "serve", image, devices, serve, command, o.chip, cores), o.output)
+    made = sv.manifests(o.name or "serve", _pod_image(o, image), devices, serve, command, o.chip, cores, site)
+    if site.gang == "volcano" and nodes > 1:
+        group = sv.podgroup(made["items"][1])["spec"]
+        console.note(f"# gang: the LeaderWorkerSet controller (with Volcano as its gang scheduling provider) makes "
+                     f"each group a PodGroup in queue {site.queue}: minMember {group['minMember']}, minResources "
+                     + ", ".join(f"{k}={v}" for k, v in group["minResources"].items()))
+    _write(made, o.output)
+
+
+def _pod_image(o: JobOptions, image: str) -> sv.PodImage:
+    """The serving image's arch and user: its labels where the engine has it, else the options."""
+    from ..cluster import serving as sv
+    from ..cluster.k8s import _image
+    from ..host.doctor import read_image
+    _image(image, "serves")
+    if o.arch is not None:
+        choice(o.arch, "--arch", sv.ARCHES)
+    facts = read_image(eng.for_task("docker", None, True), image)
+    return sv.pod_image(image, facts.platform if facts else None, facts.user if facts else None, o.arch, o.run_as)
 
 
 def _write(made: dict, output: str | None) -> None:

@@ -10,8 +10,8 @@
   from MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, MS_LOCAL_WORKER, MS_NODE_RANK;
 - an indexed batch/v1 Job with a headless Service for sites without the operator: the node
   rank is the completion index, the master the index-0 pod's DNS name;
-- for a serving image, an apps/v1 Deployment of vLLM servers (each on the NPUs of one node)
-  and a ClusterIP Service in front of them, the model read from a PersistentVolumeClaim.
+- for a serving image, the manifests cluster/serving.py writes (a Deployment of servers, or
+  a LeaderWorkerSet of groups of pods, one server across several nodes).
 
 All take the image by its content tag, so the cluster runs exactly what was tested.
 
@@ -30,7 +30,6 @@ from ..chips import DEFAULT as DEFAULT_CHIP
 from ..chips import Chip, find, known
 from ..engine import check_ref
 from ..errors import UserError
-from ..host.serving import DEFAULT_PORT, JOB_SETS, MODELS, check_extra, model_in_claim, vllm_argv
 from ..matrix.frameworks import Framework
 from .binding import MIN_CORES
 from .launch import DEFAULT, HCCL_TIMEOUT, MSRUN_LOG_DIR, RANK_WRAPPER, launcher_of
@@ -258,7 +257,7 @@ def _container(image: str, devices: int, command: list[str], timeout: int, extra
 
 
 def _volumes() -> list[dict]:
-    return [{"name": "ascend-driver", "hostPath": {"path": "/usr/local/Ascend/driver"}},
+    return [{"name": "ascend-driver", "hostPath": {"path": "/usr/local/Ascend/driver", "type": "Directory"}},
             {"name": "hccn-conf", "hostPath": {"path": "/etc/hccn.conf", "type": "File"}},
             {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
 
@@ -291,23 +290,34 @@ def _check_cores(cores: PodCores, devices: int) -> None:
                         f"rank needs. Ask for at least {devices * cores.min_cores} (--cpus), or --bind off")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What the site's cluster names: its device plugin's resource ("": the chip's) and the
+    taints the pods tolerate (each as a toleration's manifest)."""
+    resource: str = ""
+    tolerations: tuple[dict, ...] = ()
+
+    def spec(self) -> dict:
+        return {"tolerations": [dict(t) for t in self.tolerations]} if self.tolerations else {}
+
+
 def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[str], chip: str = DEFAULT_CHIP.name,
                queue: str = "default", timeout: int = HCCL_TIMEOUT, framework: Framework = DEFAULT,
-               cores: PodCores = PodCores()) -> dict:
+               cores: PodCores = PodCores(), site: Placement = Placement()) -> dict:
     cores = _sized(cores)
     _check(image, nodes, devices, command, cores)
     name = _name(name)
     npu = job_chip(chip)
-    ring = npu.ring
+    ring, resource = npu.ring, site.resource or npu.resource
     worker = _container(image, devices, command, timeout, [
         {"name": "ASCEND_VISIBLE_DEVICES",
-         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{npu.resource}']"}}}], npu.resource,
+         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{resource}']"}}}], resource,
         framework, cores)
     worker["ports"] = [{"containerPort": OPERATOR_PORT, "name": "ascendjob-port"}]
     worker["volumeMounts"].append({"name": "ranktable", "mountPath": RANK_TABLE_DIR})
 
     def replica(container: dict, count: int, role: str) -> dict:
-        spec = {"nodeSelector": {"host-arch": "huawei-arm"}, "containers": [container],
+        spec = {"nodeSelector": {"host-arch": "huawei-arm"}, **site.spec(), "containers": [container],
                 "volumes": _volumes() + [{"name": "ranktable", "configMap": {"name": f"rings-config-{name}"}}]}
         if role == "worker":    # one worker per server; MindSpore's scheduler may share one
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
@@ -321,7 +331,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
     if launcher_of(framework).scheduler_pod:
         # MindSpore's scheduler: the same image and script, no NPU (it only coordinates).
         scheduler = _container(image, devices, command, timeout, [{"name": "ASCEND_BUILD_ROLE", "value": "scheduler"}],
-                               npu.resource, framework, cores)
+                               resource, framework, cores)
         del scheduler["resources"]
         scheduler["ports"] = worker["ports"]
         replicas = {"Scheduler": replica(scheduler, 1, "scheduler"), "Worker": replica(worker, nodes, "worker")}
@@ -346,7 +356,7 @@ def ascend_job(name: str, image: str, nodes: int, devices: int, command: list[st
 
 def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[str],
                 timeout: int = HCCL_TIMEOUT, port: int = 29500, framework: Framework = DEFAULT,
-                cores: PodCores = PodCores(), chip: str = DEFAULT_CHIP.name) -> dict:
+                cores: PodCores = PodCores(), chip: str = DEFAULT_CHIP.name, site: Placement = Placement()) -> dict:
     """For sites without the operator: an indexed Job (one pod per node, the completion
     index is the node rank) and the headless Service that gives pod 0 a DNS name (torch's
     rendezvous there, or MindSpore's scheduler, which node 0's msrun starts); its pods ask
@@ -356,12 +366,13 @@ def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[s
     name = _name(name, service=True)        # the headless Service that names pod 0
     env = [{"name": "NNODES", "value": str(nodes)}, {"name": "NPROC_PER_NODE", "value": str(devices)},
            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"}, {"name": "MASTER_PORT", "value": str(port)}]
-    container = _container(image, devices, command, timeout, env, job_chip(chip).resource, framework, cores)
+    container = _container(image, devices, command, timeout, env, site.resource or job_chip(chip).resource, framework,
+                           cores)
     container["ports"] = [{"containerPort": port, "name": "rendezvous"}]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
            "spec": {"completionMode": "Indexed", "completions": nodes, "parallelism": nodes, "backoffLimit": 0,
                     "template": {"metadata": {"labels": {"job-name": name}},
-                                 "spec": {"subdomain": name, "restartPolicy": "Never",
+                                 "spec": {"subdomain": name, "restartPolicy": "Never", **site.spec(),
                                           "containers": [container], "volumes": _volumes()}}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                "spec": {"clusterIP": "None", "selector": {"job-name": name},
@@ -369,7 +380,7 @@ def indexed_job(name: str, image: str, nodes: int, devices: int, command: list[s
     return {"items": [service, job]}
 
 
-# ---------------------------------------------------------------- serving: a Deployment and its Service
+# ---------------------------------------------------------------- quantities
 
 _QUANTITY = r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE])?"
 _UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
@@ -382,79 +393,14 @@ def _bytes(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2) or ""]
 
 
-@dataclass(frozen=True)
-class Serving:
-    """What a serving Deployment serves and how: the model's folder inside a claim (the
-    claim read-only at /models), its copies, the API's port and the pod's /dev/shm."""
-    model: str                  # a relative path inside the claim
-    claim: str                  # the PersistentVolumeClaim holding the models
-    replicas: int = 1
-    port: int = DEFAULT_PORT
-    shm: str = "16Gi"           # the /dev/shm emptyDir's sizeLimit (memory: counts against the pod's)
-
-
-def _claim(name: str) -> str:
-    # a PersistentVolumeClaim's name is a DNS subdomain: labels joined by dots
-    if len(name) > 253 or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name):
-        raise UserError(f"--model-claim {name[:80]!r}: a PersistentVolumeClaim's name (lowercase letters, digits, "
-                        f"'-' and '.'), e.g. --model-claim models")
-    return name
-
-
-def serving(name: str, image: str, devices: int, serve: Serving, extra: list[str] | tuple[str, ...] = (),
-            chip: str = DEFAULT_CHIP.name, cores: PodCores = PodCores()) -> dict:
-    """A Deployment of `replicas` vLLM servers, each on `devices` NPUs of one node (tensor
-    parallel), and the ClusterIP Service in front of them. Many-node serving (Ray) is not
-    written here."""
-    name = _name(name, service=True)
-    _image(image, "serves")
-    if devices < 1 or serve.replicas < 1:
-        raise UserError("--devices and --replicas are at least 1")
-    if not 1 <= serve.port <= 65535:
-        raise UserError(f"--port {serve.port}: expected a whole number from 1 to 65535")
-    model, claim = model_in_claim(serve.model), _claim(serve.claim)
-    extra = check_extra(extra, "--kind serving", JOB_SETS)
-    serve, cores = dataclasses.replace(serve, shm=quantity(serve.shm, "--shm-size")), _sized(cores)
-    _check_cores(dataclasses.replace(cores, bind="off"), devices)     # vLLM binds its own workers
-    asked = {job_chip(chip).resource: devices, **cores.resources(devices)}
-    memory = asked.get("memory")
-    if isinstance(memory, str) and _bytes(serve.shm) >= _bytes(memory):
-        raise UserError(f"--shm-size {serve.shm}: a memory-backed /dev/shm counts against the pod's memory "
-                        f"({memory}); give less, or more --memory")
-    # fresh objects for each place (shared ones would be written as YAML anchors and aliases)
-    labels = lambda: {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "serving"}  # noqa: E731
-    # /health answers once the model is loaded: the startup probe allows loading a large model
-    # (up to 30 minutes) before liveness may restart the pod.
-    health = lambda **more: {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, **more}  # noqa: E731
-    container = {
-        "name": "vllm", "image": image, "imagePullPolicy": "IfNotPresent",
-        "command": list(vllm_argv(f"{MODELS}/{model}", "0.0.0.0", serve.port, devices, extra)),
-        "ports": [{"name": "http", "containerPort": serve.port, "protocol": "TCP"}],
-        "resources": {"limits": dict(asked), "requests": dict(asked)},
-        "startupProbe": health(failureThreshold=180),
-        "readinessProbe": health(failureThreshold=3),
-        "livenessProbe": health(failureThreshold=6, timeoutSeconds=5),
-        "volumeMounts": [{"name": "ascend-driver", "mountPath": "/usr/local/Ascend/driver", "readOnly": True},
-                         {"name": "dshm", "mountPath": "/dev/shm"},
-                         {"name": "models", "mountPath": MODELS, "readOnly": True}],
-    }
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels()},
-        "spec": {
-            "replicas": serve.replicas, "selector": {"matchLabels": labels()},
-            # NPUs are scarce: an update replaces a pod at a time instead of asking for more cards
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
-            "template": {"metadata": {"labels": labels()}, "spec": {
-                "containers": [container],
-                "volumes": [{"name": "ascend-driver", "hostPath": {"path": "/usr/local/Ascend/driver"}},
-                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": serve.shm}},
-                            {"name": "models", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}]}}}}
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels()},
-               "spec": {"type": "ClusterIP", "selector": labels(),
-                        "ports": [{"name": "http", "port": serve.port, "targetPort": "http", "protocol": "TCP"}]}}
-    return {"items": [service, deployment]}
-
-
 def dump(manifests: dict) -> str:
+    """The manifests as YAML documents, a script of many lines as a block a reader can read."""
     import yaml
-    return "---\n".join(yaml.safe_dump(item, sort_keys=False) for item in manifests["items"])
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    Dumper.add_representer(str, text)
+    return "---\n".join(yaml.dump(item, Dumper=Dumper, sort_keys=False) for item in manifests["items"])

@@ -23,16 +23,22 @@ def vllm_argv(model: str, host: str, port: int, cards: int, extra: tuple[str, ..
             *extra)
 
 
-# What vllm_argv sets itself: the model (vllm serve also takes it as --model), --host,
-# --port, --tensor-parallel-size (-tp). After `--`, one of them would come last and win:
-# the API on every interface, a port nothing publishes, another number of cards.
-SETS = ("model", "host", "port", "tensor-parallel-size")
-SHORT = {"-tp": "tensor-parallel-size"}
+# What the commands set themselves: the model (vllm serve also takes it as --model), --host,
+# --port, --tensor-parallel-size (-tp), and (one server on many nodes) the pipeline parallel
+# size (-pp) and Ray as the executor. After `--`, one of them would come last and win: the
+# API on every interface, a port nothing publishes, another number of cards.
+SETS = ("model", "host", "port", "tensor-parallel-size", "pipeline-parallel-size", "distributed-executor-backend")
+SHORT = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size"}
 # Which option of each command sets each of them.
+_CARDS = "--devices: one shard per card"
 RUN_SETS = {"model": "give the folder with --serve", "host": "give --publish-address (with --network-host vLLM "
-            "listens on it)", "port": "give --port", "tensor-parallel-size": "--devices: one shard per card"}
+            "listens on it)", "port": "give --port", "tensor-parallel-size": _CARDS,
+            "pipeline-parallel-size": "one host's cards are one tensor parallel group (--devices)",
+            "distributed-executor-backend": "one host's cards need no Ray"}
 JOB_SETS = {"model": "give --model", "host": "the pod listens on 0.0.0.0, behind its Service", "port": "give --port",
-            "tensor-parallel-size": "--devices: one shard per card"}
+            "tensor-parallel-size": _CARDS,
+            "pipeline-parallel-size": "--nodes and --parallel: pipeline stages over the nodes, or tensor over all",
+            "distributed-executor-backend": "across nodes it is Ray, which the pods start"}
 
 
 def _sets(arg: str) -> str | None:

@@ -202,3 +202,4 @@ class Asked:
     """What a kind's options ask for (its module's `ask`), before the cell is resolved."""
     what: Any = None                # the kind's own record of it, which its `request` takes
     stack: Stack | None = None      # the stack it is made for, where it pins one (a vLLM-Ascend release)
+    python: str | None = None       # the Python it is made for when none is asked (its release's images')

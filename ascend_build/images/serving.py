@@ -21,6 +21,7 @@ from ..locking import lock as locks
 from ..locking.resolve import Index, target_tags, wheel_hashes
 from ..matrix import Cell, Matrix, ServingRelease
 from ..matrix.like import Like
+from ..matrix.serving import image as release_image
 from ..platforms import host as host_platform
 from . import steps
 from .kinds import RUNTIME, UNKNOWN, Asked, ImageKind, label, option
@@ -90,10 +91,14 @@ class Wanted:
 def ask(matrix: Matrix, options: Options, like: Like | None) -> Asked | None:
     """The release `--vllm` names, from the data; its stack is the one built when no
     framework option names one."""
-    if not options.vllm:
+    release = options.vllm or (like.vllm if like is not None else "")
+    if not release:
         return None
-    rel = matrix.serving(options.vllm)
-    return Asked(Wanted(rel, not options.no_kernels, options.serving_wheelhouse), stack=rel.stack)
+    if options.vllm and like is not None and like.vllm and options.vllm != like.vllm:
+        raise UserError(f"--vllm {options.vllm}: --like names vLLM-Ascend {like.vllm}'s image; give one of them")
+    rel = matrix.serving(release)
+    return Asked(Wanted(rel, not options.no_kernels, options.serving_wheelhouse), stack=rel.stack,
+                 python=rel.images_python())
 
 
 def request(matrix: Matrix, cell: Cell, asked: Wanted) -> ServingRequest:
@@ -120,6 +125,7 @@ class ServingRequest:
     torch: str
     torch_npu: str
     wheelhouse: Path | None = None     # wheels the lock may take where the index has none
+    ray: str = serving_lock.RAY        # Ray's requirement: the release's images' where they state one
 
     @property
     def suffix(self) -> str:
@@ -142,7 +148,7 @@ class ServingRequest:
             raise UserError(f"vLLM-Ascend {rel.version} and vLLM {rel.vllm} take Python {', '.join(fits)} on "
                             f"stack {rel.stack.name} (Requires-Python {rel.requires_python}), not {cell.python}; "
                             f"pass --python {fits[-1]}")
-        soc = matrix.soc_version(cell.chip)
+        soc = release_image(rel, cell.chip, cell.os.name).soc_version
         if wheelhouse is not None and not Path(wheelhouse).is_dir():
             raise UserError(f"--serving-wheelhouse {wheelhouse}: no such folder")
         if wheelhouse is not None:
@@ -153,7 +159,7 @@ class ServingRequest:
                             f"{cell.arch}, kernels included; --no-kernels is for a build from its sdist")
         return cls(rel.version, rel.vllm or "", soc, kernels, "wheel" if wheel else None, rel.sdist,
                    rel.sdist_sha256, rel.vllm_sdist or "", rel.vllm_sdist_sha256 or "", rel.pins["torch"],
-                   rel.pins["torch_npu"], Path(wheelhouse) if wheelhouse else None)
+                   rel.pins["torch_npu"], Path(wheelhouse) if wheelhouse else None, rel.ray or serving_lock.RAY)
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,9 @@ def plan_lines(req: ServingRequest, cell: Cell) -> list[str]:
             f"vLLM-Ascend {req.release} from {plugin}",
             f"# serving: SOC_VERSION={req.soc_version} (chip {cell.chip}), TASK_QUEUE_ENABLE=1, OMP_NUM_THREADS=1",
             f"# serving: held at the stack's pins: torch {req.torch}, torch_npu {req.torch_npu}; a step that moves "
-            "either, a CUDA triton or a CUDA package, or `pip check` failing refuses the build"]
+            "either, a CUDA triton or a CUDA package, or `pip check` failing refuses the build",
+            f"# serving: the lock adds {req.ray} (a server across nodes: invoke job --kind serving --nodes N) and "
+            f"vLLM's bench extra (`vllm bench serve` without a network)"]
 
 
 def _lock_input(matrix: Matrix, req: ServingRequest) -> Path:
@@ -207,8 +215,9 @@ def prepare(matrix: Matrix, cell: Cell, site: Site, req: ServingRequest) -> Read
     plugin_name, plugin_sha = _plugin(req, cell, site)
     plugin = serving_lock.release_file(site.net, "vllm-ascend", plugin_name, plugin_sha, cache)
     skip = {"vllm", "vllm-ascend"}
+    extras = (req.ray, *serving_lock.vllm_extra(vllm, serving_lock.BENCH))
     lines_text = [t for t in serving_lock.requirement_lines(serving_lock.vllm_requirements(vllm),
-                                                            serving_lock.plugin_requirements(plugin))
+                                                            serving_lock.plugin_requirements(plugin), extras=extras)
                   if serving_lock.named(t) not in skip]
     serving_lock.write_input(path, lines_text, [vllm.name, plugin.name])
     lines = layerlock.parse(path)

@@ -4,7 +4,10 @@ and its CANN images `<cann>-<chip>-<os>-py<X.Y>` (quay.io/ascend/cann: the CANN-
 written in cann_stacks: or derived from the import); from 9.2.0 Huawei's SWR registry has CANN
 images with dated tags, `<cann>_<YYYYMMDDhhmmss>-<chip>-<os>-py<X.Y>[-devel]` (the date is the
 image's build: the same cell, the date in a label). official.py reads each form; FORMS says
-which forms are taken and why the others are not (docs/support.md shows it)."""
+which forms are taken and why the others are not (docs/support.md shows it). vLLM-Ascend's
+images (quay.io/ascend/vllm-ascend) are `v<release>[-<variant>]`, one variant per Dockerfile of
+the release (its image workflow's tag suffixes): the release's serving image on the chip and
+OS of that Dockerfile, as the import read it."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,11 +40,12 @@ class Like:
     chip: str
     devel: bool = False     # a cann:<tag>-devel: the CANN-only image and its devel image on it
     built: str = ""         # a dated tag's build time (ISO 8601): the upstream image's, for a label
+    vllm: str = ""          # a vllm-ascend:<tag>: the vLLM-Ascend release whose serving image it is
 
     def __str__(self) -> str:
         return (f"stack {self.stack.name}, --os {self.os}, --python {self.python}, --chip {self.chip}"
-                + (", --devel" if self.devel else "") + (f" (the official image built {self.built})"
-                                                         if self.built else ""))
+                + (", --devel" if self.devel else "") + (f", --vllm {self.vllm}" if self.vllm else "")
+                + (f" (the official image built {self.built})" if self.built else ""))
 
 
 # The official images, by registry and repository path: --like names one of them by its tag
@@ -49,7 +53,14 @@ class Like:
 # (ascend/cann:TAG); another registry's image of the same path is not the official one
 # (a mirror's copy names the same cell by the same tag on quay.io).
 REGISTRY = "quay.io"
-REPOSITORIES = ("ascend/torch-npu", "ascend/cann")
+REPOSITORIES = ("ascend/torch-npu", "ascend/cann", "ascend/vllm-ascend")
+# vLLM-Ascend's tag suffixes, each the Dockerfile its image is built from (its image workflow).
+VLLM_VARIANTS = {"": "Dockerfile", "openeuler": "Dockerfile.openEuler", "a3": "Dockerfile.a3",
+                 "a3-openeuler": "Dockerfile.a3.openEuler", "310p": "Dockerfile.310p",
+                 "310p-openeuler": "Dockerfile.310p.openEuler", "a5": "Dockerfile.a5",
+                 "a5-openeuler": "Dockerfile.a5.openEuler"}
+VLLM_FORM = "v<release>[-<variant>] (e.g. v0.23.0-a3-openeuler; variants: " + ", ".join(
+    v for v in VLLM_VARIANTS if v) + ")"
 # Huawei's SWR registry, where the CANN images from 9.2.0 are, with dated tags; named with
 # their registry (another registry's atlas_inference/cann is not theirs).
 SWR_REGISTRIES = ("swr.cn-north-12.myhuaweicloud.com",)
@@ -97,6 +108,8 @@ def resolve(matrix: Matrix, ref: str) -> Like:
                         f"(nothing is pulled; a mirror's copy is the same cell by the same tag on {REGISTRY})")
     if repository == "ascend/cann":
         return _cann_only(matrix, ref, tag)
+    if repository == "ascend/vllm-ascend":
+        return _vllm_ascend(matrix, ref, tag)
     found = torch_npu_tag(tag)
     if found is None:
         raise UserError(f"--like {ref}: a torch-npu tag reads {TORCH_NPU_FORM}")
@@ -196,6 +209,25 @@ def _on_cann_stack(matrix: Matrix, ref: str, found: OfficialTag) -> Like:
     return Like(stack, found.os, found.python, found.chip, devel=found.devel)
 
 
+def _vllm_ascend(matrix: Matrix, ref: str, tag: str) -> Like:
+    """A vLLM-Ascend image's tag: its release's serving image, on the chip, OS and Python of
+    the Dockerfile its variant is built from (as the release's sdist holds it)."""
+    from .serving import image
+    m = re.fullmatch(r"v(?P<release>[0-9][0-9a-z.]*?)(?:-(?P<variant>[a-z0-9-]+))?", tag)
+    if m is None or (m["variant"] or "") not in VLLM_VARIANTS:
+        raise UserError(f"--like {ref[:200]}: a vllm-ascend tag reads {VLLM_FORM}")
+    rel = matrix.serving(m["release"])
+    dockerfile = VLLM_VARIANTS[m["variant"] or ""]
+    found = next((i for i in rel.images if i.dockerfile == dockerfile), None)
+    if found is None:
+        raise UserError(f"--like {ref[:200]}: vLLM-Ascend {rel.version}'s sdist has no {dockerfile}, so upstream "
+                        f"publishes no such image of it; its Dockerfiles: {', '.join(i.dockerfile for i in rel.images)}")
+    image(rel, found.chip, found.os)           # its chip served on the release's own CANN, or why not
+    official = OfficialTag(found.cann, found.chip, found.os, found.python)
+    _os(matrix, ref, official)
+    return Like(rel.stack, found.os, found.python, found.chip, vllm=rel.version)
+
+
 def _pre_release(matrix: Matrix, ref: str, found: OfficialTag) -> str:
     """Why a pre-release's tag is refused, and the release to build in its place: the one it
     precedes where the matrix knows it, else the newest the matrix knows before it."""
@@ -248,6 +280,9 @@ FORMS = (
             "9.2.0_20260930220649-910b-ubuntu22.04-py3.12", True,
             "the CANN-only stack of the release, as the undated form; the image's date goes in the label "
             "io.ascend-build.like-built"),
+    TagForm(f"{REGISTRY}/ascend/vllm-ascend", VLLM_FORM.split(" ")[0], "v0.23.0-a3-openeuler", True,
+            "the release's serving image on the stack of its pins, with the chip and OS of the variant's Dockerfile "
+            "(every variant upstream publishes: " + ", ".join(v for v in VLLM_VARIANTS if v) + ")"),
     TagForm(f"{REGISTRY}/ascend/cann", "<cann pre-release>-<chip>-<os>-py<X.Y>[-devel]",
             "9.1.0-beta.3-910b-ubuntu22.04-py3.11", False,
             "a pre-release (alpha, beta): its files are not published for download; the release is named"),

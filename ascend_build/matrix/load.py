@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from ..errors import MatrixError, UserError
 from ..platforms import ARCHES
-from . import cannenv, imported, schema, semantics
+from . import cannenv, imported, schema, semantics, serving
 from . import checker as s
 from .eras import cann_key
 from .frameworks import CANN, FRAMEWORKS, MINDSPORE, TORCH, Framework
@@ -131,6 +131,9 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
     defaults = d["defaults"]
     cann = _cann(d, facts)
     stacks = _stacks(d, releases)
+    vllm_ascend = imported.serving(facts)
+    derived = {**_derived(cann, stacks, releases), **serving.derive(stacks, cann, vllm_ascend, releases[TORCH.name],
+                                                                      imported.compatible(facts))}
     return Matrix(
         files=files, source=hand,
         defaults=Defaults(defaults["torch"], defaults["os"], defaults["chip"], defaults["platform"],
@@ -140,7 +143,7 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
         pythons={k: PythonSource(k, v["version"], tuple(v["urls"]), v.get("sha256")) for k, v in d["pythons"].items()},
         cann=cann,
         stacks=stacks,
-        derived=_derived(cann, stacks, releases),
+        derived=derived,
         images=[ImageSpec(i["stack"], tuple(i["os"]), tuple(i["platforms"]), i.get("python"), i.get("chip"),
                           i.get("alias"), tuple(UserLayer(x["requirements"], x.get("name")) for x in i.get("layers") or ()))
                 for i in d["images"]],
@@ -155,7 +158,7 @@ def _build(files: Files, hand: Located, facts: Mapping[str, Any]) -> Matrix:
         torch_npu_build=_torch_npu_build(d.get("torch_npu_build")),
         cann_pins={str(k): str(v) for k, v in (d.get("cann_pins") or {}).items()},
         releases=releases, compatible=imported.compatible(facts), torch_npu_tags=imported.tags(facts),
-        vllm_ascend=imported.serving(facts))
+        vllm_ascend=vllm_ascend)
 
 
 def _cann(d: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, CannRelease]:

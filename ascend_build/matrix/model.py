@@ -11,7 +11,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..chips import soc_version, spelling
+from ..chips import spelling
 from ..errors import UserError
 from ..platforms import PLATFORMS, Platform
 from ..platforms import get as get_platform
@@ -102,11 +102,6 @@ class Matrix:
         """The releases a serving image can take (those serving() pairs), newest first."""
         from .serving import pairable
         return pairable(self)
-
-    def soc_version(self, chip: str | None = None) -> str:
-        """The SOC_VERSION vLLM-Ascend's kernels are compiled for on `chip` (default: the
-        matrix's defaults.chip), or a refusal naming the chips that have one."""
-        return soc_version(chip or self.defaults.chip)
 
     @property
     def path(self) -> Path:
@@ -221,8 +216,9 @@ class Matrix:
         return True
 
     def official_oses(self, st: Stack) -> tuple[str, ...]:
-        """The OSes CANN st.cann's official images publish."""
-        return tuple(sorted({t.os for t in self.cann[st.cann].images}))
+        """The OSes a derived stack is derived from: those of the images it is derived from (a
+        vLLM-Ascend release's), else those CANN st.cann's official images publish."""
+        return st.oses or tuple(sorted({t.os for t in self.cann[st.cann].images}))
 
     def derived_oses(self, st: Stack) -> tuple[str, ...]:
         """The OSes a stack derived from the import is built on: those its release's official
@@ -233,10 +229,12 @@ class Matrix:
 
     def _official_os(self, st: Stack) -> str:
         """A derived stack's OS when none is asked for: the matrix's default OS where the stack is
-        built on it, else the one most of the release's official images are on."""
+        built on it, else the one most of the images it is derived from are on."""
         allowed = self.derived_oses(st)
         if self.defaults.os in allowed:
             return self.defaults.os
+        if st.oses:
+            return st.oses[0]
         counts = Counter(t.os for t in self.cann[st.cann].images if t.os in allowed)
         return counts.most_common(1)[0][0] if counts else allowed[0]
 
@@ -318,7 +316,8 @@ class Matrix:
         base = self._os(os)
         if not self.allows(st, base) and st.derived:
             official = self.official_oses(st)
-            made = (f"on the OSes CANN {st.cann}'s official images publish ({', '.join(official)})" if official
+            origin = "vLLM-Ascend's images" if st.oses else f"CANN {st.cann}'s official images"
+            made = (f"on the OSes {origin} publish ({', '.join(official)})" if official
                     else f"on the matrix's default OS ({self.defaults.os}: CANN {st.cann} has no official image)")
             raise UserError(f"stack {st.name} is derived from the import, built {made} and on the Debian releases "
                             f"debootstrap makes ({', '.join(o.name for o in self.os.values() if o.suite)}); not "

@@ -4,6 +4,7 @@ to. Plain data: reading them is in load.py, resolving in model.py, checking in
 semantics.py."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -249,10 +250,16 @@ class Stack:
     torch: TorchParts | None = None           # a torch stack's own parts
     derived: bool = False                     # not written in matrix.yaml: derived from the import (load.py)
     derived_from: str = ""                    # where a derived stack's Pythons come from
+    # a derived stack's OSes: those of the images it is derived from (a vLLM-Ascend release's);
+    # (): its CANN's official images' (a CANN-only stack's)
+    oses: tuple[str, ...] = ()
 
     @property
     def python_path(self) -> str:
         """Where its Python range comes from, for messages."""
+        if self.derived and self.torch is not None:
+            return (f"the Pythons of the vLLM-Ascend images it is derived from (vllm_ascend_releases' images); "
+                    f"a `{self.framework.section}:` entry keyed {self.key} overrides them")
         if self.derived:
             return (f"{self.derived_from or 'the import'}; a `{self.framework.section}:` entry keyed {self.key} "
                     f"overrides them")
@@ -486,9 +493,26 @@ class VllmRelease:
 
 
 @dataclass(frozen=True)
+class ReleaseImage:
+    """One of a vLLM-Ascend release's Dockerfiles, as its sdist holds it: the official image
+    it builds FROM and so its CANN, chip, OS and Python, and the SOC_VERSION its kernels are
+    compiled for there."""
+    dockerfile: str               # Dockerfile.a3.openEuler
+    base: str                     # FROM, its ARGs filled in
+    cann: str                     # as the tag spells it: 9.1.0, 8.1.rc1, 9.1.0-beta.1 ("": not a CANN image)
+    build: str                    # a dated build of that release (SWR's 9.2.0_20260930220649): its date, else ""
+    chip: str                     # as the tag spells it: 910b, a3, 310p, 950
+    os: str
+    python: str
+    soc_version: str              # "": the Dockerfile sets none
+    read: str                     # where each fact was read (its lines)
+
+
+@dataclass(frozen=True)
 class VllmAscendRelease:
     """A vLLM-Ascend release as imported.yaml holds it (vllm_ascend_releases): the pins its
-    sdist's PKG-INFO gives, its wheels and sdist, and vLLM's release of its number."""
+    sdist's requirements give, its wheels and sdist, its Dockerfiles' images, the Ray they
+    install, and vLLM's release it pairs with."""
     version: str
     pins: Mapping[str, str]                   # torch, torch_npu, torchvision, torchaudio, triton_ascend, transformers
     requires_python: str                      # "": any
@@ -496,14 +520,30 @@ class VllmAscendRelease:
     sdist: str
     sdist_sha256: str
     source: str
-    vllm: VllmRelease | None                  # None: vLLM has no release of this number
+    vllm: VllmRelease | None                  # None: vLLM has no release it pairs with
     vllm_note: str = ""                       # why there is none (the import's words)
+    images: tuple[ReleaseImage, ...] = ()     # its Dockerfiles' (none: an import before they were read)
+    ray: str = ""                             # the Ray requirement its images install ("": none stated)
+    vllm_tag: str = ""                        # the vLLM tag its Dockerfiles clone (v0.23.0)
+
+    @property
+    def candidate(self) -> bool:
+        """A release candidate (0.25.1rc1): vLLM-Ascend's releases every two to three weeks."""
+        return "rc" in self.version
+
+    def image(self, dockerfile: str = "Dockerfile") -> ReleaseImage | None:
+        return next((i for i in self.images if i.dockerfile == dockerfile), None)
+
+    def main(self) -> ReleaseImage | None:
+        """The image whose CANN the release is built on: its Dockerfile (910B, Ubuntu), else its first."""
+        return self.image() or (self.images[0] if self.images else None)
 
 
 @dataclass(frozen=True)
 class ServingRelease:
     """A vLLM-Ascend release paired with the stack it is built on (Matrix.serving): its
-    torch and torch_npu pins are that stack's, and vLLM has a release of its number."""
+    torch and torch_npu pins on the CANN its images use are that stack's, and vLLM has the
+    release it pairs with."""
     version: str                              # vllm-ascend's: "0.23.0"
     vllm: str                                 # vllm's, the same number
     stack: Stack
@@ -516,6 +556,9 @@ class ServingRelease:
     vllm_sdist_sha256: str
     vllm_requires_python: str
     source: str
+    images: tuple[ReleaseImage, ...] = ()     # its Dockerfiles' (the chips it serves, their SOC_VERSION)
+    ray: str = ""                             # the Ray requirement its images install
+    candidate: bool = False                   # a release candidate
 
     def fits(self, python: str, stack: Stack | None = None) -> bool:
         """A Python both packages' Requires-Python take, in the stack's range."""
@@ -528,6 +571,13 @@ class ServingRelease:
         vllm-ascend's and vllm's Requires-Python take."""
         st = stack or self.stack
         return [p for p in st.pythons() if self.fits(p, st)]
+
+    def images_python(self) -> str | None:
+        """The Python most of its own images have, where a serving image of it can have it:
+        the one a build takes when --python is not given (upstream's, not the stack's default)."""
+        fits = self.pythons()
+        counts = Counter(i.python for i in self.images if i.python in fits)
+        return max(counts, key=lambda p: (counts[p], p)) if counts else None
 
     def has_wheel(self, python: str, arch: str) -> bool:
         """vllm-ascend has a wheel for it; elsewhere it is built from its sdist."""

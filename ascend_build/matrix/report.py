@@ -299,8 +299,10 @@ def _span(pythons: list[str]) -> str:
 
 
 def serving_rows(matrix: Matrix) -> list[dict[str, str]]:
-    """The serving lines: each vLLM-Ascend release a serving image can take, on its stack,
-    with the Pythons it fits and where its wheels stop (the rest: built from its sdist)."""
+    """The serving lines: each vLLM-Ascend release a serving image can take (a release
+    candidate marked rc, a post release post), on its stack (derived: from the release's data),
+    that stack's CANN, the chips its images serve there, the Pythons it fits and where its
+    wheels stop (the rest: built from its sdist)."""
     from ..platforms import ARCHES
     rows = []
     for rel in matrix.serving_releases():
@@ -313,8 +315,11 @@ def serving_rows(matrix: Matrix) -> list[dict[str, str]]:
         sdist = [p for p in fits if not all(rel.has_wheel(p, arch) for arch in ARCHES)]
         install = "; ".join([f"wheels {span} ({', '.join(arches)})" for span, arches in spans.items()]
                             + ([f"sdist {_span(sdist)}"] if sdist else []))
-        rows.append({"vllm-ascend": rel.version, "vllm": rel.vllm, "stack": rel.stack.name, "Python": _span(fits),
-                     "install": install})
+        chips = sorted({i.chip for i in rel.images if i.cann.lower() == rel.stack.cann.lower() and i.soc_version})
+        kind = "rc" if rel.candidate else "post" if ".post" in rel.version else "final"
+        rows.append({"vllm-ascend": rel.version, "kind": kind, "vllm": rel.vllm,
+                     "stack": rel.stack.name + (" (derived)" if rel.stack.derived else ""), "CANN": rel.stack.cann,
+                     "chips": " ".join(chips), "Python": _span(fits), "install": install})
     return rows
 
 
@@ -324,8 +329,10 @@ def serving_table(matrix: Matrix, width: int | None = None) -> str:
     if not matrix.vllm_ascend:
         return ""
     rows = serving_rows(matrix)
-    title = ("Serving lines (vLLM-Ascend on the stack its pins name, with vLLM of its number; where a wheel is "
-             "missing, its sdist is built):")
+    if width:           # the stack's CANN is in its name, or `--wide` says it
+        rows = [{k: v for k, v in r.items() if k != "CANN"} for r in rows]
+    title = ("Serving lines (vLLM-Ascend on the stack of its pins on the CANN its images use, derived from its data "
+             "where matrix.yaml has none; with the vLLM it pairs with; where a wheel is missing, its sdist is built):")
     text = "\n\n" + (_fill(title, width) if width else title) + "\n" + (
         table(rows, width, keep=("vllm-ascend",)) if rows else "(none)")
     left = refused(matrix)

@@ -262,7 +262,22 @@ IMPORTED = s.record({
             "requires_python": s.string(r"[0-9A-Za-z.,<>=!~*+]*", "a Requires-Python specifier like >=3.10,<3.15"),
             "source": s.string()})),
     }, {"wheels": s.map_of(s.one_of(*ARCHES), s.list_of(s.string(MINOR, "like \"3.10\""))),
-        "vllm_note": s.string()}), non_empty=False),
+        "vllm_note": s.string(),
+        # Where the pins were read (the sdist's requirements.txt, or its PKG-INFO without one).
+        "pins_source": s.string(),
+        # Its Dockerfiles (each keyed by its name): the official image each builds FROM and what
+        # its tag says, the SOC_VERSION its kernels are compiled for, where each was read.
+        "images": s.map_of(s.string(r"Dockerfile(\.[A-Za-z0-9]+)*", "a Dockerfile's name like Dockerfile.a3"),
+                           s.record({"from": s.string(r"[^\s\x00-\x1f]+", "an image reference"),
+                                     "read": s.string()},
+                                    {"cann": s.string(VERSION, "a CANN release as tagged, like 9.1.0"),
+                                     "build": s.string(r"[0-9]{8,14}", "a dated build like 20260930220649"),
+                                     "chip": s.string(r"[0-9A-Za-z]+", "a chip like a3"),
+                                     "os": s.string(r"[a-z]+[0-9][0-9.]*", "an OS like ubuntu22.04"),
+                                     "python": s.string(MINOR, "like \"3.12\""),
+                                     "soc_version": s.string(r"[a-z0-9_]+", "a SOC_VERSION like ascend910b1")})),
+        "ray": s.string(r"[A-Za-z0-9\[\]._,<>=!~ -]+", "a requirement like ray>=2.47.1,<=2.48.0"),
+        "vllm_tag": s.string(r"v?[0-9][0-9A-Za-z.+-]*", "a vLLM tag like v0.23.0")}), non_empty=False),
     "torch_npu_tags": s.record({"source": s.string(), "tags": s.map_of(
         s.string(VERSION, "a torch_npu version"), s.record({
             "tag": s.string(r"v" + PATH, "a release tag like v6.0.rc3-pytorch2.1.0"),

@@ -17,6 +17,7 @@ import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from email.message import Message
+from typing import Callable
 
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
@@ -171,6 +172,47 @@ def pkg_info(stream, name: str) -> str:
                         f"name says") from e
     raise UserError(f"{name}: no PKG-INFO (at most {_PKG_INFO_MAX >> 20} MB) at the top of the sdist, where every "
                     f"sdist has its metadata; the index's file is not an sdist")
+
+
+def sdist_files(file: IndexFile, wanted: Callable[[str], bool], pip_args: list[str] | None = None) -> dict[str, str]:
+    """The sdist's PKG-INFO and the other files at its top that `wanted` names, by name, from
+    its stream (vllm-ascend's requirements.txt and Dockerfiles)."""
+    request = urllib.request.Request(file.url)
+    try:
+        with _opener(pip_args or []).open(request, timeout=300) as r:
+            return top_files(r, file.name, wanted)
+    except OSError as e:
+        raise UserError(redact(f"cannot read {file.url} (the sdist {file.name}): {e}")) from e
+
+
+def top_files(stream, name: str, wanted: Callable[[str], bool]) -> dict[str, str]:
+    """The PKG-INFO and `wanted` files at the top of a .tar.gz sdist read from `stream`. An
+    archive in name order (setuptools writes them so) is left once PKG-INFO and
+    requirements.txt have gone by: every Dockerfile sorts before them."""
+    found: dict[str, str] = {}
+    last = ""
+    in_order = True
+    try:
+        with tarfile.open(fileobj=stream, mode="r|gz") as tar:
+            for member in tar:
+                top, _, rest = member.name.partition("/")
+                in_order = in_order and member.name >= last
+                last = member.name
+                if member.isfile() and rest and "/" not in rest and (rest == "PKG-INFO" or wanted(rest)):
+                    if member.size > _PKG_INFO_MAX:
+                        raise UserError(f"{name}: {rest} is {member.size} bytes, not a file of its kind")
+                    body = tar.extractfile(member)
+                    assert body is not None           # a regular file
+                    found[rest] = body.read().decode("utf-8", "replace")
+                if in_order and "PKG-INFO" in found and "requirements.txt" in found:
+                    break
+    except (tarfile.TarError, EOFError, zlib.error) as e:
+        raise UserError(f"{name}: not a readable .tar.gz sdist ({e}); the index's file is broken or not what its "
+                        f"name says") from e
+    if "PKG-INFO" not in found:
+        raise UserError(f"{name}: no PKG-INFO at the top of the sdist, where every sdist has its metadata; the index's "
+                        f"file is not an sdist")
+    return found
 
 
 def metadata(text: str) -> Message:

@@ -679,6 +679,11 @@ def _flatten(data: dict) -> dict[str, str]:
         flat[f"vllm-ascend {release} sdist"] = f"{rel['sdist']['file']} sha256 {rel['sdist']['sha256']}"
         if rel.get("wheels"):
             flat[f"vllm-ascend {release} wheels"] = "; ".join(f"{arch} {' '.join(p)}" for arch, p in rel["wheels"].items())
+        for name, image in (rel.get("images") or {}).items():
+            flat[f"vllm-ascend {release} {name}"] = image["from"] + (f" SOC_VERSION {image['soc_version']}"
+                                                                     if image.get("soc_version") else "")
+        if rel.get("ray"):
+            flat[f"vllm-ascend {release} ray"] = rel["ray"]
         v = rel.get("vllm")
         flat[f"vllm-ascend {release} vllm"] = (f"{v['version']} ({v['sdist']} sha256 {v['sha256']}, requires-python "
                                                f"{v['requires_python'] or 'any'})" if v else

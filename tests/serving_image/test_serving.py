@@ -73,6 +73,17 @@ def test_the_serving_packages_are_its_lock(host, serving_lock):
     assert {n: installed.get(n) for n in locked} == locked
 
 
+def test_ray_for_many_nodes_and_vllm_bench_work_without_a_network(host):
+    """A server across nodes joins its pods in Ray (invoke job --kind serving --nodes N), and
+    `vllm bench serve` needs vLLM's bench extra: both in the image, nothing fetched when run."""
+    installed = _installed(host)
+    assert "ray" in installed, "no Ray: a LeaderWorkerSet's pods cannot join one server"
+    for name in ("pandas", "datasets", "matplotlib"):
+        assert name in installed, f"{name}: vLLM's bench extra is not in the image"
+    out = host.run(NO_AUTOLOAD + "HF_HUB_OFFLINE=1 ray --version && python -c 'import ray, pandas, datasets'")
+    assert out.rc == 0, out.stdout + out.stderr
+
+
 def test_no_cuda_triton_and_no_cuda_package(host):
     installed = _installed(host)
     assert "triton" not in installed, "CUDA's triton is in the image: vLLM-Ascend runs on triton-ascend"

@@ -48,8 +48,15 @@ def _tar_gz(top: str, files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
+# vLLM's bench extra as its PKG-INFO states it (vllm-0.23.0 sdist: pandas, datasets, ... of extra "bench")
+VLLM_PKG_INFO = ("Metadata-Version: 2.4\nName: vllm\nVersion: 0.23.0\nRequires-Dist: torch==2.11.0\n"
+                 "Requires-Dist: numpy; sys_platform == \"linux\"\n"
+                 "Provides-Extra: bench\nRequires-Dist: pandas; extra == \"bench\"\n"
+                 "Requires-Dist: datasets; extra == \"bench\"\n"
+                 "Requires-Dist: pywin32; extra == \"bench\" and sys_platform == \"win32\"\n"
+                 "Provides-Extra: audio\nRequires-Dist: soundfile; extra == \"audio\"\n")
 VLLM_SDIST = _tar_gz("vllm-0.23.0", {
-    "PKG-INFO": "Metadata-Version: 2.4\nName: vllm\nVersion: 0.23.0\nRequires-Dist: torch==2.11.0\n",
+    "PKG-INFO": VLLM_PKG_INFO,
     "requirements/common.txt": "regex # fast\n-r extra.txt\n\nprotobuf >= 5.29.6\n--extra-index-url x\n",
     "requirements/extra.txt": "fastapi[standard] >= 0.115.0\n",
     "requirements/cuda.txt": "torch==2.11.0\n"})
@@ -179,8 +186,13 @@ def test_the_lock_lines_come_from_the_files_themselves(tmp_path):
                      "Requires-Dist: sphinx; extra == 'docs'\n")
     assert serving_lock.plugin_requirements(wheel) == ["numba"]
     lines = serving_lock.requirement_lines(["regex", "numba", "fastapi  <0.124.0"], ["fastapi <0.124.0", "numba"],
-                                           ("wheel",))
-    assert lines == ["fastapi <0.124.0", "numba", "regex", "wheel"]       # the plugin's first, each once
+                                           ("wheel",), extras=("ray>=2.47.1,<=2.48.0", "pandas"))
+    # the plugin's first, then vLLM's, then what the image adds, then the builds' needs; each once
+    assert lines == ["fastapi <0.124.0", "numba", "regex", "ray>=2.47.1,<=2.48.0", "pandas", "wheel"]
+    # `vllm bench serve`'s packages: vLLM's own bench extra, on Linux, its marker dropped
+    assert serving_lock.vllm_extra(vllm, "bench") == ["pandas", "datasets"]
+    with pytest.raises(UserError, match="states no extra 'benchmark'"):
+        serving_lock.vllm_extra(vllm, "benchmark")
 
 
 def test_release_files_are_fetched_once_and_checked_against_the_index(tmp_path):
@@ -272,7 +284,8 @@ def uv(monkeypatch):
     return double
 
 
-VLLM_SDIST_NO_PROTOBUF = _tar_gz("vllm-0.23.0", {"requirements/common.txt": "regex\nfastapi[standard] >= 0.115.0\n"})
+VLLM_SDIST_NO_PROTOBUF = _tar_gz("vllm-0.23.0", {"PKG-INFO": VLLM_PKG_INFO,
+                                                "requirements/common.txt": "regex\nfastapi[standard] >= 0.115.0\n"})
 
 
 def _prepare(tmp_path, plugin: bytes, vllm: bytes = VLLM_SDIST_NO_PROTOBUF):
@@ -291,8 +304,9 @@ def test_prepare_fetches_both_files_and_locks_what_they_need_holding_the_runtime
     assert release is not None and release.vllm.read_bytes() == VLLM_SDIST_NO_PROTOBUF
     written = m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.in"
     lines = [line for line in written.read_text().splitlines() if not line.startswith("#")]
-    # the plugin's lines first, then vLLM's common ones, then what the builds import; never the two themselves
-    assert lines[:3] == ["numba", "regex", "fastapi[standard] >= 0.115.0"]
+    # the plugin's lines first, then vLLM's common ones, Ray and vLLM's bench extra, then what the builds
+    # import; never the two themselves
+    assert lines[:6] == ["numba", "regex", "fastapi[standard] >= 0.115.0", "ray", "pandas", "datasets"]
     assert "setuptools-scm>=8" in lines and not any(serving_lock.named(t) in ("vllm", "vllm-ascend") for t in lines)
     assert uv.asked == [lines]
     assert lock.path == m.path.parent / "locks" / "serving" / "vllm-ascend-0.23.0.lock" / "2.1.0-py3.11-aarch64.txt"
@@ -389,3 +403,30 @@ def test_the_release_is_looked_up_once_for_its_stack_and_its_request(monkeypatch
     building.build(options)
     assert "-vllm0.23.0-arm64" in capsys.readouterr().out
     assert asked == ["0.23.0"]
+
+
+@pytest.mark.parametrize("release, asked, built", [
+    ("0.23.0", None, "py3.12"),          # its images' Python (cann:9.1.0-*-py3.12), not the stack's default 3.10
+    ("0.13.0", None, "py3.11"),          # cann:8.5.0-*-py3.11
+    ("0.23.0", "3.13", "py3.13"),        # asked for: taken as asked
+])
+def test_without_python_the_release_is_built_on_its_own_images_python(monkeypatch, capsys, release, asked, built):
+    from ascend_build import engine as eng
+    from ascend_build.cli import building
+    monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
+        "docker", "docker", "buildx", "?"))
+    options = building.BuildOptions(
+        choice=building.Choice(python=asked), dry=True, unlocked=True,
+        kinds=building.KindOptions(**{k.KIND.name: k.Options(**({"vllm": release} if k is serving else {}))
+                                      for k in catalog.ON_RUNTIME}))
+    building.build(options)
+    names = set(re.findall(r"-(py3\.\d+)-torch", capsys.readouterr().out))
+    assert names == {built}, names
+
+
+def test_a_releases_images_python_is_one_a_serving_image_of_it_can_have():
+    m = load_matrix(ROOT / "matrix.yaml")
+    rel = m.serving("0.23.0")
+    assert rel.images_python() == "3.12" and all(i.python == "3.12" for i in rel.images)
+    narrow = replace(rel, requires_python=">=3.13")     # its images' 3.12 no longer fits: none
+    assert narrow.images_python() is None

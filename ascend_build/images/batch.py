@@ -59,7 +59,7 @@ def build_on_runtime(matrix: Matrix, cell: Cell, site: Site, inputs: Inputs, ext
     image = ext.kind.image(matrix, cell, site, ext.ready)
     base = readable_tag(inputs.repository, runtime.content_tag, cell.target)    # one tested image
     build_args = {"RUNTIME_IMAGE": base, **image.build_args}
-    content = content_tag(image.rendered.text, build_args, image.hashes)
+    content = content_tag(image.rendered.text, build_args, {**image.hashes, finish.FINISH_KEY: finish.fingerprint()})
     tags = image.kind.tags(inputs.repository, f"{cell.tag_name}-{image.suffix}", content, cell.target)
     work = site.work_dir(f"{cell.tag_name}-{cell.target.suffix}-{image.suffix}", engine.kind)
     plan = steps.Plan(image, cell, steps.current_dockerfile(image.rendered), build_args, content, tags,

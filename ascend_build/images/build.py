@@ -439,6 +439,7 @@ def _plan(rendered: Rendered, cell: Cell, site: Site, inputs: Inputs,
         hashes[wheel.name] = sha256_of(wheel) if wheel.is_file() else "<built at run time>"
     for layer, text in requirements.items():       # the lock is part of what the image is
         hashes[f"lock/{layer}.txt"] = hashlib.sha256(text.encode()).hexdigest()
+    hashes[finish.FINISH_KEY] = finish.fingerprint()
     content = content_tag(rendered.text, build_args, hashes)
     tags = RUNTIME.tags(inputs.repository, cell.tag_name, content, cell.target, cell.alias_name)
     labels = RUNTIME.labels(RuntimeFacts(

@@ -7,6 +7,7 @@ candidate and inputs give this layer byte for byte, with the layer cache on or o
 with the cache on the same image ID: a rebuild does not change what was tested."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -26,6 +27,20 @@ from ..provenance import probe as probes
 from ..provenance import restamp, sbom
 from . import steps
 from .render import FINISH_TAR, finish_dockerfile
+
+# The finish layer is not in the rendered Dockerfile, so the content tag takes it from here:
+# an image finished by other code (before the login shells' profile script, say) is not
+# taken for one this code would finish.
+FINISH_KEY = "finish/code"
+
+
+def fingerprint() -> str:
+    """The sha256 of what shapes the finish layer: this module, the modules that write its
+    files, and its Dockerfile."""
+    digest = hashlib.sha256(finish_dockerfile().text.encode())
+    for module in (__file__, probes.__file__, restamp.__file__, sbom.__file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()
 
 
 def epoch() -> int:

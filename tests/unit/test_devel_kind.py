@@ -226,3 +226,15 @@ def test_pins_all_held_are_refused_not_locked_empty(tmp_path, uv, monkeypatch):
         devel.prepare(m, m.cell(**CANN_ONLY), Site(cache=tmp_path / "cache", work=tmp_path / "work"),
                       devel.DevelRequest())
     assert uv.asked == []
+
+
+def test_an_image_on_a_runtime_finished_by_other_code_is_not_reused(matrix, site, tmp_path, monkeypatch):
+    from ascend_build.images import finish
+    engine = EngineDouble()
+    engine.add(BASE, platform="linux/arm64")
+    runtime, built = _devel_build(matrix, site, engine, tmp_path, SuiteDouble(0))
+    monkeypatch.setattr(finish, "fingerprint", lambda: "0" * 64)
+    builds = len(engine.called("build"))
+    other = _on(matrix, matrix.cell(**CANN_ONLY), site, runtime, LayerLock(tmp_path / "devel.txt", LOCK_TEXT), engine,
+                SuiteDouble(0))
+    assert other.content_tag != built.content_tag and len(engine.called("build")) > builds

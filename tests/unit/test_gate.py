@@ -609,3 +609,26 @@ def test_the_real_engine_reports_a_refused_rmi_and_the_gate_acts_on_it(tmp_path,
         assert calls[:3] == asked
         assert f"WARNING: left {IMAGE} untagged: containers use it ({CONTAINER}); once they are gone, `{client} " \
                f"rmi {IMAGE}` removes it" in capsys.readouterr().err
+
+
+def test_an_image_finished_by_other_code_is_not_reused(matrix, site, engine, monkeypatch):
+    """The finish layer (the project's files: manifest, SBOM, the login shells' profile
+    script) is not in the rendered Dockerfile: its code is in the content tag, so an image
+    finished the old way (no profile script) is built again, not reused."""
+    from ascend_build.images import finish
+    first = build(matrix, site, engine, SuiteDouble(0))
+    builds = len(engine.called("build"))
+    monkeypatch.setattr(finish, "fingerprint", lambda: "0" * 64)
+    again = build(matrix, site, engine, SuiteDouble(0))
+    assert again.content_tag != first.content_tag and len(engine.called("build")) > builds
+
+
+def test_the_finish_fingerprint_is_the_finish_layers_code(monkeypatch):
+    from ascend_build.images import finish
+    from ascend_build.provenance import sbom
+    before = finish.fingerprint()
+    assert before == finish.fingerprint()
+    original = Path.read_bytes
+    # a change in a module that writes the layer's files is a change of the fingerprint
+    monkeypatch.setattr(Path, "read_bytes", lambda self: original(self) + (b"#" if str(self) == sbom.__file__ else b""))
+    assert finish.fingerprint() != before

@@ -73,17 +73,19 @@ def link_locks(matrix_path: Path) -> Path:
 # (pytest_xdist_make_scheduler below), so one worker, and a lane's modules share what its
 # session fixtures build; the unit tests are a third unit, so they never wait for the
 # lanes. "bookworm": the 2.1.0 Debian 12 image and everything built on or beside it;
-# then the MindSpore and 310B images and the CANN-only walk (Debian 12, after that lane's
-# first image: they take its OS step); "other": the Debian 13 and 11 builders and images (a builder shares its OS's
-# first layer with the runtime images, so each OS installs its packages under qemu once in
-# this lane), the serving image on the Debian 13 one among them. Each lane runs its modules
-# in the order written here, the unlisted ones after (by name). Balanced by the module wall times a cold run printed
-# (`invoke test` prints them, and each lane's end).
+# then the MindSpore image and the CANN-only walk (Debian 12, after that lane's first image
+# and the podman module: they take their OS steps); "other": the Debian 13 and 11 builders
+# and images (a builder shares its OS's first layer with the runtime images, so each OS
+# installs its packages once in this lane), the serving image on the Debian 13 one among
+# them, and last the 310B image (Debian 12 arm64, on the base the bookworm lane made long
+# before). Each lane runs its modules in the order written here, the unlisted ones after
+# (by name). Balanced by the module wall times a cold run printed (`invoke test` prints
+# them, and each lane's end).
 LANES = {
     "bookworm": ("test_build_arm64", "test_user_layer", "test_build_many", "test_registry", "test_act",
                  "test_act_upstream", "test_fast_path", "test_podman", "test_cluster_run", "test_setup_distro_python",
-                 "test_python_source", "test_mindspore", "test_310b", "test_newcomer_walk", "test_cann_only_walk"),
-    "other": ("test_source_build_trixie", "test_build_train_26", "test_serving", "test_source_build"),
+                 "test_python_source", "test_mindspore", "test_newcomer_walk", "test_cann_only_walk"),
+    "other": ("test_source_build_trixie", "test_build_train_26", "test_serving", "test_source_build", "test_310b"),
     "unit": (),
 }
 DEFAULT_LANE = "other"

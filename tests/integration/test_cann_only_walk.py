@@ -4,7 +4,13 @@ registry builds it, with its devel image, without editing a file by hand. The CA
 are the test doubles in the form Huawei publishes them (.zip around the .run, NNAL bare, pinned
 as the README says: `invoke pin --packages DIR`); the matrix is a copy, so that the pin and the
 devel lock the build writes stay out of the checkout. Then the Done-when of the issue: a login
-shell in the built image has the venv's Python and its numpy, and CANN's atc."""
+shell in the built image has the venv's Python and its numpy, and CANN's atc.
+
+Built for the build machine's arch (README's --platform replaced by it), as test_podman.py
+builds its CANN-only image: what this walk proves is the derived line, the pin, the login
+shell and the devel image, not the cross build, which test_build_arm64.py and
+test_fast_path.py hold. After test_podman.py in the lane, docker's layer cache has this
+Dockerfile's OS stage for the build machine (under qemu the walk took 262 s of a cold run)."""
 from __future__ import annotations
 
 import os
@@ -18,11 +24,15 @@ from pathlib import Path
 import pytest
 
 from ascend_build.hashing import sha256_of
+from ascend_build.platforms import host
 from tests.conftest import committed_imported_text, copy_matrix
 from tests.doubles.cann_double import make_run
 from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT
 
 RELEASE = "8.5.0"
+HOST = host()
+PLATFORM = HOST.docker if HOST else "linux/arm64"
+ARCH, MACHINE = (HOST.suffix, HOST.arch) if HOST else ("arm64", "aarch64")
 
 
 def readme_command() -> list[str]:
@@ -30,7 +40,8 @@ def readme_command() -> list[str]:
     found = re.search(r"`invoke build (--cann \S+ [^`]*)`", (ROOT / "README.md").read_text())
     assert found, "README prints no CANN-only command"
     words = found[1].split()
-    return ["build", *[RELEASE if i and words[i - 1] == "--cann" else w for i, w in enumerate(words)]]
+    given = {"--cann": RELEASE, "--platform": PLATFORM}
+    return ["build", *[given.get(words[i - 1], w) if i else w for i, w in enumerate(words)]]
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +50,10 @@ def walk(tmp_path_factory) -> tuple[Path, Path]:
     doubles' .zip sums (what `invoke update` would hold for them), its locks a copy of the
     project's, NNAL pinned by `invoke pin --packages` as README says."""
     made, folder = tmp_path_factory.mktemp("made-850"), tmp_path_factory.mktemp("cann-850")
-    for run in (make_run(made, "toolkit", RELEASE, "aarch64"), make_run(made, "kernels", RELEASE, "aarch64")):
+    for run in (make_run(made, "toolkit", RELEASE, MACHINE), make_run(made, "kernels", RELEASE, MACHINE)):
         with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
             archive.write(run, run.name)
-    make_run(folder, "nnal", RELEASE, "aarch64")
+    make_run(folder, "nnal", RELEASE, MACHINE)
     imported = committed_imported_text()
     for archive in folder.glob("*.zip"):
         run = archive.name[:-4] + ".run"
@@ -53,13 +64,14 @@ def walk(tmp_path_factory) -> tuple[Path, Path]:
     shutil.copytree(ROOT / "locks", matrix.parent / "locks")
     pin = subprocess.run([sys.executable, "-m", "ascend_build", "pin", "--matrix", str(matrix), "--packages",
                           str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert pin.returncode == 0 and "pinned Ascend-cann-nnal_8.5.0_linux-aarch64.run" in pin.stdout, \
+    assert pin.returncode == 0 and f"pinned Ascend-cann-nnal_8.5.0_linux-{MACHINE}.run" in pin.stdout, \
         pin.stdout + pin.stderr
     return folder, matrix
 
 
-def test_readmes_cann_only_command_builds_a_derived_release_and_its_devel_image_on_debian(engine, arm64_base, walk,
+def test_readmes_cann_only_command_builds_a_derived_release_and_its_devel_image_on_debian(engine, request, walk,
                                                                                            tmp_path):
+    request.getfixturevalue("arm64_base" if ARCH == "arm64" else "amd64_base")     # the Debian 12 base it names
     packages, matrix = walk
     command = readme_command()
     assert command[command.index("--os") + 1] == "debian12" and "--platform" in command, command
@@ -71,14 +83,14 @@ def test_readmes_cann_only_command_builds_a_derived_release_and_its_devel_image_
     said = out.stdout + out.stderr
     assert out.returncode == 0, said[-8000:]
     name = f"cann{RELEASE}-910b-debian12-py3.11"
-    runtime, devel = f"{REPO}:{name}-arm64", f"{REPO}:{name}-devel-arm64"
+    runtime, devel = f"{REPO}:{name}-{ARCH}", f"{REPO}:{name}-devel-{ARCH}"
     assert "tests/image" in said and "tests/devel_image" in said, "both suites ran"
     for tag, kind in ((runtime, "runtime"), (devel, "devel")):
         found = engine.image(tag)
         assert found is not None, f"{tag} not tagged: {said[-3000:]}"
         assert found["Config"]["Labels"]["io.ascend-build.kind"] == kind
     # the issue's Done-when, as a user runs it
-    login = subprocess.run([engine.client, "run", "--rm", "--platform", "linux/arm64", runtime, "bash", "-lc",
+    login = subprocess.run([engine.client, "run", "--rm", "--platform", PLATFORM, runtime, "bash", "-lc",
                             'python3 -c "import numpy, sys; print(sys.prefix)"; command -v atc'],
                            capture_output=True, text=True, timeout=900)
     assert login.returncode == 0, login.stdout + login.stderr

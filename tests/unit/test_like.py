@@ -311,12 +311,16 @@ def test_a_dated_devel_tag_plans_the_devel_image_on_the_cann_only_one(monkeypatc
     assert "images/devel/openeuler24.03/Dockerfile" in plan and _label(plan, "chip") == "A3"
 
 
-def test_without_unlocked_a_dated_tag_plans_then_names_invoke_lock():
-    """cann9.2.0 has no lock yet: the dry run plans, then says what a real run stops at."""
+def test_a_dated_tag_plans_on_its_lock_and_one_without_a_lock_names_invoke_lock():
+    """cann9.2.0 is locked for the SWR tags' Python (py3.12, arm64): the dry run plans on it;
+    a tag of a Python with no lock plans, then says what a real run stops at."""
     from tests.forked import invoke
     out = invoke("build", "--like", SWR_910B, "--dry")
+    assert out.returncode == 0 and "io.ascend-build.stack=cann9.2.0" in out.stdout, out.stderr
+    assert "locked by locks/cann9.2.0/py3.12-aarch64" in out.stdout
+    out = invoke("build", "--like", SWR_910B.replace("-py3.12", "-py3.10"), "--dry")
     assert out.returncode == 2 and "io.ascend-build.stack=cann9.2.0" in out.stdout, out.stderr
-    assert "has no lock" in out.stderr and "invoke lock --cann 9.2.0 --python 3.12" in out.stderr
+    assert "has no lock" in out.stderr and "invoke lock --cann 9.2.0 --python 3.10" in out.stderr
 
 
 @pytest.mark.parametrize("ref, said", [

@@ -158,35 +158,51 @@ def built(engine, arm64_base, packages, pinned_matrix, ca_bundle, site, tmp_path
     return out
 
 
-@pytest.fixture(scope="session")
-def zipped_packages(tmp_path_factory) -> Path:
-    """The CANN 9.0.0 doubles (9.x era: operator package, cann-9.0.0 tree, cann/set_env.sh)
-    in the form Huawei publishes them: .zip files around the .run installers; and NNAL, which
+def zipped_doubles(made: Path, folder: Path, release: str, machine: str) -> Path:
+    """A release's CANN doubles in `folder` in the form Huawei publishes them: .zip files
+    around the toolkit's and the kernels' .run installers (made in `made`); and NNAL, which
     no deployer data lists (imported from the official images), as the bare .run they take."""
-    made, folder = tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips")
-    for run in (make_run(made, "toolkit", "9.0.0", "aarch64"), make_run(made, "kernels", "9.0.0", "aarch64", chip="910b")):
+    for run in (make_run(made, "toolkit", release, machine), make_run(made, "kernels", release, machine)):
         with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
             archive.write(run, run.name)
-    make_run(folder, "nnal", "9.0.0", "aarch64")
+    make_run(folder, "nnal", release, machine)
     return folder
 
 
-@pytest.fixture(scope="session")
-def matrix_900(tmp_path_factory, zipped_packages) -> Path:
-    """The imported facts with the doubles' .zip sums in place of Huawei's, as `zip_sha256`,
-    and the NNAL double's sum pinned by `invoke pin` (imported NNAL carries no sum of its own)."""
+def zipped_matrix(folder: Path, packages: Path, copy_locks: bool = False) -> Path:
+    """A matrix copy in `folder` whose imported facts hold the doubles' .zip sums in place of
+    Huawei's (`zip_sha256`, what `invoke update` would hold for them), its locks beside it (a
+    copy where a build writes one, else a link), and the NNAL double pinned by `invoke pin
+    --packages`, as README says (imported NNAL carries no sum of its own)."""
     imported = committed_imported_text()
-    for archive in zipped_packages.glob("*.zip"):
+    for archive in packages.glob("*.zip"):
         run = archive.name[:-4] + ".run"
         imported, count = re.subn(rf"(\{{file: {re.escape(run)}, zip_sha256: )[0-9a-f]{{64}}",
                                   rf"\g<1>{sha256_of(archive)}", imported)
         assert count == 1, run
-    matrix = link_locks(copy_matrix(tmp_path_factory.mktemp("matrix-900"), imported=imported))
+    matrix = copy_matrix(folder, imported=imported)
+    if copy_locks:
+        shutil.copytree(ROOT / "locks", folder / "locks")
+    else:
+        link_locks(matrix)
     pin = subprocess.run([sys.executable, "-m", "ascend_build", "pin", "--matrix", str(matrix), "--packages",
-                          str(zipped_packages)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert pin.returncode == 0 and "pinned Ascend-cann-nnal_9.0.0_linux-aarch64.run" in pin.stdout, \
-        pin.stdout + pin.stderr
+                          str(packages)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    nnal = next(packages.glob("Ascend-cann-nnal_*.run")).name
+    assert pin.returncode == 0 and f"pinned {nnal}" in pin.stdout, pin.stdout + pin.stderr
     return matrix
+
+
+@pytest.fixture(scope="session")
+def zipped_packages(tmp_path_factory) -> Path:
+    """The CANN 9.0.0 doubles (9.x era: operator package, cann-9.0.0 tree, cann/set_env.sh)
+    as Huawei publishes them (zipped_doubles)."""
+    return zipped_doubles(tmp_path_factory.mktemp("made-900"), tmp_path_factory.mktemp("cann-900-zips"), "9.0.0",
+                          "aarch64")
+
+
+@pytest.fixture(scope="session")
+def matrix_900(tmp_path_factory, zipped_packages) -> Path:
+    return zipped_matrix(tmp_path_factory.mktemp("matrix-900"), zipped_packages)
 
 
 MINDSPORE_CELL = dict(stack="mindspore2.9.0", os="debian12", python="3.11", platform="linux/arm64")

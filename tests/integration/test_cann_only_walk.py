@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from ascend_build.hashing import sha256_of
 from ascend_build.platforms import host
-from tests.conftest import committed_imported_text, copy_matrix
-from tests.doubles.cann_double import make_run
-from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT
+from tests.integration.conftest import BOOKWORM, CA, REPO, ROOT, zipped_doubles, zipped_matrix
 
 RELEASE = "8.5.0"
 HOST = host()
@@ -46,27 +41,11 @@ def readme_command() -> list[str]:
 
 @pytest.fixture(scope="module")
 def walk(tmp_path_factory) -> tuple[Path, Path]:
-    """The 8.5.0 doubles as Huawei publishes them, and a matrix copy whose imported sums are the
-    doubles' .zip sums (what `invoke update` would hold for them), its locks a copy of the
-    project's, NNAL pinned by `invoke pin --packages` as README says."""
-    made, folder = tmp_path_factory.mktemp("made-850"), tmp_path_factory.mktemp("cann-850")
-    for run in (make_run(made, "toolkit", RELEASE, MACHINE), make_run(made, "kernels", RELEASE, MACHINE)):
-        with zipfile.ZipFile(folder / (run.name[:-4] + ".zip"), "w") as archive:
-            archive.write(run, run.name)
-    make_run(folder, "nnal", RELEASE, MACHINE)
-    imported = committed_imported_text()
-    for archive in folder.glob("*.zip"):
-        run = archive.name[:-4] + ".run"
-        imported, count = re.subn(rf"(\{{file: {re.escape(run)}, zip_sha256: )[0-9a-f]{{64}}",
-                                  rf"\g<1>{sha256_of(archive)}", imported)
-        assert count == 1, run
-    matrix = copy_matrix(tmp_path_factory.mktemp("matrix-850"), imported=imported)
-    shutil.copytree(ROOT / "locks", matrix.parent / "locks")
-    pin = subprocess.run([sys.executable, "-m", "ascend_build", "pin", "--matrix", str(matrix), "--packages",
-                          str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert pin.returncode == 0 and f"pinned Ascend-cann-nnal_8.5.0_linux-{MACHINE}.run" in pin.stdout, \
-        pin.stdout + pin.stderr
-    return folder, matrix
+    """The 8.5.0 doubles as Huawei publishes them, and a matrix copy that holds their sums as
+    `invoke update` would, its locks a copy of the project's (the build writes the devel
+    lock), NNAL pinned by `invoke pin --packages` as README says."""
+    folder = zipped_doubles(tmp_path_factory.mktemp("made-850"), tmp_path_factory.mktemp("cann-850"), RELEASE, MACHINE)
+    return folder, zipped_matrix(tmp_path_factory.mktemp("matrix-850"), folder, copy_locks=True)
 
 
 def test_readmes_cann_only_command_builds_a_derived_release_and_its_devel_image_on_debian(engine, request, walk,

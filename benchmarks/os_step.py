@@ -2,7 +2,7 @@
 printed and written to docs/results.md. Figures, not assertions: the target is printed
 next to what was measured.
 
-    python benchmarks/os_step.py [--suite bookworm --suite trixie] [--repeat 1] [--load] [--whole]
+    python benchmarks/os_step.py [--suite bookworm --suite trixie] [--repeat 1] [--load] [--builder] [--scripts]
                                  # after scripts/bootstrap.sh, on x86_64; about 10 min per suite
 
 For each Debian suite, the runtime Dockerfile's first OS stage (`python-distro`: the OS
@@ -15,7 +15,11 @@ apt's download cache is warm for both (filled by an untimed build first): the fi
 the work, not the mirror. Then the two file systems are compared entry by entry (type, mode,
 owner, link, content) and the package lists (name, arch, version) from dpkg's status.
 --load runs each build again beside a second emulated apt step (what CI's other lane does);
---whole also times the cold 2.1.0 arm64 image (to its image tests) with each OS step.
+--builder builds the Debian 13 builder to its compilers (`toolchain`, the OS step a builder adds
+on the runtime's first stages) both ways instead, and compares the two the same way.
+--scripts says where the configure step's time goes: the unpacked packages configured again in
+a container with dpkg's maintainer-script debug lines, each script timed by the build machine's
+clock from its start to dpkg's next line (the floor of the native path: what runs as the target).
 Base images: the debootstrap ones the tests make (ascend-build-test/debian:<suite>-<arch>),
 made here when missing."""
 from __future__ import annotations
@@ -44,6 +48,8 @@ CA = Path("/etc/ssl/certs/ca-certificates.crt")
 # A cell of each suite whose runtime Dockerfile is built: the OS step is the same for every
 # stack of an OS (its package list is the family's, its Python the distro's).
 CELLS = {"bookworm": ("2.1.0", "debian12"), "trixie": ("2.10.0-26.1.0", "debian13")}
+# --builder: a builder's compilers step (its `toolchain` stage, on the runtime's OS stages).
+BUILDERS = {"trixie": ("2.10.0-26.1.0", "debian13")}
 _STEP = re.compile(r"^#(\d+) \[([^\]]+)\]", re.M)
 _DONE = re.compile(r"^#(\d+) DONE ([0-9.]+)s", re.M)
 
@@ -55,14 +61,17 @@ def base(engine: eng.Engine, suite: str, arch: str) -> str:
     return ref
 
 
-def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = False) -> float:
-    """The `python-distro` stage of the suite's runtime Dockerfile, OS_ON=`on`; wall seconds."""
-    stack, os_name = CELLS[suite]
+def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = False, builder: bool = False) -> float:
+    """The `python-distro` stage of the suite's runtime Dockerfile (or, `builder`, the
+    `toolchain` stage of its builder's), OS_ON=`on`; wall seconds."""
+    stack, os_name = (BUILDERS if builder else CELLS)[suite]
     here = host()
     assert here is not None and PLATFORMS["linux/arm64"].emulated(), "an x86_64 build machine: arm64 is emulated here"
-    req = eng.BuildRequest(dockerfile=ROOT / "images" / "runtime" / stack / os_name / "Dockerfile",
-                           context=ROOT / "images", platform="linux/arm64", target="python-distro",
-                           tags=[TAG.format(suite=suite, on=on)], network="host", no_cache=not cache,
+    req = eng.BuildRequest(dockerfile=ROOT / "images" / ("builder" if builder else "runtime") / stack / os_name
+                           / "Dockerfile", context=ROOT / "images", platform="linux/arm64",
+                           target="toolchain" if builder else "python-distro",
+                           tags=[TAG.format(suite=suite, on=on) + ("-builder" if builder else "")], network="host",
+                           no_cache=not cache,
                            build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": on,
                                        "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro",
                                        **emulation_args(PLATFORMS["linux/arm64"])},
@@ -71,6 +80,16 @@ def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = Fals
     if engine.build(req, log) != 0:
         raise SystemExit(f"build failed: {log}")
     return time.monotonic() - started
+
+
+def step_seconds(log: Path) -> dict[str, float]:
+    """Seconds per stage-and-step name of a BuildKit log."""
+    text = log.read_text(errors="replace")
+    names = dict(_STEP.findall(text))
+    out: dict[str, float] = {}
+    for number, seconds in _DONE.findall(text):
+        out[names.get(number, number)] = out.get(names.get(number, number), 0.0) + float(seconds)
+    return out
 
 
 def steps(log: Path) -> dict[str, float]:
@@ -110,6 +129,56 @@ def packages(engine: eng.Engine, image: str) -> list[str]:
     return sorted(found)
 
 
+_EVENT = re.compile(r"(Setting up|Processing triggers for) ([^ :]+)"
+                    r"|fork/exec /var/lib/dpkg/info/([^ :/]+?)(?::\w+)?\.(postinst|preinst|prerm|postrm) ")
+
+
+def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]:
+    """Seconds of the configure step (under qemu) per package, from its maintainer scripts'
+    start to dpkg's next line; "dpkg" is dpkg's own time between scripts."""
+    stack, os_name = CELLS[suite]
+    here = host()
+    assert here is not None
+    unpacked = TAG.format(suite=suite, on="unpacked")
+    req = eng.BuildRequest(dockerfile=ROOT / "images" / "runtime" / stack / os_name / "Dockerfile",
+                           context=ROOT / "images", platform="linux/arm64", target="native-unpack-python-distro",
+                           tags=[unpacked], network="host",
+                           build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": "native",
+                                       "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro"},
+                           secrets={"ca-bundle": CA} if CA.exists() else {})
+    if engine.build(req, work / f"{suite}-unpacked.log") != 0:
+        raise SystemExit(f"build failed: {work / f'{suite}-unpacked.log'}")
+    ctx = work / f"{suite}-configure"
+    ctx.mkdir(exist_ok=True)
+    (ctx / "Dockerfile").write_text(
+        f"FROM {base(engine, suite, 'arm64')}\nCOPY --from={unpacked} /layer/ /\n"
+        f"RUN --mount=type=bind,from={unpacked},source=/removed,target=/tmp/removed "
+        "cd / && xargs -0 -r rm -rf -- < /tmp/removed\n")
+    ready = TAG.format(suite=suite, on="unconfigured")
+    if engine.build(eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform="linux/arm64",
+                                     tags=[ready]), work / f"{suite}-unconfigured.log") != 0:
+        raise SystemExit(f"build failed: {work / f'{suite}-unconfigured.log'}")
+    cpu = emulation_args(PLATFORMS["linux/arm64"]).get("QEMU_CPU", "")
+    argv = engine.command("run", "--rm", "--platform", "linux/arm64", "-e", "DEBIAN_FRONTEND=noninteractive",
+                          *(["-e", f"QEMU_CPU={cpu}"] if cpu else []), ready,
+                          "sh", "-c", "dpkg --configure -a -D2 2>&1")
+    times: dict[str, float] = {}
+    current, since = "dpkg", time.monotonic()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            now = time.monotonic()
+            match = _EVENT.search(line)
+            if not match:
+                continue
+            times[current] = times.get(current, 0.0) + now - since
+            current, since = (match.group(3) if match.group(3) else "dpkg"), now
+    times[current] = times.get(current, 0.0) + time.monotonic() - since
+    if proc.returncode != 0:
+        raise SystemExit(f"dpkg --configure -a failed in {ready}")
+    return times
+
+
 def load_beside(engine: eng.Engine, suite: str) -> subprocess.Popen:
     """A second emulated apt step of the same packages in a container: CI's other lane."""
     words = "gcc g++ make cmake python3 python3-dev ca-certificates curl"
@@ -125,13 +194,16 @@ def main() -> None:
     ap.add_argument("--suite", action="append", choices=sorted(CELLS), help="Debian suite (repeatable)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--load", action="store_true", help="also each build beside an emulated apt step")
+    ap.add_argument("--scripts", action="store_true", help="also the configure step's time per maintainer script")
+    ap.add_argument("--builder", action="store_true", help="a builder's compilers step both ways (trixie), "
+                    "in place of the runtime's OS step")
     args = ap.parse_args()
     engine = eng.detect("docker")
     work = ROOT / ".build" / "bench-os-step"
     work.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, str, str]] = []
     detail: list[str] = []
-    for suite in args.suite or ["bookworm", "trixie"]:
+    for suite in [] if args.builder else args.suite or ["bookworm", "trixie"]:
         build(engine, suite, "native", work / f"{suite}-warm.log", cache=True)      # fills apt's download cache
         times: dict[str, list[float]] = {"native": [], "target": []}
         groups: dict[str, dict[str, float]] = {}
@@ -164,6 +236,33 @@ def main() -> None:
             rows.append((f"{os_name} OS step beside an emulated apt step: native / emulated",
                          f"{loaded['native'] / loaded['target']:.2f} ({loaded['native']:.0f} s / "
                          f"{loaded['target']:.0f} s)", "-"))
+        if args.scripts:
+            per = script_times(engine, suite, work)
+            total = sum(per.values())
+            top = sorted(per.items(), key=lambda kv: -kv[1])
+            shown = [(name, secs) for name, secs in top if name != "dpkg"][:6]
+            rest = total - sum(secs for _, secs in shown)
+            rows.append((f"{os_name}: the configure step (qemu) per package's scripts", f"{total:.0f} s: "
+                         + ", ".join(f"{name} {secs:.1f} s" for name, secs in shown)
+                         + f", the other {len(per) - 1 - len(shown)} and dpkg itself {rest:.1f} s", "-"))
+    for suite in (args.suite or ["trixie"]) if args.builder else []:
+        if suite not in BUILDERS:
+            continue
+        build(engine, suite, "native", work / f"{suite}-builder-warm.log", cache=True, builder=True)
+        sums = {}
+        for on in ("target", "native"):
+            log = work / f"{suite}-builder-{on}.log"
+            build(engine, suite, on, log, builder=True)
+            sums[on] = sum(secs for name, secs in step_seconds(log).items() if "toolchain" in name)
+        os_name = BUILDERS[suite][1]
+        rows.append((f"{os_name} builder's compilers step (its toolchain stage, arm64): native / emulated, step sums",
+                     f"{sums['native'] / sums['target']:.2f} ({sums['native']:.0f} s / {sums['target']:.0f} s)", "-"))
+        fast, plain = (TAG.format(suite=suite, on=on) + "-builder" for on in ("native", "target"))
+        a, b = image_tree(engine, fast), image_tree(engine, plain)
+        differ = sorted(set(a) ^ set(b)) + sorted(p for p in set(a) & set(b) if a[p] != b[p])
+        rows.append((f"{os_name} builder to its compilers: packages the same; file system entries that differ",
+                     f"{packages(engine, fast) == packages(engine, plain)}; {len(differ)} of {len(a)}"
+                     + (f" ({', '.join(differ[:4])})" if differ else ""), "True; 0"))
     report("os_step.py", "The OS step of an arm64 image without emulating apt",
            f"engine {engine.version} ({engine.mode}), linux/arm64 under qemu on {host()}, apt's download cache warm",
            rows, "Produced by `python benchmarks/os_step.py`. Step sums (BuildKit's, seconds):\n\n"

@@ -223,9 +223,17 @@ def test_a_debian_builder_shares_its_first_layer_with_the_runtime_images_of_its_
         os = matrix.os[parts[3]]
         runtime = next(t for p, t in rendered.items() if p.startswith("images/runtime/") and f"/{os.name}/" in p)
         assert _first_stages(text) == _first_stages(runtime), path
-        toolchain = text.split("FROM python-distro AS toolchain\n", 1)[1].split("\nFROM ", 1)[0]
+        toolchain = text.split("FROM python-distro AS toolchain-target\n", 1)[1].split("\nFROM ", 1)[0]
         builder_only = toolchain[toolchain.index("RUN "):]
         assert "gcc-" in builder_only and "ccache" in builder_only and " cmake " not in builder_only, path
+        # The compilers by the OS step's two paths too (OS_ON): apt on the build machine
+        # resolves and unpacks them against the image's first stages, the image configures them.
+        unpack = text.split("AS native-unpack-toolchain\n", 1)[1].split("\nFROM ", 1)[0]
+        assert "COPY --from=python-distro / /target" in unpack, path
+        assert _words(unpack, "--download-only") == _words(builder_only) != [], path
+        native = text.split("FROM python-distro AS toolchain-native\n", 1)[1].split("\nFROM ", 1)[0]
+        assert "COPY --from=native-unpack-toolchain /layer/ /" in native and "dpkg --configure -a" in native, path
+        assert "FROM toolchain-${OS_ON} AS toolchain\n" in text, path
         shared += 1
     assert shared >= 10
 
@@ -261,6 +269,9 @@ def test_the_os_step_is_apt_in_the_image_or_apt_and_dpkg_on_the_build_machine():
     assert 'APT::Architecture "%s"' in unpack and '"${TARGETARCH}"' in unpack
     assert "--download-only" in unpack and "dpkg --root=/target --force-architecture" in unpack
     assert "apt-mark auto" in unpack       # apt's record of what came as a dependency, as apt in the image keeps it
+    # and, as apt-get install does, a package asked for is manual even where an earlier step
+    # brought it in as a dependency
+    assert "{ grep -vxF -f /tmp/new /tmp/asked || true; } | xargs -r apt-mark manual" in unpack
     assert "COPY --from=native-unpack-python-distro /layer/ /" in native and "source=/removed" in native
     configure = native[native.index("COPY --from=native-unpack-python-distro /layer/ /"):]
     assert configure.index("rm -rf -- < /tmp/removed") < configure.index("dpkg --configure -a") \

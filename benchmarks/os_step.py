@@ -61,25 +61,35 @@ def base(engine: eng.Engine, suite: str, arch: str) -> str:
     return ref
 
 
-def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = False, builder: bool = False) -> float:
-    """The `python-distro` stage of the suite's runtime Dockerfile (or, `builder`, the
-    `toolchain` stage of its builder's), OS_ON=`on`; wall seconds."""
+def request(engine: eng.Engine, suite: str, on: str, target: str, tag: str, builder: bool = False,
+            cache: bool = True) -> eng.BuildRequest:
+    """A stage of the suite's runtime Dockerfile (or, `builder`, of its builder's) for linux/arm64,
+    OS_ON=`on`, on the debootstrap bases."""
     stack, os_name = (BUILDERS if builder else CELLS)[suite]
     here = host()
     assert here is not None and PLATFORMS["linux/arm64"].emulated(), "an x86_64 build machine: arm64 is emulated here"
-    req = eng.BuildRequest(dockerfile=ROOT / "images" / ("builder" if builder else "runtime") / stack / os_name
-                           / "Dockerfile", context=ROOT / "images", platform="linux/arm64",
-                           target="toolchain" if builder else "python-distro",
-                           tags=[TAG.format(suite=suite, on=on) + ("-builder" if builder else "")], network="host",
-                           no_cache=not cache,
-                           build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": on,
-                                       "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro",
-                                       **emulation_args(PLATFORMS["linux/arm64"])},
-                           secrets={"ca-bundle": CA} if CA.exists() else {})
+    return eng.BuildRequest(dockerfile=ROOT / "images" / ("builder" if builder else "runtime") / stack / os_name
+                            / "Dockerfile", context=ROOT / "images", platform="linux/arm64", target=target,
+                            tags=[tag], network="host", no_cache=not cache,
+                            build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": on,
+                                        "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro",
+                                        **emulation_args(PLATFORMS["linux/arm64"])},
+                            secrets={"ca-bundle": CA} if CA.exists() else {})
+
+
+def run_build(engine: eng.Engine, req: eng.BuildRequest, log: Path) -> float:
     started = time.monotonic()
     if engine.build(req, log) != 0:
         raise SystemExit(f"build failed: {log}")
     return time.monotonic() - started
+
+
+def build(engine: eng.Engine, suite: str, on: str, log: Path, cache: bool = False, builder: bool = False) -> float:
+    """The `python-distro` stage of the suite's runtime Dockerfile (or, `builder`, the
+    `toolchain` stage of its builder's), OS_ON=`on`; wall seconds."""
+    tag = TAG.format(suite=suite, on=on) + ("-builder" if builder else "")
+    return run_build(engine, request(engine, suite, on, "toolchain" if builder else "python-distro", tag, builder,
+                                     cache), log)
 
 
 def step_seconds(log: Path) -> dict[str, float]:
@@ -88,22 +98,28 @@ def step_seconds(log: Path) -> dict[str, float]:
     names = dict(_STEP.findall(text))
     out: dict[str, float] = {}
     for number, seconds in _DONE.findall(text):
-        out[names.get(number, number)] = out.get(names.get(number, number), 0.0) + float(seconds)
+        out[names.get(number, "")] = out.get(names.get(number, ""), 0.0) + float(seconds)
     return out
 
 
 def steps(log: Path) -> dict[str, float]:
     """Seconds per step group of a BuildKit log: what ran where."""
-    text = log.read_text(errors="replace")
-    names = dict(_STEP.findall(text))
     groups: dict[str, float] = {}
-    for number, seconds in _DONE.findall(text):
-        name = names.get(number, "")
+    for name, seconds in step_seconds(log).items():
         group = ("build machine: resolve, fetch, unpack" if "native-unpack-" in name else
                  "image: configure (qemu)" if "-native" in name else
                  "image: apt (qemu)" if "-target" in name else "other")
-        groups[group] = groups.get(group, 0.0) + float(seconds)
+        groups[group] = groups.get(group, 0.0) + seconds
     return groups
+
+
+def compare(engine: eng.Engine, fast: str, plain: str) -> tuple[bool, int, list[str], int]:
+    """(the same packages at the same versions, how many, the file-system entries that differ,
+    how many entries) of two images."""
+    a, b = image_tree(engine, fast), image_tree(engine, plain)
+    differ = sorted(set(a) ^ set(b)) + sorted(p for p in set(a) & set(b) if a[p] != b[p])
+    listed = packages(engine, fast)
+    return listed == packages(engine, plain), len(listed), differ, len(a)
 
 
 def packages(engine: eng.Engine, image: str) -> list[str]:
@@ -136,18 +152,9 @@ _EVENT = re.compile(r"(Setting up|Processing triggers for) ([^ :]+)"
 def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]:
     """Seconds of the configure step (under qemu) per package, from its maintainer scripts'
     start to dpkg's next line; "dpkg" is dpkg's own time between scripts."""
-    stack, os_name = CELLS[suite]
-    here = host()
-    assert here is not None
     unpacked = TAG.format(suite=suite, on="unpacked")
-    req = eng.BuildRequest(dockerfile=ROOT / "images" / "runtime" / stack / os_name / "Dockerfile",
-                           context=ROOT / "images", platform="linux/arm64", target="native-unpack-python-distro",
-                           tags=[unpacked], network="host",
-                           build_args={"BASE_IMAGE": base(engine, suite, "arm64"), "OS_ON": "native",
-                                       "BUILD_BASE_IMAGE": base(engine, suite, here.suffix), "PYTHON_FROM": "distro"},
-                           secrets={"ca-bundle": CA} if CA.exists() else {})
-    if engine.build(req, work / f"{suite}-unpacked.log") != 0:
-        raise SystemExit(f"build failed: {work / f'{suite}-unpacked.log'}")
+    run_build(engine, request(engine, suite, "native", "native-unpack-python-distro", unpacked),
+              work / f"{suite}-unpacked.log")
     ctx = work / f"{suite}-configure"
     ctx.mkdir(exist_ok=True)
     (ctx / "Dockerfile").write_text(
@@ -155,9 +162,8 @@ def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]
         f"RUN --mount=type=bind,from={unpacked},source=/removed,target=/tmp/removed "
         "cd / && xargs -0 -r rm -rf -- < /tmp/removed\n")
     ready = TAG.format(suite=suite, on="unconfigured")
-    if engine.build(eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform="linux/arm64",
-                                     tags=[ready]), work / f"{suite}-unconfigured.log") != 0:
-        raise SystemExit(f"build failed: {work / f'{suite}-unconfigured.log'}")
+    run_build(engine, eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform="linux/arm64",
+                                       tags=[ready]), work / f"{suite}-unconfigured.log")
     cpu = emulation_args(PLATFORMS["linux/arm64"]).get("QEMU_CPU", "")
     argv = engine.command("run", "--rm", "--platform", "linux/arm64", "-e", "DEBIAN_FRONTEND=noninteractive",
                           *(["-e", f"QEMU_CPU={cpu}"] if cpu else []), ready,
@@ -198,6 +204,8 @@ def main() -> None:
     ap.add_argument("--builder", action="store_true", help="a builder's compilers step both ways (trixie), "
                     "in place of the runtime's OS step")
     args = ap.parse_args()
+    if args.builder and set(args.suite or []) - set(BUILDERS):
+        ap.error(f"--builder: a builder's compilers step is measured for {', '.join(BUILDERS)} only")
     engine = eng.detect("docker")
     work = ROOT / ".build" / "bench-os-step"
     work.mkdir(parents=True, exist_ok=True)
@@ -218,13 +226,9 @@ def main() -> None:
                      f"{native / emulated:.2f} ({native:.0f} s / {emulated:.0f} s)", "<= 0.33"))
         for on in ("native", "target"):
             detail.append(f"{os_name}, OS_ON={on}: " + ", ".join(f"{g} {s:.0f} s" for g, s in sorted(groups[on].items())))
-        fast, plain = (TAG.format(suite=suite, on=on) for on in ("native", "target"))
-        same_packages = packages(engine, fast) == packages(engine, plain)
-        a, b = image_tree(engine, fast), image_tree(engine, plain)
-        differ = sorted(set(a) ^ set(b)) + sorted(p for p in set(a) & set(b) if a[p] != b[p])
-        rows.append((f"{os_name}: packages (name, arch, version) the same", f"{same_packages} "
-                     f"({len(packages(engine, fast))} packages)", "True"))
-        rows.append((f"{os_name}: file system entries that differ", f"{len(differ)} of {len(a)}"
+        same, count, differ, entries = compare(engine, *(TAG.format(suite=suite, on=on) for on in ("native", "target")))
+        rows.append((f"{os_name}: packages (name, arch, version) the same", f"{same} ({count} packages)", "True"))
+        rows.append((f"{os_name}: file system entries that differ", f"{len(differ)} of {entries}"
                      + (f" ({', '.join(differ[:4])})" if differ else ""), "0"))
         if args.load:
             loaded = {}
@@ -245,9 +249,7 @@ def main() -> None:
             rows.append((f"{os_name}: the configure step (qemu) per package's scripts", f"{total:.0f} s: "
                          + ", ".join(f"{name} {secs:.1f} s" for name, secs in shown)
                          + f", the other {len(per) - 1 - len(shown)} and dpkg itself {rest:.1f} s", "-"))
-    for suite in (args.suite or ["trixie"]) if args.builder else []:
-        if suite not in BUILDERS:
-            continue
+    for suite in (args.suite or list(BUILDERS)) if args.builder else []:
         build(engine, suite, "native", work / f"{suite}-builder-warm.log", cache=True, builder=True)
         sums = {}
         for on in ("target", "native"):
@@ -257,12 +259,11 @@ def main() -> None:
         os_name = BUILDERS[suite][1]
         rows.append((f"{os_name} builder's compilers step (its toolchain stage, arm64): native / emulated, step sums",
                      f"{sums['native'] / sums['target']:.2f} ({sums['native']:.0f} s / {sums['target']:.0f} s)", "-"))
-        fast, plain = (TAG.format(suite=suite, on=on) + "-builder" for on in ("native", "target"))
-        a, b = image_tree(engine, fast), image_tree(engine, plain)
-        differ = sorted(set(a) ^ set(b)) + sorted(p for p in set(a) & set(b) if a[p] != b[p])
+        same, _, differ, entries = compare(engine, *(TAG.format(suite=suite, on=on) + "-builder"
+                                                     for on in ("native", "target")))
         rows.append((f"{os_name} builder to its compilers: packages the same; file system entries that differ",
-                     f"{packages(engine, fast) == packages(engine, plain)}; {len(differ)} of {len(a)}"
-                     + (f" ({', '.join(differ[:4])})" if differ else ""), "True; 0"))
+                     f"{same}; {len(differ)} of {entries}" + (f" ({', '.join(differ[:4])})" if differ else ""),
+                     "True; 0"))
     report("os_step.py", "The OS step of an arm64 image without emulating apt",
            f"engine {engine.version} ({engine.mode}), linux/arm64 under qemu on {host()}, apt's download cache warm",
            rows, "Produced by `python benchmarks/os_step.py`. Step sums (BuildKit's, seconds):\n\n"

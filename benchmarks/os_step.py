@@ -18,8 +18,9 @@ owner, link, content) and the package lists (name, arch, version) from dpkg's st
 --builder builds the Debian 13 builder to its compilers (`toolchain`, the OS step a builder adds
 on the runtime's first stages) both ways instead, and compares the two the same way.
 --scripts says where the configure step's time goes: the unpacked packages configured again in
-a container with dpkg's maintainer-script debug lines, each script timed by the build machine's
-clock from its start to dpkg's next line (the floor of the native path: what runs as the target).
+a container with dpkg's maintainer-script debug lines (and the build step's native text
+utilities on PATH), each script timed by the build machine's clock from its start to dpkg's
+next line (the floor of the native path: what runs as the target).
 Base images: the debootstrap ones the tests make (ascend-build-test/debian:<suite>-<arch>),
 made here when missing."""
 from __future__ import annotations
@@ -107,6 +108,7 @@ def steps(log: Path) -> dict[str, float]:
     groups: dict[str, float] = {}
     for name, seconds in step_seconds(log).items():
         group = ("build machine: resolve, fetch, unpack" if "native-unpack-" in name else
+                 "build machine: the configure step's text utilities" if name.startswith("native-tools") else
                  "image: configure (qemu)" if "-native" in name else
                  "image: apt (qemu)" if "-target" in name else "other")
         groups[group] = groups.get(group, 0.0) + seconds
@@ -152,13 +154,16 @@ _EVENT = re.compile(r"(Setting up|Processing triggers for) ([^ :]+)"
 def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]:
     """Seconds of the configure step (under qemu) per package, from its maintainer scripts'
     start to dpkg's next line; "dpkg" is dpkg's own time between scripts."""
-    unpacked = TAG.format(suite=suite, on="unpacked")
+    unpacked, tools = TAG.format(suite=suite, on="unpacked"), TAG.format(suite=suite, on="native-tools")
     run_build(engine, request(engine, suite, "native", "native-unpack-python-distro", unpacked),
               work / f"{suite}-unpacked.log")
+    # the build machine's text utilities, where the build's configure step mounts them
+    run_build(engine, request(engine, suite, "native", "native-tools", tools), work / f"{suite}-native-tools.log")
     ctx = work / f"{suite}-configure"
     ctx.mkdir(exist_ok=True)
     (ctx / "Dockerfile").write_text(
         f"FROM {base(engine, suite, 'arm64')}\nCOPY --from={unpacked} /layer/ /\n"
+        f"COPY --from={tools} /mnt /mnt\n"
         f"RUN --mount=type=bind,from={unpacked},source=/removed,target=/tmp/removed "
         "cd / && xargs -0 -r rm -rf -- < /tmp/removed\n")
     ready = TAG.format(suite=suite, on="unconfigured")
@@ -167,7 +172,7 @@ def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]
     cpu = emulation_args(PLATFORMS["linux/arm64"]).get("QEMU_CPU", "")
     argv = engine.command("run", "--rm", "--platform", "linux/arm64", "-e", "DEBIAN_FRONTEND=noninteractive",
                           *(["-e", f"QEMU_CPU={cpu}"] if cpu else []), ready,
-                          "sh", "-c", "dpkg --configure -a -D2 2>&1")
+                          "sh", "-c", "PATH=/mnt/bin:$PATH dpkg --configure -a -D2 2>&1")
     times: dict[str, float] = {}
     current, since = "dpkg", time.monotonic()
     with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:

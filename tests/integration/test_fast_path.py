@@ -105,8 +105,10 @@ def test_fast_path_installs_what_the_plain_path_installs(engine, built, pinned_m
 
 # A few packages with what makes an OS step more than unpacking: maintainer scripts
 # (update-alternatives, a conffile), a shared library and libc-bin's ldconfig trigger, files
-# of arch `all`. Small, so that the emulated side stays short.
-OS_PACKAGES = "pciutils net-tools unzip xz-utils"
+# of arch `all`; and ca-certificates, whose postinst, debconf and trigger run the build
+# machine's text utilities on the native path (_steps.j2: native_tools). Small, so that the
+# emulated side stays short.
+OS_PACKAGES = "pciutils net-tools unzip xz-utils ca-certificates"
 OS_STEP = """{% import "_steps.j2" as steps -%}
 ARG BASE_IMAGE
 ARG BUILD_BASE_IMAGE
@@ -114,6 +116,7 @@ ARG BUILDPLATFORM
 ARG TARGETARCH
 ARG OS_ON=target
 FROM ${BASE_IMAGE} AS os-base
+{{ steps.native_tools(os) }}
 {% set preamble %}SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG QEMU_CPU
 {% endset %}
@@ -155,6 +158,9 @@ def test_the_os_step_unpacked_on_the_build_machine_is_apts_in_the_image(engine, 
         added = set(fast) - set(base)
         assert any(p.endswith("bin/lspci") for p in added) and any("libpci.so" in p for p in added), \
             "the packages are in the image"
+        bundle = next(p for p in added if p.endswith("etc/ssl/certs/ca-certificates.crt"))
+        assert fast[bundle][0] == tarfile.REGTYPE and sum(p.startswith(bundle.rsplit("/", 1)[0]) for p in added) > 200, \
+            "update-ca-certificates ran: the bundle and a link per certificate"
         assert (sorted(set(fast) - set(plain)), sorted(set(plain) - set(fast))) == ([], []), "entries in one only"
         differ = {path: (fast[path], plain[path]) for path in fast if fast[path] != plain[path]}
         assert differ == {}, "entries that differ (native, emulated)"

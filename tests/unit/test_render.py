@@ -313,3 +313,42 @@ def test_a_native_layer_takes_its_removals_into_the_image_and_every_pip_step_che
         pip_installs = len(re.findall(r"pip(?:_for_target\.py \S+)? install --no-cache-dir", text))
         assert pip_installs and text.count("installed twice") >= pip_installs, path
     assert copies > 100, copies
+
+
+# What a text utility may not be on the configure step's PATH: what reports the machine, or
+# runs code of its own (a shell, an interpreter), must stay the image's own.
+MACHINE_OR_INTERPRETER = {"uname", "arch", "nproc", "getconf", "dpkg", "dpkg-architecture", "ldconfig", "env",
+                          "sh", "bash", "dash", "perl", "python3", "openssl", "chroot", "ldd"}
+
+
+def test_the_configure_step_runs_the_images_scripts_with_the_build_machines_text_utilities():
+    """OS_ON=native's configure step (dpkg --configure -a under qemu) puts the build machine's
+    build of the same release's text and file utilities first on PATH, from a stage of the build
+    machine's arch, mounted at the path their loader and libraries were moved to; the emulated
+    path and dnf's OS step have none."""
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
+    seen = 0
+    for path, text in rendered.items():
+        if "dpkg --configure -a" not in text:
+            continue
+        assert text.count(" AS native-tools\n") == 1, path
+        assert "FROM --platform=${BUILDPLATFORM} ${BUILD_BASE_IMAGE} AS native-tools\n" in text, path
+        stage = text.split(" AS native-tools\n", 1)[1].split("\nFROM ", 1)[0]
+        tools = set(stage.split("for tool in ", 1)[1].split("; do", 1)[0].split())
+        assert {"sed", "grep", "tr", "basename", "readlink", "ln", "cat"} <= tools, path   # update-ca-certificates' loop
+        assert not tools & MACHINE_OR_INTERPRETER, (path, tools & MACHINE_OR_INTERPRETER)
+        # the loader and libraries where the image's step mounts them
+        assert "tools=/mnt &&" in stage and '--set-interpreter "$tools/lib/' in stage, path
+        assert '--set-rpath "$tools/lib"' in stage and 'test "$(echo ok | "$tools/bin/sed" -n 1p)" = ok' in stage, path
+        runs = [run for run in text.replace("\\\n", " ").split("\nRUN ") if "dpkg --configure -a" in run]
+        assert runs, path
+        for run in runs:
+            assert "--mount=type=bind,from=native-tools,source=/mnt,target=/mnt" in run, path
+            assert 'PATH="/mnt/bin:$PATH" DEBIAN_FRONTEND=noninteractive dpkg --configure -a' in run, path
+        seen += 1
+    assert seen >= 20
+    text = rendered["images/runtime/2.1.0/debian12/Dockerfile"]
+    emulated = "\n".join(stage_chain(text, "python-distro", OS_ON="target"))
+    assert "native-tools" not in emulated
+    assert "native-tools" not in rendered["images/runtime/2.1.0/openeuler22.03/Dockerfile"]

@@ -116,7 +116,7 @@ ARG BUILDPLATFORM
 ARG TARGETARCH
 ARG OS_ON=target
 FROM ${BASE_IMAGE} AS os-base
-{{ steps.native_tools(os) }}
+{{ steps.native_tools(os, packages) }}
 {% set preamble %}SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG QEMU_CPU
 {% endset %}

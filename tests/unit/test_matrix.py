@@ -208,6 +208,33 @@ def test_every_line_of_the_real_matrix_parses_the_same_as_plain_yaml():
         assert load(text, name).data == yaml.safe_load(text)
 
 
+def test_a_text_read_again_is_its_own_copy_under_its_own_name(monkeypatch):
+    """The parse of a text read before is taken as it was (the unit suite reads imported.yaml
+    in hundreds of copies): each reader gets data of its own, the lines, and its own file's
+    name in what it locates; a problem is found again, in the file that has it."""
+    from ascend_build.matrix import yamlsource
+    parsed = []
+
+    class Counting(yaml.CSafeLoader):      # what parses, counted
+        def __init__(self, text):
+            parsed.append(text)
+            super().__init__(text)
+    monkeypatch.setattr(yaml, "CSafeLoader", Counting)
+    monkeypatch.setattr(yamlsource, "_PARSED", type(yamlsource._PARSED)())
+    text = (ROOT / "imported.yaml").read_text()
+    first = yamlsource.load(text, "a/imported.yaml", aliases=False)
+    first.data["cann"].clear()                  # a reader that changes what it read
+    again = yamlsource.load(text, "b/imported.yaml", aliases=False)
+    assert len(parsed) == 1, "the second read parsed the text again"
+    assert again.data == yaml.safe_load(text) and again.data["cann"]
+    assert again.file == "b/imported.yaml" and again.lines == first.lines and again.lines
+    assert yamlsource.load(text, "c/imported.yaml", aliases=True).data == again.data and len(parsed) == 2
+    twice = "a: 1\na: 2\n"
+    for name in ("x/matrix.yaml", "y/matrix.yaml"):
+        with pytest.raises(MatrixError, match=rf"^{name}:2: a: duplicate key"):
+            yamlsource.load(twice, name)
+
+
 def test_invalid_specifiers_are_named_not_raised(tmp_path):
     text = REAL.replace('pins: {protobuf: "==3.20.3", numpy: "<2"}', 'pins: {protobuf: "==3.20.3", numpy: "two"}', 1)
     text = text.replace('cann_numpy: {8.0.RC1: "<2"', 'cann_numpy: {8.0.RC1: "bad"', 1)

@@ -348,7 +348,7 @@ def matrix(tmp_path) -> Path:
 def _edit(matrix: Path, change) -> None:
     """imported.yaml's vllm_ascend_releases changed by `change(section)`, written as the import writes it."""
     path = matrix.parent / "imported.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     change(data["vllm_ascend_releases"])
     path.write_text(emit(data))
 

@@ -788,9 +788,10 @@ def pypi_news(merged: Merged, old: dict) -> list[str]:
 
 def _data(text: str, path: Path) -> dict:
     import yaml
+
+    from ..matrix.yamlsource import SAFE_LOADER
     try:
-        # libyaml's parser where it is there (the pure-Python one takes a second for imported.yaml)
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        return yaml.load(text, Loader=SAFE_LOADER) or {}
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML ({exc}); it is machine-written: restore it (git checkout) and "
                         f"update again") from None

@@ -25,6 +25,7 @@ from ascend_build.matrix import load_matrix
 from ascend_build.matrix.imported import emit
 from ascend_build.matrix.report import matrix_table, serving_rows
 from ascend_build.matrix.serving import refused
+from ascend_build.matrix.yamlsource import SAFE_LOADER
 from ascend_build.upstream import pypi, vllm
 from ascend_build.upstream.update import summarize, update
 from tests.conftest import copy_matrix
@@ -348,7 +349,7 @@ def matrix(tmp_path) -> Path:
 def _edit(matrix: Path, change) -> None:
     """imported.yaml's vllm_ascend_releases changed by `change(section)`, written as the import writes it."""
     path = matrix.parent / "imported.yaml"
-    data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     change(data["vllm_ascend_releases"])
     path.write_text(emit(data))
 

@@ -695,9 +695,17 @@ def _said(out) -> dict[str, str]:
     return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
 
 
+@pytest.fixture(scope="module")
+def plain_run_finds(docker_run) -> dict[str, str]:
+    """What LOGIN_CHECK finds in a plain `docker run` (one run for the three login shells)."""
+    plain = docker_run("bash", "-c", LOGIN_CHECK)
+    assert plain.returncode == 0, plain.stderr
+    return _said(plain)
+
+
 @pytest.mark.parametrize("how", ["bash -lc", "sh -lc", "su -"])
 def test_a_login_shell_keeps_the_images_environment(docker_run, suite_engine, image, platform, labels, image_env,
-                                                    how):
+                                                    plain_run_finds, how):
     """Kubernetes commands and CI jobs often run `bash -lc`: Debian's /etc/profile set PATH
     anew, so `bash -lc python3` was /usr/bin/python3 (not the venv's), `import numpy` failed,
     atc was not found, and a serving image's `bash -lc python` was "command not found". A
@@ -705,8 +713,6 @@ def test_a_login_shell_keeps_the_images_environment(docker_run, suite_engine, im
     empty environment) finds what a plain run finds, and has every variable the image sets."""
     from ascend_build.engine import RunSpec
     from ascend_build.images.finish import LOGIN_OWN
-    plain = docker_run("bash", "-c", LOGIN_CHECK)
-    assert plain.returncode == 0, plain.stderr
     names = " ".join(sorted(n for n in image_env if n not in LOGIN_OWN and re.fullmatch(r"[A-Za-z_]\w*", n)))
     script = f'{LOGIN_CHECK}; for n in {names}; do eval "[ -n \\"\\${{$n+x}}\\" ]" || echo "unset=$n"; done'
     if how == "su -":
@@ -716,7 +722,7 @@ def test_a_login_shell_keeps_the_images_environment(docker_run, suite_engine, im
     else:
         out = docker_run(how.split()[0], "-lc", script)
     assert out.returncode == 0, f"{how}: {out.stdout[-2000:]}{out.stderr[-2000:]}"
-    got, want = _said(out), _said(plain)
+    got, want = _said(out), plain_run_finds
     for key in ("python3", "python", "atc", "prefix", "numpy"):
         assert got.get(key) == want[key], (f"{how}: {key} is {got.get(key) or 'not found'}, a plain run's "
                                            f"{want[key]} (the login shell's PATH: /etc/profile.d/ascend-build-env.sh)")

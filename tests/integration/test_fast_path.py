@@ -17,8 +17,9 @@ for torch, about seven minutes) is left out to keep CI within its time.
 The OS step's fast path the same way (test_the_os_step_unpacked_on_the_build_machine_is_apts_in_the_image):
 a few packages with maintainer scripts and a trigger, installed by apt in the image under
 qemu (OS_ON=target) and fetched and unpacked by apt and dpkg on the build machine, then
-configured in the image (OS_ON=native), from the template's own steps (templates/_steps.j2):
-the two file systems must be the same, entry for entry (type, mode, owner, link, content).
+configured in the image (OS_ON=native; the standard library byte-compiled by the build
+machine's interpreter), from the template's own steps (templates/_steps.j2): the two file
+systems must be the same, entry for entry (type, mode, owner, link, content, byte code too).
 The lane's main build takes the native path for its whole package list; its image suite
 passing is the proof at full size (benchmarks/os_step.py compares the whole list's trees)."""
 from __future__ import annotations
@@ -106,9 +107,11 @@ def test_fast_path_installs_what_the_plain_path_installs(engine, built, pinned_m
 # A few packages with what makes an OS step more than unpacking: maintainer scripts
 # (update-alternatives, a conffile), a shared library and libc-bin's ldconfig trigger, files
 # of arch `all`; and ca-certificates, whose postinst, debconf and trigger run the build
-# machine's text utilities on the native path (_steps.j2: native_tools). Small, so that the
-# emulated side stays short.
-OS_PACKAGES = "pciutils net-tools unzip xz-utils ca-certificates"
+# machine's text utilities on the native path (_steps.j2: native_tools); and python3-minimal,
+# whose interpreter's postinst and py3compile byte-compile the minimal standard library, on
+# the build machine's interpreter on the native path. Small, so that the emulated side stays
+# short.
+OS_PACKAGES = "pciutils net-tools unzip xz-utils ca-certificates python3-minimal"
 OS_STEP = """{% import "_steps.j2" as steps -%}
 ARG BASE_IMAGE
 ARG BUILD_BASE_IMAGE
@@ -161,6 +164,10 @@ def test_the_os_step_unpacked_on_the_build_machine_is_apts_in_the_image(engine, 
         bundle = next(p for p in added if p.endswith("etc/ssl/certs/ca-certificates.crt"))
         assert fast[bundle][0] == tarfile.REGTYPE and sum(p.startswith(bundle.rsplit("/", 1)[0]) for p in added) > 200, \
             "update-ca-certificates ran: the bundle and a link per certificate"
+        assert "byte code: python3.11 " in (tmp_path / "os-native.log").read_text(), \
+            "the native path's configure step byte-compiled on the build machine's interpreter"
+        assert sum(p.endswith(".cpython-311.pyc") and "/python3.11/" in p for p in added) > 100, \
+            "the standard library's byte code is in both (and compared, byte for byte)"
         assert (sorted(set(fast) - set(plain)), sorted(set(plain) - set(fast))) == ([], []), "entries in one only"
         differ = {path: (fast[path], plain[path]) for path in fast if fast[path] != plain[path]}
         assert differ == {}, "entries that differ (native, emulated)"

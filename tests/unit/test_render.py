@@ -352,3 +352,70 @@ def test_the_configure_step_runs_the_images_scripts_with_the_build_machines_text
     emulated = "\n".join(stage_chain(text, "python-distro", OS_ON="target"))
     assert "native-tools" not in emulated
     assert "native-tools" not in rendered["images/runtime/2.1.0/openeuler22.03/Dockerfile"]
+
+
+def _wrapper_lines(stage: str) -> list[str]:
+    """The lines of the byte-compile wrapper a native-tools stage writes (its printf's
+    single-quoted arguments, as the shell reads them)."""
+    body = stage.split("printf '%s\\n' ", 1)[1].split(' > "$tools/py/wrapper"', 1)[0]
+    return [s.replace("'\"'\"'", "'") for s in re.findall(r"'((?:[^']|'\"'\"')*)'", body.replace("\\\n", " "))]
+
+
+def _call_wrapper(tmp_path: Path, lines: list[str], python: str, args: list[str]) -> str:
+    """Which interpreter the wrapper starts for `args`, and with what: both stand-ins print
+    their name and arguments."""
+    native, image = tmp_path / "native", tmp_path / "image"
+    for fake in (native, image):
+        fake.write_text(f'#!/bin/sh\necho {fake.name} "$@"\n')
+        fake.chmod(0o755)
+    text = "\n".join(lines).replace(f"/mnt/py/ld.so --library-path /mnt/lib /mnt/py/bin/python{python}", str(native)) \
+        .replace(f"/usr/bin/.python{python}-image", str(image))
+    wrapper = tmp_path / "wrapper"
+    wrapper.write_text(text + "\n")
+    out = subprocess.run(["sh", str(wrapper), *args], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_the_configure_step_hands_only_py_compile_to_the_build_machines_interpreter(tmp_path):
+    """OS_ON=native's configure step: while dpkg configures the packages, the distro
+    interpreter's path holds a wrapper that starts the build machine's interpreter (of the
+    same Debian version) for py3compile and exactly the byte-compiling calls it and the
+    interpreter's own scripts make, and the image's interpreter for every other call (py3compile
+    asks it for its magic number, and py3clean is not a compile); the wrapper is put
+    there only when the two versions are the same, and the image's interpreter is back in its
+    place before the step ends."""
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
+    text = rendered["images/runtime/2.1.0/debian12/Dockerfile"]
+    stage = text.split(" AS native-tools\n", 1)[1].split("\nFROM ", 1)[0]
+    assert "patchelf python3.11 \\\n" in stage
+    assert "dpkg-query -W -f='${Version}' python3.11-minimal > \"$tools/py/version\"" in stage
+    lines = _wrapper_lines(stage)
+    assert lines[0] == "#!/bin/sh", lines
+    compiler = "/usr/lib/python3.11/py_compile.py"
+    for args in (["-E", "-S", compiler, "/usr/lib/python3.11/os.py", "/usr/lib/python3.11/a b.py"],
+                 ["-E", "-S", "-O", compiler, "/usr/lib/python3.11/os.py"],
+                 ["-m", "py_compile", "-"], ["-O", "-m", "py_compile", "-"],
+                 ["/usr/bin/py3compile", "-p", "python3-pip"]):
+        assert _call_wrapper(tmp_path, lines, "3.11", args) == "native " + " ".join(args), args
+    for args in (["/usr/bin/py3clean", "-p", "python3-pip"], ["-c", "import imp; print(imp.get_magic())"],
+                 ["-E", "-S", "/usr/lib/python3.11/other.py", "x.py"], ["-S", "-E", compiler, "x.py"],
+                 ["-E", "-S", "/usr/lib/python3.12/py_compile.py", "x.py"], ["-m", "py_compile", "-", "x"],
+                 ["-m", "py_compile"], ["-O", "-m", "py_compile", "x.py"], []):
+        assert _call_wrapper(tmp_path, lines, "3.11", args) == " ".join(["image", *args]), args
+    for path, text in rendered.items():
+        for run in [r for r in text.replace("\\\n", " ").split("\nRUN ") if "dpkg --configure -a" in r]:
+            unpack = re.search(r"--mount=type=bind,from=(native-unpack-\S+),source=/removed", run)
+            assert unpack and f"--mount=type=bind,from={unpack[1]},source=/interp,target=/srv" in run, path
+            py = re.search(r"cp -p /srv/python(\d+\.\d+) /usr/bin/\.python\1-image", run)
+            assert py, path
+            v = py[1]
+            wrap = ('if [ "$(cat /srv/version)" = "$(cat /mnt/py/version)" ]; then', f"/usr/bin/.python{v}-image "
+                    f"&& cp /mnt/py/wrapper /usr/bin/python{v}; ", f"else cp -p /srv/python{v} /usr/bin/python{v}; fi")
+            restore = f"if [ -e /usr/bin/.python{v}-image ]; then mv /usr/bin/.python{v}-image /usr/bin/python{v}; fi"
+            at = [run.index(part) for part in wrap] + [run.index("dpkg --configure -a"), run.index(restore)]
+            assert at == sorted(at), path
+            # the unpack stage keeps the interpreter out of /layer, with its version beside it
+            body = text.split(f" AS {unpack[1]}\n", 1)[1].split("\nFROM ", 1)[0]
+            assert f"mv /layer/usr/bin/python{v} /interp/" in body and \
+                f"python{v}-minimal > /interp/version" in body, path

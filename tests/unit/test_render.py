@@ -357,7 +357,7 @@ def test_the_configure_step_runs_the_images_scripts_with_the_build_machines_text
 def _wrapper_lines(stage: str) -> list[str]:
     """The lines of the byte-compile wrapper a native-tools stage writes (its printf's
     single-quoted arguments, as the shell reads them)."""
-    body = stage.split("printf '%s\\n' ", 1)[1].split(' > "$tools/py/wrapper"', 1)[0]
+    body = stage.split("printf '%s\\n' ", 1)[1].split(' | sed "s/@PY@/$name/g" > "$tools/py/wrapper"', 1)[0]
     return [s.replace("'\"'\"'", "'") for s in re.findall(r"'((?:[^']|'\"'\"')*)'", body.replace("\\\n", " "))]
 
 
@@ -368,7 +368,8 @@ def _call_wrapper(tmp_path: Path, lines: list[str], python: str, args: list[str]
     for fake in (native, image):
         fake.write_text(f'#!/bin/sh\necho {fake.name} "$@"\n')
         fake.chmod(0o755)
-    text = "\n".join(lines).replace(f"/mnt/py/ld.so --library-path /mnt/lib /mnt/py/bin/python{python}", str(native)) \
+    text = "\n".join(lines).replace("@PY@", f"python{python}") \
+        .replace(f"/mnt/py/ld.so --library-path /mnt/lib /mnt/py/bin/python{python}", str(native)) \
         .replace(f"/usr/bin/.python{python}-image", str(image))
     wrapper = tmp_path / "wrapper"
     wrapper.write_text(text + "\n")
@@ -388,8 +389,8 @@ def test_the_configure_step_hands_only_py_compile_to_the_build_machines_interpre
     rendered = {r.path.as_posix(): r.text for r in render_all(matrix)}
     text = rendered["images/runtime/2.1.0/debian12/Dockerfile"]
     stage = text.split(" AS native-tools\n", 1)[1].split("\nFROM ", 1)[0]
-    assert "patchelf python3.11 \\\n" in stage
-    assert "dpkg-query -W -f='${Version}' python3.11-minimal > \"$tools/py/version\"" in stage
+    assert "patchelf python3 \\\n" in stage and 'py="$(readlink -f /usr/bin/python3)" && name="${py##*/}"' in stage
+    assert """dpkg-query -W -f='${Version}' "$name-minimal" > "$tools/py/version\"""" in stage
     lines = _wrapper_lines(stage)
     assert lines[0] == "#!/bin/sh", lines
     compiler = "/usr/lib/python3.11/py_compile.py"
@@ -407,15 +408,41 @@ def test_the_configure_step_hands_only_py_compile_to_the_build_machines_interpre
         for run in [r for r in text.replace("\\\n", " ").split("\nRUN ") if "dpkg --configure -a" in r]:
             unpack = re.search(r"--mount=type=bind,from=(native-unpack-\S+),source=/removed", run)
             assert unpack and f"--mount=type=bind,from={unpack[1]},source=/interp,target=/srv" in run, path
-            py = re.search(r"cp -p /srv/python(\d+\.\d+) /usr/bin/\.python\1-image", run)
-            assert py, path
-            v = py[1]
-            wrap = ('if [ "$(cat /srv/version)" = "$(cat /mnt/py/version)" ]; then', f"/usr/bin/.python{v}-image "
-                    f"&& cp /mnt/py/wrapper /usr/bin/python{v}; ", f"else cp -p /srv/python{v} /usr/bin/python{v}; fi")
-            restore = f"if [ -e /usr/bin/.python{v}-image ]; then mv /usr/bin/.python{v}-image /usr/bin/python{v}; fi"
-            at = [run.index(part) for part in wrap] + [run.index("dpkg --configure -a"), run.index(restore)]
+            steps = ('if [ "$name" = "$(cat /mnt/py/name)" ] && [ "$(cat /srv/version)" = "$(cat /mnt/py/version)" ]; '
+                     'then', 'img="/usr/bin/.$name-image"; ', 'cp -p "/srv/$name" "$img" && cp /mnt/py/wrapper '
+                     '"/usr/bin/$name"; ', 'else cp -p "/srv/$name" "/usr/bin/$name"; fi', "dpkg --configure -a",
+                     'if [ -n "$img" ]; then mv "$img" "/usr/bin/$name"; fi')
+            at = [run.index(part) for part in steps]
             assert at == sorted(at), path
-            # the unpack stage keeps the interpreter out of /layer, with its version beside it
+            # the unpack stage keeps the interpreter python3 names out of /layer, its version beside it
             body = text.split(f" AS {unpack[1]}\n", 1)[1].split("\nFROM ", 1)[0]
-            assert f"mv /layer/usr/bin/python{v} /interp/" in body and \
-                f"python{v}-minimal > /interp/version" in body, path
+            assert 'name="$(readlink /target/usr/bin/python3 || true)"' in body, path
+            assert 'mv "/layer/usr/bin/$name" /interp/ && echo "$name" > /interp/name' in body and \
+                '"$name-minimal" > /interp/version' in body, path
+
+
+def test_the_unpack_takes_the_images_arch_from_a_shared_download_cache(tmp_path):
+    """The OS step's fast path picks each package's file from apt's download cache, which the
+    builds of the same OS for every arch share (one cache id per OS release): the image's
+    arch's file or an arch-all one, never another arch's of the same name and version (an
+    amd64 build's files had made an arm64 image's dpkg status list amd64 packages)."""
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    text = {r.path.as_posix(): r.text for r in render_all(matrix)}["images/runtime/2.1.0/debian12/Dockerfile"]
+    run = text.split(" AS native-unpack-python-distro\n", 1)[1].split("\nFROM ", 1)[0].replace("\\\n", " ")
+    loop = "set --; while read -r name; do" + run.split("set --; while read -r name; do", 1)[1].split(
+        "done < /tmp/order;", 1)[0] + "done < \"$ORDER\"; printf '%s\\n' \"$@\""
+    cache = tmp_path / "archives"
+    cache.mkdir()
+    for f in ("libctf0_2.40-2_amd64.deb", "libctf0_2.40-2_arm64.deb", "tzdata_2024a-0%3a1_all.deb",
+              "gcc-12_12.2.0-14_amd64.deb"):
+        (cache / f).write_text("")
+    order = tmp_path / "order"
+    order.write_text("libctf0_2.40-2\ntzdata_2024a-0%3a1\n")
+    script = loop.replace("/var/cache/apt/archives/", f"{cache}/")
+    env = {"ORDER": str(order), "TARGETARCH": "arm64", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [f"{cache}/libctf0_2.40-2_arm64.deb", f"{cache}/tzdata_2024a-0%3a1_all.deb"]
+    order.write_text("gcc-12_12.2.0-14\n")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "apt fetched no file for gcc-12_12.2.0-14 (arm64)" in out.stderr

@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 from ascend_build import engine as eng  # noqa: E402
 from ascend_build.engine.emulation import build_args as emulation_args  # noqa: E402
 from ascend_build.inputs.baseimage import debian_base  # noqa: E402
-from ascend_build.matrix import load_matrix  # noqa: E402
 from ascend_build.platforms import PLATFORMS, host  # noqa: E402
 from benchmarks.results import report  # noqa: E402
 from tests.integration.conftest import image_tree  # noqa: E402
@@ -163,17 +162,16 @@ def script_times(engine: eng.Engine, suite: str, work: Path) -> dict[str, float]
     ctx = work / f"{suite}-configure"
     ctx.mkdir(exist_ok=True)
     # and the interpreter the unpack stage kept aside, with the byte-compile wrapper in its place
-    # where the versions are the same (templates/_steps.j2: apt_configure)
-    py = load_matrix(ROOT / "matrix.yaml").os[CELLS[suite][1]].python
+    # where the versions are the same: the set-up of the Dockerfile's own configure step
+    stack, os_name = CELLS[suite]
+    text = (ROOT / "images" / "runtime" / stack / os_name / "Dockerfile").read_text().replace("\\\n", " ")
+    setup = text.split("xargs -0 -r rm -rf -- < /tmp/removed", 1)[1].split(' && PATH="/mnt/bin:$PATH"', 1)[0]
     (ctx / "Dockerfile").write_text(
         f"FROM {base(engine, suite, 'arm64')}\nCOPY --from={unpacked} /layer/ /\n"
         f"COPY --from={tools} /mnt /mnt\n"
         f"RUN --mount=type=bind,from={unpacked},source=/removed,target=/tmp/removed "
         f"--mount=type=bind,from={unpacked},source=/interp,target=/srv "
-        "cd / && xargs -0 -r rm -rf -- < /tmp/removed && if [ -e /srv/version ]; then "
-        'if [ "$(cat /srv/version)" = "$(cat /mnt/py/version)" ]; then '
-        f"cp -p /srv/python{py} /usr/bin/.python{py}-image && cp /mnt/py/wrapper /usr/bin/python{py}; "
-        f"else cp -p /srv/python{py} /usr/bin/python{py}; fi; fi\n")
+        f"cd / && xargs -0 -r rm -rf -- < /tmp/removed{setup}\n")
     ready = TAG.format(suite=suite, on="unconfigured")
     run_build(engine, eng.BuildRequest(dockerfile=ctx / "Dockerfile", context=ctx, platform="linux/arm64",
                                        tags=[ready]), work / f"{suite}-unconfigured.log")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -375,6 +377,36 @@ def host(client, suite_engine, image, platform):
         yield testinfra.get_host(f"{suite_engine.testinfra_backend}://{cid}")
     finally:
         subprocess.run([client, "rm", "-f", cid], capture_output=True)
+
+
+# What the image's Python says of itself and of what is installed, in one start: under qemu
+# every start of the image's Python costs seconds, and a suite asked this five to seven
+# times (and `pip show` once more). Read without importing any package.
+_DISTRIBUTIONS = ("import json, site, sys, importlib.metadata as m; print(json.dumps({"
+                  "'python': '%d.%d' % sys.version_info[:2], "
+                  "'all': [[d.metadata['Name'], d.version] for d in m.distributions()], "
+                  "'site': [[d.metadata['Name'], d.version] for d in m.distributions(path=site.getsitepackages())]}))")
+
+
+@dataclass(frozen=True)
+class Distributions:
+    """The image's Python version and its distributions: `every` on its whole path (what
+    `import` and `pip show` see), `site` in its site-packages only, each (name, version) as
+    its metadata spells it, one entry per .dist-info (a project there twice is there twice)."""
+    python: str
+    every: tuple[tuple[str, str], ...]
+    site: tuple[tuple[str, str], ...]
+
+    def versions(self, key=str.lower, *, site: bool = False) -> dict[str, str]:
+        return {key(name): version for name, version in (self.site if site else self.every)}
+
+
+@pytest.fixture(scope="module")
+def distributions(host) -> Distributions:
+    out = host.run("python -c " + shlex.quote(_DISTRIBUTIONS))
+    assert out.rc == 0, out.stderr
+    found = json.loads(out.stdout)
+    return Distributions(found["python"], tuple(map(tuple, found["all"])), tuple(map(tuple, found["site"])))
 
 
 # A container of the image suite that runs longer than this is stopped and its test fails

@@ -17,8 +17,8 @@ CPU_PRODUCT = ("import json, numpy as np, mindspore as ms; ms.set_device('CPU');
                "print(json.dumps({'version': ms.__version__, 'product': ms.ops.matmul(x, x).asnumpy().tolist()}))")
 
 
-def test_mindspore_is_the_matrix_release(host, mindspore_cell):
-    assert _installed(host)["mindspore"] == mindspore_cell.stack.release
+def test_mindspore_is_the_matrix_release(distributions, mindspore_cell):
+    assert _installed(distributions)["mindspore"] == mindspore_cell.stack.release
 
 
 def test_a_plain_docker_run_imports_mindspore_and_computes_on_the_cpu(docker_run, mindspore_cell):

@@ -218,8 +218,8 @@ def test_plain_docker_run_has_the_environment(docker_run, cell):
     assert opp_exists, f"ASCEND_OPP_PATH {opp} is not a directory"
 
 
-def test_python_version(host, cell):
-    assert pyjson(host, "import json, sys; print(json.dumps('%d.%d' % sys.version_info[:2]))") == cell.python
+def test_python_version(distributions, cell):
+    assert distributions.python == cell.python
 
 
 def framework_packages(cell) -> set[str]:
@@ -233,15 +233,14 @@ def framework_packages(cell) -> set[str]:
 ANY_FRAMEWORK = {"torch"} | {normalize(f.package) for f in FRAMEWORKS.values() if f.package}
 
 
-def _installed(host) -> dict[str, str]:
-    return pyjson(host, "import json, importlib.metadata as m; "
-                        "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version "
-                        "for d in m.distributions()}))")
+def _installed(distributions) -> dict[str, str]:
+    """name (lowercase, - for _) -> version, of every distribution the image's Python sees."""
+    return distributions.versions(lambda name: name.lower().replace("_", "-"))
 
 
-def test_torch_and_torch_npu_versions(host, torch_cell):
+def test_torch_and_torch_npu_versions(distributions, torch_cell):
     cell = torch_cell
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert cell.stack.torch is not None
     assert Version(installed["torch"]).base_version == cell.stack.torch.version
     # A source build may add a local label (2.1.0.post8+git...): the release must match.
@@ -305,8 +304,8 @@ def test_companions_are_the_ones_made_for_this_torch(docker_run, torch_cell, npu
             (name, needs)
 
 
-def test_pins_hold(host, cell):
-    installed = _installed(host)
+def test_pins_hold(distributions, cell):
+    installed = _installed(distributions)
     for name, spec in cell.stack.pins.items():
         key = name.lower().replace("_", "-")
         assert key in installed, f"{name} pinned ({spec}) but not installed"
@@ -390,7 +389,7 @@ def test_package_manifest_is_in_the_image(host, cell):
 VENV_SEEDS = {"pip", "setuptools", "pkg-resources"}
 
 
-def test_python_packages_are_exactly_the_lock(host, labels, cell):
+def test_python_packages_are_exactly_the_lock(host, distributions, labels, cell):
     """A locked image holds its lock and nothing else in the venv: the same versions,
     whenever it is built (pip checked every wheel's sha256 on the way in)."""
     folder = "/usr/local/share/ascend-build/requirements"
@@ -400,9 +399,7 @@ def test_python_packages_are_exactly_the_lock(host, labels, cell):
         return
     assert all("--require-hashes" in text for text in texts.values())
     locked = pinned_versions(texts)
-    installed = {normalize(k): v for k, v in pyjson(host, (
-        "import json, site, importlib.metadata as m; print(json.dumps({d.metadata['Name']: d.version "
-        "for d in m.distributions(path=site.getsitepackages())}))")).items()}
+    installed = distributions.versions(normalize, site=True)
     wrong = {n: (v, installed.get(n)) for n, v in locked.items() if installed.get(n) != v}
     assert wrong == {}, "locked version -> installed"
     given = {"torch-npu"} if "torch-npu @ file://" in texts.get("torch_npu", "") else set()
@@ -564,13 +561,14 @@ def test_the_image_says_its_kind(labels, cell):
         assert label(labels, "stack") == cell.stack.name
 
 
-def test_apex_slot_matches_its_label(host, labels):
+def test_apex_slot_matches_its_label(distributions, labels):
     apex = labels[f"{LABEL_PREFIX}.apex"]
-    shown = host.run("pip show apex")
+    # what `pip show apex` finds: a distribution of that name on the Python's path
+    installed = "apex" in distributions.versions(normalize)
     if apex == "absent":
-        assert shown.rc != 0, "apex is installed but the label says absent"
+        assert not installed, "apex is installed but the label says absent"
     else:
-        assert shown.rc == 0, f"label names {apex} but apex is not installed"
+        assert installed, f"label names {apex} but apex is not installed"
 
 
 @pytest.mark.needs_apex

@@ -3,7 +3,6 @@ candidate, after the runtime suite (inherited), before the layer is tagged."""
 from __future__ import annotations
 
 import json
-import shlex
 
 from packaging.requirements import Requirement
 
@@ -36,26 +35,22 @@ print(json.dumps(out))
 """
 
 
-def _installed(host) -> dict[str, str]:
-    out = host.run("python -c " + shlex.quote(
-        "import json, site, importlib.metadata as m; print(json.dumps({d.metadata['Name']: d.version "
-        "for d in m.distributions(path=site.getsitepackages())}))"))
-    assert out.rc == 0, out.stderr
-    return {normalize(k): v for k, v in json.loads(out.stdout).items()}
+def _installed(distributions) -> dict[str, str]:
+    return distributions.versions(normalize, site=True)
 
 
-def test_layer_packages_are_its_lock(host, layer_lock):
+def test_layer_packages_are_its_lock(distributions, layer_lock):
     locked = pinned_versions({"layer": layer_lock})
     assert locked, "the layer's lock names no package"
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert {n: installed.get(n) for n in locked} == locked
 
 
-def test_runtime_packages_did_not_move(host, layer_lock):
+def test_runtime_packages_did_not_move(distributions, layer_lock):
     """Every package the lock held (the runtime's) is still at its version."""
     held = LayerLock(None, layer_lock).held
     assert "torch" in held and "torch-npu" in held
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert {n: installed.get(n) for n in held} == held
 
 

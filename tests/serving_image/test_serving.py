@@ -25,19 +25,18 @@ def _py(host, code: str):
     return out.stdout.strip()
 
 
-def _installed(host) -> dict[str, str]:
-    text = _py(host, "import json, site, importlib.metadata as m; print(json.dumps({d.metadata['Name']: d.version "
-                     "for d in m.distributions(path=site.getsitepackages())}))")
-    return {normalize(k): v for k, v in json.loads(text).items()}
+def _installed(distributions) -> dict[str, str]:
+    """normalized name -> version, of every distribution in the venv's site-packages."""
+    return distributions.versions(normalize, site=True)
 
 
-def test_vllm_is_the_release_the_labels_name(host, serving):
+def test_vllm_is_the_release_the_labels_name(host, distributions, serving):
     # Not `vllm --version`: the CLI activates the platform plugin first, and vllm_ascend's
     # platform imports torch_npu outright (an NPU check: the real serve below).
     assert _py(host, "import vllm; print(vllm.__version__)").split("+")[0] == serving["vllm"]
     # VLLM_TARGET_DEVICE=empty gives the version a local part: 0.23.0+empty
-    assert _installed(host)["vllm"].split("+")[0] == serving["vllm"]
-    assert _installed(host)["vllm-ascend"].split("+")[0] == serving["vllm-ascend"]
+    assert _installed(distributions)["vllm"].split("+")[0] == serving["vllm"]
+    assert _installed(distributions)["vllm-ascend"].split("+")[0] == serving["vllm-ascend"]
 
 
 def test_the_platform_plugin_entry_point_names_the_npu_platform(host):
@@ -50,33 +49,31 @@ def test_the_platform_plugin_entry_point_names_the_npu_platform(host):
     assert _py(host, "import vllm_ascend; print(vllm_ascend.register())") == "vllm_ascend.platform.NPUPlatform"
 
 
-def test_pip_check_is_clean_and_each_distribution_is_there_once(host):
+def test_pip_check_is_clean_and_each_distribution_is_there_once(host, distributions):
     out = host.run("pip check")
     assert out.rc == 0, out.stdout + out.stderr
-    names = _py(host, "import importlib.metadata as m, site; "
-                      "print('\\n'.join(d.metadata['Name'] for d in m.distributions(path=site.getsitepackages())))")
-    seen = [normalize(n) for n in names.split()]
+    seen = [normalize(name) for name, _ in distributions.site]
     assert sorted({n for n in seen if seen.count(n) > 1}) == []
 
 
-def test_torch_torch_npu_and_numpy_are_as_the_runtime_locked_them(host, serving_lock):
+def test_torch_torch_npu_and_numpy_are_as_the_runtime_locked_them(distributions, serving_lock):
     held = LayerLock(None, serving_lock).held
     assert "torch" in held and "torch-npu" in held and "numpy" in held, held
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert {n: installed.get(n) for n in held} == held
 
 
-def test_the_serving_packages_are_its_lock(host, serving_lock):
+def test_the_serving_packages_are_its_lock(distributions, serving_lock):
     locked = pinned_versions({"serving": serving_lock})
     assert locked, "the serving lock names no package"
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert {n: installed.get(n) for n in locked} == locked
 
 
-def test_ray_for_many_nodes_and_vllm_bench_work_without_a_network(host):
+def test_ray_for_many_nodes_and_vllm_bench_work_without_a_network(host, distributions):
     """A server across nodes joins its pods in Ray (invoke job --kind serving --nodes N), and
     `vllm bench serve` needs vLLM's bench extra: both in the image, nothing fetched when run."""
-    installed = _installed(host)
+    installed = _installed(distributions)
     assert "ray" in installed, "no Ray: a LeaderWorkerSet's pods cannot join one server"
     for name in ("pandas", "datasets", "matplotlib"):
         assert name in installed, f"{name}: vLLM's bench extra is not in the image"
@@ -84,8 +81,8 @@ def test_ray_for_many_nodes_and_vllm_bench_work_without_a_network(host):
     assert out.rc == 0, out.stdout + out.stderr
 
 
-def test_no_cuda_triton_and_no_cuda_package(host):
-    installed = _installed(host)
+def test_no_cuda_triton_and_no_cuda_package(distributions):
+    installed = _installed(distributions)
     assert "triton" not in installed, "CUDA's triton is in the image: vLLM-Ascend runs on triton-ascend"
     assert sorted(n for n in installed if n.startswith(("nvidia-", "cuda-"))) == []
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import shlex
 
+import pytest
+
 from ascend_build.locking.layerlock import LayerLock
 from ascend_build.locking.lock import normalize, pinned_versions
 from tests.image.conftest import run_on_npu
@@ -17,6 +19,41 @@ from tests.image.conftest import run_on_npu
 # and their registration, so they run without the autoload (the runtime suite holds torch_npu;
 # the real serve below runs with it).
 NO_AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD=0 "
+
+# vLLM's and the plugin's imports in one Python: each imports torch, most of a minute under
+# qemu. Each fact read on its own, a failure said as its traceback (the others still read).
+_IMPORTS = """import json, traceback
+found = {}
+def read(key, how):
+    try:
+        found[key] = how()
+    except Exception:
+        found[key] = {"error": traceback.format_exc()[-3000:]}
+def vllm_version():
+    import vllm
+    return vllm.__version__
+def registered():
+    import vllm_ascend
+    return vllm_ascend.register()
+def kernels():
+    import importlib.util as u
+    return bool(u.find_spec("vllm_ascend.vllm_ascend_C"))
+read("vllm", vllm_version)
+read("register", registered)
+read("kernels", kernels)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def imported(host) -> dict:
+    return json.loads(_py(host, _IMPORTS).splitlines()[-1])
+
+
+def _fact(imported: dict, key: str):
+    value = imported[key]
+    assert not isinstance(value, dict), value["error"]
+    return value
 
 
 def _py(host, code: str):
@@ -30,23 +67,23 @@ def _installed(distributions) -> dict[str, str]:
     return distributions.versions(normalize, site=True)
 
 
-def test_vllm_is_the_release_the_labels_name(host, distributions, serving):
+def test_vllm_is_the_release_the_labels_name(imported, distributions, serving):
     # Not `vllm --version`: the CLI activates the platform plugin first, and vllm_ascend's
     # platform imports torch_npu outright (an NPU check: the real serve below).
-    assert _py(host, "import vllm; print(vllm.__version__)").split("+")[0] == serving["vllm"]
+    assert _fact(imported, "vllm").split("+")[0] == serving["vllm"]
     # VLLM_TARGET_DEVICE=empty gives the version a local part: 0.23.0+empty
     assert _installed(distributions)["vllm"].split("+")[0] == serving["vllm"]
     assert _installed(distributions)["vllm-ascend"].split("+")[0] == serving["vllm-ascend"]
 
 
-def test_the_platform_plugin_entry_point_names_the_npu_platform(host):
+def test_the_platform_plugin_entry_point_names_the_npu_platform(host, imported):
     """vLLM finds its platform by this entry point: missing, vLLM falls back to no device."""
     found = json.loads(_py(host, "import json, importlib.metadata as m; "
                                  "print(json.dumps({e.name: e.value for e in "
                                  "m.entry_points(group='vllm.platform_plugins')}))"))
     assert found.get("ascend") == "vllm_ascend:register", found
     # register() returns the platform class's path; loading it imports no device code
-    assert _py(host, "import vllm_ascend; print(vllm_ascend.register())") == "vllm_ascend.platform.NPUPlatform"
+    assert _fact(imported, "register") == "vllm_ascend.platform.NPUPlatform"
 
 
 def test_pip_check_is_clean_and_each_distribution_is_there_once(host, distributions):
@@ -87,9 +124,8 @@ def test_no_cuda_triton_and_no_cuda_package(distributions):
     assert sorted(n for n in installed if n.startswith(("nvidia-", "cuda-"))) == []
 
 
-def test_the_kernels_are_there_when_built_with_them_and_labelled_when_not(host, serving):
-    found = _py(host, "import importlib.util as u; print(bool(u.find_spec('vllm_ascend.vllm_ascend_C')))")
-    assert found == ("True" if serving["kernels"] == "yes" else "False"), serving
+def test_the_kernels_are_there_when_built_with_them_and_labelled_when_not(imported, serving):
+    assert _fact(imported, "kernels") is (serving["kernels"] == "yes"), serving
 
 
 def test_the_serving_environment_holds_in_a_plain_run(image_env, serving):

@@ -9,6 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -397,7 +398,8 @@ class Distributions:
     every: tuple[tuple[str, str], ...]
     site: tuple[tuple[str, str], ...]
 
-    def versions(self, key=str.lower, *, site: bool = False) -> dict[str, str]:
+    def versions(self, key: Callable[[str], str], *, site: bool = False) -> dict[str, str]:
+        """key(name) -> version: every distribution, or (site) those in site-packages."""
         return {key(name): version for name, version in (self.site if site else self.every)}
 
 

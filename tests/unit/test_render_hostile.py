@@ -169,7 +169,9 @@ class Field:
     name: str
     render: Callable[[Callable[[str], str]], str]     # poison -> the rendered text
     env_text: bool = False      # a CANN environment value: Dockerfile ENV text, where ${NAME} expands by design
-    ident: bool = False         # a name the renderer refuses unless it is one (a cache mount's id)
+    # A name the renderer refuses unless it is one: what may follow the sentinel in it (an
+    # OS's name in a cache mount's id; an environment variable's name, [A-Za-z_][A-Za-z0-9_]*).
+    ident: str = ""
     one_part: bool = False      # a path whose last part the template writes: the value holds no "/"
 
 
@@ -237,10 +239,13 @@ def _per_os(module, os_name: str, attr: str) -> Callable[[Callable[[str], str]],
 # from source; MindSpore's and a CANN-only stack; a manylinux builder with a toolset and a
 # Debian one with a cross compiler; the serving and devel images of an OS.
 RUNTIMES = [("2.11.0", "debian11"), ("mindspore2.9.0", "ubuntu22.04"), ("cann8.0.RC3", "openeuler22.03")]
+OS_NAME_TAIL = r"[A-Za-z0-9._+-]*"
+ENV_NAME_TAIL = r"[A-Za-z0-9_]*"
 RUNTIME_PARTS = ["os.name", "os.image", "os.python", "cann.version", "cann.driver", "cann.kernels", "env.value",
                  "env.name", "env.borrowed_from", "env.source", "stack.name", "stack.release", "stack.package",
                  "stack.torch.version", "python.version", "python.sha256", "python.urls"]
-FIELDS = [Field(f"runtime {s} {o} {p}", _runtime(s, o, p), env_text=p == "env.value", ident=p in ("os.name", "env.name"))
+FIELDS = [Field(f"runtime {s} {o} {p}", _runtime(s, o, p), env_text=p == "env.value",
+                ident={"os.name": OS_NAME_TAIL, "env.name": ENV_NAME_TAIL}.get(p, ""))
           for s, o in RUNTIMES for p in RUNTIME_PARTS if not (p == "stack.torch.version" and not MATRIX.stacks[s].torch)
           and not (p.startswith("python.") and MATRIX.os[o].python in MATRIX.stacks[s].pythons())]
 BUILDER_PARTS = ["builder.name", "builder.image", "builder.python", "builder.toolset", "builder.cross", "stack.name",
@@ -250,7 +255,7 @@ FIELDS += [Field(f"builder {s} {b} {p}", _builder(s, b, p), one_part=p == "build
            for p in BUILDER_PARTS
            if not (p == "builder.toolset" and not MATRIX.builders[b].toolset)
            and not (p == "builder.cross" and not MATRIX.builders[b].cross)]
-FIELDS += [Field(f"{m.__name__} {o} os.{a}", _per_os(m, o, a), ident=a == "name")
+FIELDS += [Field(f"{m.__name__} {o} os.{a}", _per_os(m, o, a), ident=OS_NAME_TAIL if a == "name" else "")
            for m in (serving, devel) for o in ("debian12", "openeuler24.03") for a in ("name", "image", "python")]
 
 
@@ -278,7 +283,7 @@ def _check(field: Field, hostile: str) -> None:
     try:
         text = field.render(lambda v: v + hostile)
     except UserError as exc:
-        ident_refused = field.ident and not re.fullmatch(r"[A-Za-z0-9._+-]*", hostile)
+        ident_refused = bool(field.ident) and not re.fullmatch(field.ident, hostile)
         assert CONTROL.search(hostile) or ident_refused, (field.name, hostile, str(exc))
         return
     assert text.count("\n") == baseline.count("\n"), (field.name, hostile)
@@ -305,6 +310,18 @@ def test_the_lexer_sees_an_injection():
 def test_the_issue_payload_stays_data(field):
     for payload in PAYLOADS:
         _check(field, payload)
+
+
+def test_a_name_is_refused_for_what_its_own_kind_of_name_cannot_hold():
+    """An OS's name may hold "." and "-", an environment variable's may not: a "." after a
+    CANN variable's name is refused with its reason (the fuzz once drew it), an "_" kept."""
+    env_names = [f for f in FIELDS if f.name.endswith(" env.name")]
+    os_names = [f for f in FIELDS if f.name.endswith(" os.name")]
+    assert env_names and os_names
+    for hostile in (".", "-", "+"):
+        _check(env_names[0], hostile)
+        _check(os_names[0], hostile)
+    _check(env_names[0], "_X")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

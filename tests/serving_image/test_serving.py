@@ -86,9 +86,9 @@ def test_the_platform_plugin_entry_point_names_the_npu_platform(host, imported):
     assert _fact(imported, "register") == "vllm_ascend.platform.NPUPlatform"
 
 
-def test_pip_check_is_clean_and_each_distribution_is_there_once(host, distributions):
-    out = host.run("pip check")
-    assert out.rc == 0, out.stdout + out.stderr
+def test_each_distribution_is_there_once(distributions):
+    # `pip check` is the runtime suite's (test_byte_code_scripts_and_dependencies_are_the_images_own),
+    # which runs on every serving image after this one: a second start of pip under qemu said nothing more.
     seen = [normalize(name) for name, _ in distributions.site]
     assert sorted({n for n in seen if seen.count(n) > 1}) == []
 

@@ -555,11 +555,17 @@ def test_the_serving_dockerfiles_refuse_cuda_packages_after_the_last_install():
     files = sorted((ROOT / "images" / "serving").glob("*/Dockerfile"))
     assert files
     for path in files:
-        steps = path.read_text().split("\nRUN ")[1:]
+        text = path.read_text()
+        steps = text.split("\nRUN ")[1:]
         last = [s for s in steps if "python3 /tmp/serving_check.py" in s]
-        assert len(last) == 1, path
-        step = last[0]
-        assert step.index("refused: CUDA packages in an NPU image") > step.index('"/tmp/release/${VLLM_ASCEND_FILE}"')
+        assert len(last) == 1 and "refused: CUDA packages in an NPU image" in last[0], path
+        # That step is the image's own last stage, on whichever of the two installs ran.
+        stages = text.split("\nFROM ")
+        assert stages[-1].startswith("built-${PIP_ON}\n") and last[0] in stages[-1], path
+        installs = {stage.split("\n", 1)[0]: stage for stage in stages if " vllm vllm-ascend" in stage}
+        assert sorted(installs) == ["native-venv AS native-built", "serving-env AS built-target"], path
+        assert all("--find-links /tmp/built vllm vllm-ascend" in stage for stage in installs.values()), path
+        assert "COPY --from=native-built /layer/ /" in text.split("\nFROM serving-env AS built-native\n")[1], path
         locked = [s for s in steps if "-r /tmp/lock/serving.txt" in s and " install " in s]
         assert len(locked) == 2 and all("refused: CUDA packages in an NPU image" in s for s in locked), path
 

@@ -236,6 +236,38 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if table:
             terminalreporter.section("wall time per module")
             terminalreporter.write_line(table)
+            terminalreporter.write_line(machine_calibration())
+
+
+# The run's wall time means little without the machine's speed (machines of one kind differ
+# by up to 1.7x from day to day): benchmarks/emulation.py's measure, on the image the suite
+# built first, so every whole run says both figures.
+CALIBRATION_IMAGE = "ascend-build-test/runtime:cann8.0.rc3-910b-debian12-py3.11-torch2.1.0-arm64"
+
+
+def machine_calibration(engine=None, timed: Callable | None = None) -> str:
+    """One line: `import torch` under qemu in the suite's 2.1.0 arm64 image with the builds'
+    CPU setting (benchmarks/emulation.py --image, one run), or why there is no figure."""
+    from ascend_build import engine as eng
+    from ascend_build.engine.emulation import QEMU_CPU
+    from ascend_build.platforms import PLATFORMS
+    if not PLATFORMS["linux/arm64"].emulated():
+        return "machine calibration: none (arm64 runs natively here, so nothing is emulated)"
+    try:
+        engine = engine or eng.detect("docker")
+        if engine.image_id(CALIBRATION_IMAGE) is None:
+            return f"machine calibration: none ({CALIBRATION_IMAGE} is not in {engine.client}'s store)"
+        if timed is None:
+            from benchmarks.emulation import IMPORT_TORCH
+            from benchmarks.emulation import timed as bench
+
+            def timed(engine, image):
+                return bench(engine, image, IMPORT_TORCH, QEMU_CPU)
+        seconds = timed(engine, CALIBRATION_IMAGE)
+    except (Exception, SystemExit) as exc:        # a figure, never the run's verdict
+        return f"machine calibration: none ({exc})"
+    return (f"machine calibration: `import torch` under qemu (QEMU_CPU={QEMU_CPU}, one run, container start "
+            f"included) in {CALIBRATION_IMAGE}: {seconds:.1f} s (benchmarks/emulation.py --image measures the same)")
 
 
 def in_ci() -> bool:

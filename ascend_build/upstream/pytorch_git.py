@@ -98,10 +98,9 @@ def read_tags(gitdir: Path, submodules: list[str], flags: list[str]) -> tuple[di
 def update(matrix_path: Path, location: str) -> tuple[Path, str, str, list[str]]:
     """The imported facts' file with its torch_npu_tags read again from `location`: (its
     path, its text before, its new text, notes). Nothing else in it changes."""
-    import yaml
-
     from ..matrix.imported import emit
     from ..matrix.load import load_matrix, load_text
+    from ..matrix.yamlsource import safe_load
     m = load_matrix(matrix_path)                 # the tags are read for this matrix's build settings
     build = m.torch_npu_build
     with tempfile.TemporaryDirectory(prefix="ascend-pytorch-") as tmp:
@@ -113,7 +112,7 @@ def update(matrix_path: Path, location: str) -> tuple[Path, str, str, list[str]]
     # a local copy is named by what it copies: no path of this machine goes into the file
     repo = m.sources["torch_npu"].repo if "torch_npu" in m.sources else "Ascend/pytorch"
     before = m.files.imported.read_text()
-    data = yaml.safe_load(before) or {}
+    data = safe_load(before) or {}
     data["torch_npu_tags"] = {"source": f"a copy of {repo}" if Path(location).exists() else origin, "tags": {
         v: {"tag": r.tag, "commit": r.commit, "submodules": dict(sorted(r.submodules.items())), "flags": list(r.flags)}
         for v, r in records.items()}}

@@ -789,9 +789,9 @@ def pypi_news(merged: Merged, old: dict) -> list[str]:
 def _data(text: str, path: Path) -> dict:
     import yaml
 
-    from ..matrix.yamlsource import SAFE_LOADER
+    from ..matrix.yamlsource import safe_load
     try:
-        return yaml.load(text, Loader=SAFE_LOADER) or {}
+        return safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML ({exc}); it is machine-written: restore it (git checkout) and "
                         f"update again") from None

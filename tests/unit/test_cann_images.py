@@ -11,11 +11,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.frameworks import CANN
+from ascend_build.matrix.yamlsource import safe_load
 from ascend_build.upstream import cann_images
 from ascend_build.upstream.update import update, write
 from tests import forked
@@ -193,7 +193,7 @@ def test_a_tree_with_no_dockerfiles_is_refused_by_the_task_with_exit_2(matrix, t
 
 def test_a_release_only_the_images_list_is_added_with_its_source_and_no_sums(matrix, tmp_path):
     result = update(matrix, deployer(tmp_path), docs_folder=DOCS, images_folder=tree(tmp_path / "cci"))
-    data = yaml.safe_load(result.text)
+    data = safe_load(result.text)
     rel = data["cann"]["8.5.1"]
     assert rel["source"].startswith(f"{cann_images.REPO} (a copy in a folder named cci): cann/8.5.1-")
     assert rel["url"] == OBS.format(folder="8.5.1") and rel["driver"] is None
@@ -220,13 +220,13 @@ def test_a_release_only_the_images_list_is_added_with_its_source_and_no_sums(mat
     assert m.stack_for(CANN, "8.5.1").derived, "its CANN-only stack, derived from those tags"
     # an update without --cann-images keeps them as they were
     again = update(matrix, deployer(tmp_path), docs_folder=DOCS)
-    assert {v: r["images"] for v, r in yaml.safe_load(again.text)["cann"].items() if "images" in r} == tags
+    assert {v: r["images"] for v, r in safe_load(again.text)["cann"].items() if "images" in r} == tags
 
 
 def test_a_release_both_list_stays_the_deployers_where_they_agree(matrix, tmp_path):
     result = update(matrix, deployer(tmp_path), docs_folder=DOCS, images_folder=tree(tmp_path / "cci"))
     assert result.merged.conflicts == []
-    rel = yaml.safe_load(result.text)["cann"]["8.5.0"]
+    rel = safe_load(result.text)["cann"]["8.5.0"]
     assert rel["source"] == "ascend-deployer 6.0.0: ascend_deployer/downloader/software/CANN_8.5.0.json"
     assert "zip_sha256" in rel["toolkit"]["aarch64"], "the deployer's, with its sums"
     # what the deployer lists none of (NNAL; 950's operator package) is the images', said so per part
@@ -234,7 +234,7 @@ def test_a_release_both_list_stays_the_deployers_where_they_agree(matrix, tmp_pa
     assert rel["parts_source"] == {"nnal": f"{cann_images.REPO} (a copy in a folder named cci): cann/8.5.0-910b-"
                                            "ubuntu22.04-py3.11/Dockerfile (the images' download; ascend-deployer "
                                            "6.0.0 lists none)"}
-    nine = yaml.safe_load(result.text)["cann"]["9.0.0"]
+    nine = safe_load(result.text)["cann"]["9.0.0"]
     assert nine["kernels"]["950"]["x86_64"] == {"file": "Ascend-cann-950-ops_9.0.0_linux-x86_64.run"}
     assert sorted(nine["parts_source"]) == ["kernels.950", "nnal"] and "zip_sha256" in nine["kernels"]["910b"]["aarch64"]
     assert "9.0.0: 950 kernels taken from the images (cann/9.0.0-950-ubuntu22.04-py3.11/Dockerfile; no published " \
@@ -250,7 +250,7 @@ def test_a_part_the_images_name_outside_its_eras_rule_is_said_not_taken(matrix, 
     text = classic("8.3.RC1", "910b").replace("Ascend-cann-kernels-910b_", "Ascend-cann-kernels-A3_")
     write_tree(images, {"8.3.rc1-a3-ubuntu22.04-py3.11": text})
     result = update(matrix, deployer(tmp_path), docs_folder=DOCS, images_folder=images)
-    rel = yaml.safe_load(result.text)["cann"]["8.3.RC1"]
+    rel = safe_load(result.text)["cann"]["8.3.RC1"]
     assert "A3" not in rel["kernels"] and "kernels.A3" not in rel["parts_source"]
     assert "8.3.RC1: the images also install A3 kernels; not imported (CANN 8.3.RC1 is ascend-deployer 6.0.0's)" \
         in result.merged.images_notes
@@ -276,7 +276,7 @@ def test_a_file_both_name_at_another_url_stops_the_update_until_a_choice(matrix,
     result = update(matrix, deployer(tmp_path), docs_folder=DOCS, images_folder=images)
     assert [c.path for c in result.merged.conflicts] == ["cann.9.0.0.toolkit.aarch64", "cann.9.0.0.toolkit.x86_64"]
     assert all(c.taken == c.values[next(iter(c.values))] for c in result.merged.conflicts)
-    assert yaml.safe_load(result.text)["cann"]["9.0.0"]["url"] == OBS.format(folder="9.0.0")
+    assert safe_load(result.text)["cann"]["9.0.0"]["url"] == OBS.format(folder="9.0.0")
 
 
 def test_an_import_without_the_images_keeps_what_they_added_until_another_source_lists_it(matrix, tmp_path):
@@ -284,12 +284,12 @@ def test_an_import_without_the_images_keeps_what_they_added_until_another_source
     written = (matrix.parent / "imported.yaml").read_text()
     again = update(matrix, deployer(tmp_path), docs_folder=DOCS)
     assert not again.changed and again.text == written, again.summary.lines()
-    assert "8.5.1" in yaml.safe_load(again.text)["cann"]
-    kept = yaml.safe_load(again.text)["cann"]
+    assert "8.5.1" in safe_load(again.text)["cann"]
+    kept = safe_load(again.text)["cann"]
     assert "950" in kept["9.0.0"]["kernels"] and kept["9.0.0"]["devel_images"], "the parts and the twins taken"
     # The deployer lists 8.5.1 now: its entry (with sums) replaces the images'.
     newer = make_deployer(tmp_path / "n", "6.0.0", drivers={**DRIVERS, "8.5.1": "25.5.1"})
-    replaced = yaml.safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["8.5.1"]
+    replaced = safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["8.5.1"]
     assert replaced["source"].startswith("ascend-deployer 6.0.0") and replaced["driver"] == "25.5.1"
     # The deployer lists 950's operator package of 9.0.0 now: its file (with its sum) replaces the images'.
     listing = newer / "ascend_deployer/downloader/software/CANN_9.0.0.json"
@@ -302,7 +302,7 @@ def test_an_import_without_the_images_keeps_what_they_added_until_another_source
     hand = matrix.read_text()
     start = hand.index("  9.1.0:\n", hand.index("\ncann_chips:"))
     matrix.write_text(hand[:start] + hand[hand.index("\n# NNAL (ATB", start) + 1:])
-    nine = yaml.safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["9.0.0"]
+    nine = safe_load(update(matrix, [newer], docs_folder=DOCS).text)["cann"]["9.0.0"]
     assert nine["kernels"]["950"]["aarch64"]["zip_sha256"] == "9" * 64
     assert list(nine["parts_source"]) == ["nnal"], "950's is the deployer's now; NNAL still the images'"
 
@@ -334,6 +334,6 @@ def test_invoke_matrix_lists_the_releases_only_the_official_images_name_with_the
         assert release in rows, sorted(rows)
         assert "Ascend/cann-container-image c5a67b3a" in rows[release], rows[release]
     # each release of the committed data, with the source its entry in imported.yaml gives
-    imported = yaml.safe_load((ROOT / "imported.yaml").read_text())["cann"]
+    imported = safe_load((ROOT / "imported.yaml").read_text())["cann"]
     assert set(rows) == set(imported)
     assert all(rows[v].rstrip().endswith(e["source"]) for v, e in imported.items())

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ascend_build import chips
 from ascend_build.chips import Chip, known
@@ -22,6 +21,7 @@ from ascend_build.host import doctor as doc
 from ascend_build.host.layout import BOARD_310B, SERVER, for_chip, layout_of
 from ascend_build.inputs.packages import chip_of_folder
 from ascend_build.matrix import imported, load_matrix
+from ascend_build.matrix.yamlsource import safe_load
 from ascend_build.upstream import cann_images, deployer
 from tests.doubles.host_roots import make_host
 
@@ -70,9 +70,9 @@ def _data_chips() -> dict[str, str]:
     """Every chip name the matrix's data spells (kernels in both files, chip_support, the
     defaults, images:), with where it is spelled."""
     names: dict[str, str] = {MATRIX.defaults.chip: "defaults.chip"}
-    for version, rel in (yaml.safe_load((ROOT / "imported.yaml").read_text())["cann"] or {}).items():
+    for version, rel in (safe_load((ROOT / "imported.yaml").read_text())["cann"] or {}).items():
         names.update({str(c): f"imported.yaml cann.{version}.kernels" for c in rel.get("kernels") or {}})
-    data = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+    data = safe_load((ROOT / "matrix.yaml").read_text())
     for version, rel in (data.get("cann_chips") or {}).items():
         names.update({str(c): f"matrix.yaml cann_chips.{version}.kernels" for c in rel.get("kernels") or {}})
     names.update({str(c): "matrix.yaml chip_support" for c in data.get("chip_support") or {}})

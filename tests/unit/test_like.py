@@ -14,6 +14,7 @@ from ascend_build.errors import UserError
 from ascend_build.matrix import load_matrix
 from ascend_build.matrix.eras import cann_key
 from ascend_build.matrix.like import resolve
+from ascend_build.matrix.yamlsource import safe_load
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -230,8 +231,7 @@ def test_every_final_cann_tag_of_the_snapshot_the_import_read_plans_by_name(monk
     monkeypatch.setattr(building, "load_matrix", lambda path: MATRIX)
     monkeypatch.setattr(eng, "for_task", lambda kind="docker", client=None, dry=False: eng.Engine(
         "docker", "docker", "buildx", "?"))
-    import yaml
-    snapshot = yaml.safe_load((ROOT / "imported.yaml").read_text())["read"]["cann_images"]
+    snapshot = safe_load((ROOT / "imported.yaml").read_text())["read"]["cann_images"]
     assert snapshot.startswith("Ascend/cann-container-image c5a67b3a"), snapshot
     assert f"{len(CANN_TAGS)} of them for" in snapshot, "every released image the import read, and no other"
     planned, failed = 0, {}

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.images.catalog import render_all
 from ascend_build.matrix import load_matrix
+from ascend_build.matrix.yamlsource import safe_load
 
 ROOT = Path(__file__).resolve().parents[2]
 # Both files as one document, keyed by file name: a mutation may hit either.
 TEXT = {name: (ROOT / name).read_text() for name in ("matrix.yaml", "imported.yaml")}
-BASE = {name: yaml.safe_load(text) for name, text in TEXT.items()}
+BASE = {name: safe_load(text) for name, text in TEXT.items()}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=False, width=16),
                     st.text(max_size=12), st.sampled_from(["2.1.0", "3.10", "3.99", "8.0.RC3", "9.9", "910b", "310p", "linux/arm64",

@@ -71,6 +71,14 @@ def words(text: str, shell: bool) -> list[str]:
     return found
 
 
+# Runs of characters no rule of _scan's treats apart (outside quotes; inside double quotes),
+# taken at once: the scan reads a rendered Dockerfile's long lines one character at a time
+# otherwise. A character that begins no run (a lone backslash in double quotes, say) is
+# added by itself, as before.
+_PLAIN = {True: re.compile(r"[^ \t;&|()<>'\"\\$`*?\[{}~]+"), False: re.compile(r"[^ \t'\"\\$)]+")}
+_QUOTED = {True: re.compile(r'[^"\\$`]+'), False: re.compile(r'[^"\\$]+')}
+
+
 def _scan(text: str, i: int, shell: bool, nested: bool) -> tuple[list[str], int]:
     out: list[str] = []
     token: str | None = None
@@ -86,6 +94,7 @@ def _scan(text: str, i: int, shell: bool, nested: bool) -> tuple[list[str], int]
             token = None
 
     escapes_in_quotes = '"\\$`' if shell else '"\\$'
+    plain, quoted = _PLAIN[shell], _QUOTED[shell]
     while i < len(text):
         c = text[i]
         if shell and text.startswith("$(", i):
@@ -113,8 +122,12 @@ def _scan(text: str, i: int, shell: bool, nested: bool) -> tuple[list[str], int]
                 elif text[i] == "\\" and text[i + 1] in escapes_in_quotes:
                     add(text[i + 1])
                     i += 1
+                elif text[i] == "$" or (shell and text[i] == "`"):
+                    add(MARK + text[i])
                 else:
-                    add(MARK + text[i] if text[i] == "$" or (shell and text[i] == "`") else text[i])
+                    run = quoted.match(text, i)
+                    add(run.group() if run else text[i])
+                    i = run.end() - 1 if run else i
                 i += 1
         elif c == "\\":
             add(text[i + 1])
@@ -122,7 +135,9 @@ def _scan(text: str, i: int, shell: bool, nested: bool) -> tuple[list[str], int]
         elif c == "$" or (shell and c in "`*?[{}~"):
             add(MARK + c)
         else:
-            add(c)
+            run = plain.match(text, i)
+            add(run.group() if run else c)
+            i = run.end() - 1 if run else i
         i += 1
     assert not nested, f"an unclosed $( in {text!r}"
     close()

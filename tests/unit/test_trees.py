@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ascend_build.errors import UserError
 from ascend_build.images.progress import Progress
 from ascend_build.images.sources import SOURCE_KINDS, default_source, expected, offline_settings
 from ascend_build.inputs.trees import Checkout, Expected, checkout
 from ascend_build.matrix import load_matrix
+from ascend_build.matrix.yamlsource import safe_load
 from ascend_build.upstream import pytorch_git
 from tests.conftest import copy_matrix
 from tests.doubles import standin_repos as sr
@@ -117,15 +117,15 @@ def test_invoke_update_writes_the_tags_into_a_matrix(repos, tmp_path):
     hand = path.read_bytes()
     imported, before, text, notes = pytorch_git.update(path, str(repos.torch_npu))
     assert imported == path.parent / "imported.yaml" and before == imported.read_text() and text != before
-    tags = yaml.safe_load(text)["torch_npu_tags"]
+    tags = safe_load(text)["torch_npu_tags"]
     assert tags["tags"]["2.1.0.post8"] == {"tag": sr.TAG, "commit": repos.tag_commit,
                                           "submodules": {sr.SUBMODULE: repos.op_plugin_commit},
                                           "flags": ["--disable_torchair", "--disable_rpc"]}
     assert tags["source"] == "a copy of https://github.com/Ascend/pytorch.git"     # no path of this machine
     assert str(tmp_path) not in text
     # Only the tags change: the rest of the imported facts, and matrix.yaml, as they were.
-    assert {k: v for k, v in yaml.safe_load(text).items() if k != "torch_npu_tags"} == \
-        {k: v for k, v in yaml.safe_load(before).items() if k != "torch_npu_tags"}
+    assert {k: v for k, v in safe_load(text).items() if k != "torch_npu_tags"} == \
+        {k: v for k, v in safe_load(before).items() if k != "torch_npu_tags"}
     imported.write_text(text)
     assert path.read_bytes() == hand
     m = load_matrix(path)

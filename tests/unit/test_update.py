@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ascend_build.errors import MatrixError, UserError
 from ascend_build.matrix import load_matrix
+from ascend_build.matrix.yamlsource import safe_load
 from ascend_build.upstream.deployer import read
 from ascend_build.upstream.update import to_data, update, write
 from tests import forked
@@ -47,7 +47,7 @@ def test_update_rewrites_only_the_imported_file_with_sources(matrix, tmp_path):
     # Up to 8.0.RC2 one kernels file serves both arches; 8.5.0 names operator packages.
     assert m.cann["8.0.RC1"].kernels["910b"]["x86_64"].file == "Ascend-cann-kernels-910b_8.0.RC1_linux.run"
     assert m.cann["8.5.0"].kernels["910"]["aarch64"].file == "Ascend-cann-910-ops_8.5.0_linux-aarch64.run"
-    data = yaml.safe_load(result.text)
+    data = safe_load(result.text)
     assert data["cann"]["8.0.RC3"]["source"] == "ascend-deployer 6.0.0: ascend_deployer/downloader/software/CANN_8.0.RC3.json"
     assert m.releases["torch"]["2.1.0.post8"].source == "ascend-deployer 6.0.0: ascend_deployer/downloader/version_match.json"
     assert m.releases["torch"]["2.1.0.post8"].wheels_source == \
@@ -58,7 +58,7 @@ def test_update_rewrites_only_the_imported_file_with_sources(matrix, tmp_path):
     # --from reads no index: PyPI's facts stay as the last import found them (3.13 for 2.10.0).
     assert m.releases["torch"]["2.10.0"].pypi_pythons["aarch64"][-1] == "3.13"
     # The torch_npu release tags (`invoke update --pytorch-git`'s part) stay as they were.
-    assert data["torch_npu_tags"] == yaml.safe_load(old)["torch_npu_tags"]
+    assert data["torch_npu_tags"] == safe_load(old)["torch_npu_tags"]
     # 8 from the deployer double, 9.0.1 to 9.2.0 from the snapshot of Ascend's tables, and the
     # 4 the last import took from the official CANN images (no --cann-images: kept as they were).
     assert result.counts["CANN releases"] == 16 and result.counts["CANN releases only the release notes or TorchNPU notes name"] == 4
@@ -78,7 +78,7 @@ def test_the_committed_import_is_what_the_committed_snapshots_make(matrix, tmp_p
     it reads back to the same bytes (what `invoke update` on the same sources writes)."""
     from ascend_build.matrix.imported import emit
     text = imported_of(matrix).read_text()
-    assert emit(yaml.safe_load(text)) == text
+    assert emit(safe_load(text)) == text
 
 
 def test_run_pins_are_the_sites_and_survive_an_update(matrix, tmp_path):
@@ -357,13 +357,13 @@ def test_an_offline_import_keeps_the_releases_only_the_index_serves(matrix, tmp_
     """Found holding the import against upstream: `invoke update --from` (no index) deleted
     the torch_npu and MindSpore releases that only PyPI serves (the deployer never lists
     them), though docs/matrix.md says the index's facts stay as the last import left them."""
-    old = yaml.safe_load(imported_of(matrix).read_text())
+    old = safe_load(imported_of(matrix).read_text())
     index_only = {section: {v for v, rel in (old.get(section) or {}).items()
                             if (rel or {}).get("pypi_pythons") and not (rel or {}).get("cann")}
                   for section in ("torch_npu_releases", "mindspore_releases")}
     assert index_only["torch_npu_releases"] and index_only["mindspore_releases"], index_only
     result = update(matrix, [make_deployer(tmp_path / "d", "6.0.0")], docs_folder=DOCS)
-    new = yaml.safe_load(result.text)
+    new = safe_load(result.text)
     for section, versions in index_only.items():
         for version in versions:
             assert version in new[section], f"{section} {version} was deleted"
@@ -375,7 +375,7 @@ def _index_like_the_import(extra: dict[str, list[str]]) -> dict[str, dict[str, t
     """A package index serving, for torch-npu and mindspore, the wheels the committed import
     says PyPI has (its pypi_pythons), and `extra`'s releases (project -> releases, cp312
     aarch64); vLLM-Ascend and vLLM with no files."""
-    data = yaml.safe_load((ROOT / "imported.yaml").read_text())
+    data = safe_load((ROOT / "imported.yaml").read_text())
     projects: dict[str, dict[str, tuple[bytes, str]]] = {"vllm-ascend": {}, "vllm": {}}
     for project, section, stem in (("torch-npu", "torch_npu_releases", "torch_npu"),
                                    ("mindspore", "mindspore_releases", "mindspore")):

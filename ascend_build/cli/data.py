@@ -249,7 +249,7 @@ def _update_facts(o: UpdateOptions) -> bool:
         if folder and not Path(folder).is_dir():
             raise UserError(f"{option} {folder}: no such folder")
     result = upd.update(path, [Path(p) for p in o.from_ or []], pip_args, Path(o.from_docs) if o.from_docs else None,
-                        o.ca_bundle, o.proxy, Path(o.cann_images) if o.cann_images else None)
+                        o.ca_bundle, o.proxy, Path(o.cann_images) if o.cann_images else None, pkgs.default_cache())
     for line in upd.report(result):
         console.show(line)
     newer = upd.newer_release(result, pip_args) if o.check and not o.from_ else None

@@ -725,11 +725,11 @@ def sources(versions: list[str], given: list[Path], work: Path, pip_args: list[s
 
 def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[str] | None = None,
            docs_folder: Path | None = None, ca_bundle: str | None = None, proxy: str | None = None,
-           images_folder: Path | None = None) -> Result:
+           images_folder: Path | None = None, cache: Path | None = None) -> Result:
     """`given`: copies of the deployer releases (else fetched with pip); `docs_folder`:
     copies of the documents upstream.docs names (else fetched over HTTPS); `images_folder`:
     a copy of Ascend/cann-container-image (else the releases the last import took from it
-    are kept as they were)."""
+    are kept as they were); `cache`: where what each vLLM-Ascend sdist gave is kept by its sum."""
     from ..matrix.imported import emit
     from ..matrix.load import load_text, upstream_of
     upstream = upstream_of(matrix_path)
@@ -757,7 +757,7 @@ def update(matrix_path: Path, given: list[Path] | None = None, pip_args: list[st
         news = pypi_news(merged, old)
         if upstream.serving_from:
             merged.serving, merged.serving_notes = vllm.read(upstream.serving_from, upstream.serving_pre,
-                                                             pip_args or [])
+                                                             pip_args or [], cache)
     undecided = [c for c in merged.conflicts if c.taken is None]
     if undecided:
         raise UserError("the sources disagree, and matrix.yaml does not say which to take:\n  "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from email.message import Message
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from packaging.markers import Marker
@@ -97,12 +98,14 @@ class VllmAscendData:
                    str(d.get("ray") or ""), str(d.get("vllm_tag") or ""))
 
 
-def read(floor: str, pre: bool, pip_args: list[str]) -> tuple[dict[str, VllmAscendData], list[str]]:
+def read(floor: str, pre: bool, pip_args: list[str], cache: Path | None = None) -> tuple[dict[str, VllmAscendData],
+                                                                                      list[str]]:
     """The plugin's releases from `floor` on the index (pre-releases too with `pre`), and
-    what was left out and why."""
+    what was left out and why; each sdist's files kept in `cache` by its sum."""
     plugin = pypi.releases(pypi.files(PROJECT, pip_args), pre=pre, sdists=True)
     vllm = pypi.releases(pypi.files(VLLM, pip_args), pre=True, sdists=True)
-    return releases(plugin, vllm, floor, lambda f: pypi.sdist_files(f, vllm_sdist.wanted, pip_args),
+    return releases(plugin, vllm, floor,
+                    lambda f: pypi.cached_sdist_files(f, vllm_sdist.wanted, vllm_sdist.WANTED, cache, pip_args),
                     lambda f: pypi.sdist_metadata(f, pip_args))
 
 

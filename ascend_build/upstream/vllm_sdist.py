@@ -130,6 +130,11 @@ def vllm_tag_of(images: list[Image]) -> str:
     return tags[0] if tags else ""
 
 
+# What `wanted` takes, in words: a reading kept by the sdist's sum (pypi.cached_sdist_files) is
+# one of these files.
+WANTED = f"{REQUIREMENTS} {DOCKERFILE.pattern}"
+
+
 def wanted(member: str) -> bool:
     """The sdist's top-level files read here (beside its PKG-INFO)."""
     return member == REQUIREMENTS or bool(DOCKERFILE.fullmatch(member))

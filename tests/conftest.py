@@ -260,12 +260,10 @@ def machine_calibration(engine=None, timed: Callable | None = None) -> str:
         if engine.image_id(CALIBRATION_IMAGE) is None:
             return f"machine calibration: none ({CALIBRATION_IMAGE} is not in {engine.client}'s store)"
         if timed is None:
-            from benchmarks.emulation import IMPORT_TORCH
-            from benchmarks.emulation import timed as bench
-
-            def timed(engine, image):
-                return bench(engine, image, IMPORT_TORCH, QEMU_CPU)
-        seconds = timed(engine, CALIBRATION_IMAGE)
+            from benchmarks import emulation
+            seconds = emulation.timed(engine, CALIBRATION_IMAGE, emulation.IMPORT_TORCH, QEMU_CPU)
+        else:
+            seconds = timed(engine, CALIBRATION_IMAGE)
     except (Exception, SystemExit) as exc:        # a figure, never the run's verdict
         return f"machine calibration: none ({exc})"
     return (f"machine calibration: `import torch` under qemu (QEMU_CPU={QEMU_CPU}, one run, container start "

@@ -75,7 +75,7 @@ def words(text: str, shell: bool) -> list[str]:
 # taken at once: the scan reads a rendered Dockerfile's long lines one character at a time
 # otherwise. A character that begins no run (a lone backslash in double quotes, say) is
 # added by itself, as before.
-_PLAIN = {True: re.compile(r"[^ \t;&|()<>'\"\\$`*?\[{}~]+"), False: re.compile(r"[^ \t'\"\\$)]+")}
+_PLAIN = {True: re.compile(r"[^ \t;&|()<>'\"\\$`*?\[{}~]+"), False: re.compile(r"[^ \t'\"\\$]+")}
 _QUOTED = {True: re.compile(r'[^"\\$`]+'), False: re.compile(r'[^"\\$]+')}
 
 
